@@ -1,0 +1,142 @@
+// Package app builds the ledgermedic command line: one urfave/cli app whose
+// commands are thin wrappers over the feature packages. Exit codes are decided
+// here, in one place (exitCode), from the errors the commands return.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mattn/go-isatty"
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Env is what the app talks to. Tests pass buffers; main passes the process's files.
+type Env struct {
+	Stdout io.Writer
+	Stderr io.Writer
+	Stdin  io.Reader
+	// StderrIsTTY turns on progress bars.
+	StderrIsTTY bool
+	Getenv      func(string) string
+}
+
+// ProcessEnv is the Env of the running process.
+func ProcessEnv() Env {
+	return Env{
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		Stdin:       os.Stdin,
+		StderrIsTTY: isatty.IsTerminal(os.Stderr.Fd()),
+		Getenv:      os.Getenv,
+	}
+}
+
+// env is shared by every command's action.
+type env struct {
+	Env
+}
+
+const exitCodesHelp = `EXIT CODES:
+   0  clean: nothing found, or the action succeeded
+   1  findings: something is wrong (or left unresolved); see the output
+   2  bad usage or bad input
+   3  could not open or could not write the data dir (or another file)`
+
+// New builds the app.
+func New(e Env) *cli.App {
+	if e.Getenv == nil {
+		e.Getenv = func(string) string { return "" }
+	}
+	en := &env{Env: e}
+	app := &cli.App{
+		Name:  "ledgermedic",
+		Usage: "inspect and safely repair the on-disk state of an Apache Pulsar cluster",
+		Description: "ledgermedic reads a data dir (metadata/ and ledgers/, both Badger v4) holding a Pulsar\n" +
+			"cluster's metadata store and ledger store. Inspection never changes a byte; commands that\n" +
+			"write are dry-run unless --apply is given, and every write is journaled and can be undone.\n\n" +
+			exitCodesHelp,
+		Writer:    e.Stdout,
+		ErrWriter: e.Stderr,
+		Reader:    e.Stdin,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, EnvVars: []string{"LEDGERMEDIC_DATA_DIR"},
+				Usage: "the data dir (holds metadata/ and ledgers/)"},
+			&cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of tables"},
+		},
+		Commands:              en.commands(),
+		HideHelpCommand:       true,
+		EnableBashCompletion:  false,
+		ExitErrHandler:        func(*cli.Context, error) {}, // exit codes are decided by Run, not by urfave
+		OnUsageError:          usageError,
+		CommandNotFound:       nil,
+		CustomAppHelpTemplate: cli.AppHelpTemplate,
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+// commands lists every top-level command, in help order.
+func (e *env) commands() []*cli.Command {
+	return []*cli.Command{
+		e.inspectCommand(), e.checkCommand(),
+		e.schemaCommand(),
+		e.fixturesCommand(),
+	}
+}
+
+func usageError(_ *cli.Context, err error, _ bool) error {
+	return report.BadInput(err)
+}
+
+// setUsageErrors makes flag errors of every sub-command exit 2.
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		if c.OnUsageError == nil {
+			c.OnUsageError = usageError
+		}
+		setUsageErrors(c.Subcommands)
+	}
+}
+
+// Run runs the app with args (args[0] is the program name) and returns the exit code.
+func Run(ctx context.Context, args []string, e Env) int {
+	app := New(e)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return report.ExitClean
+	}
+	code := exitCode(err)
+	// ErrFindings carries no message: the findings were already printed.
+	if msg := err.Error(); !errors.Is(err, report.ErrFindings) && msg != "" {
+		fmt.Fprintf(e.Stderr, "ledgermedic: %s\n", msg)
+	}
+	return code
+}
+
+// exitCode maps an error to the documented exit codes.
+func exitCode(err error) int {
+	var ee *report.ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	switch {
+	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrNotDataDir),
+		errors.Is(err, store.ErrReadOnly), errors.Is(err, os.ErrPermission), errors.Is(err, os.ErrNotExist):
+		return report.ExitCannotOpen
+	case errors.Is(err, context.Canceled):
+		return report.ExitCannotOpen
+	}
+	// urfave reports unknown flags and missing arguments as plain errors.
+	if strings.Contains(err.Error(), "flag provided but not defined") || strings.Contains(err.Error(), "Required flag") {
+		return report.ExitBadInput
+	}
+	return report.ExitCannotOpen
+}

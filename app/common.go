@@ -1,0 +1,72 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// dataDirPath returns --data-dir or a usage error.
+func dataDirPath(c *cli.Context) (string, error) {
+	p := c.String("data-dir")
+	if p == "" {
+		return "", report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required")
+	}
+	return p, nil
+}
+
+// openReadOnly opens the data dir for inspection and tells the user anything
+// they must know about how it was opened (for example, a sandbox copy).
+func (e *env) openReadOnly(c *cli.Context) (*store.DataDir, error) {
+	p, err := dataDirPath(c)
+	if err != nil {
+		return nil, err
+	}
+	dd, err := store.Open(p, store.Options{ReadOnly: true})
+	if err != nil {
+		return nil, report.CannotOpen(err)
+	}
+	for _, n := range dd.Notes {
+		fmt.Fprintf(e.Stderr, "note: %s\n", n)
+	}
+	return dd, nil
+}
+
+// openWritable opens the data dir for a command that may write.
+func (e *env) openWritable(c *cli.Context) (*store.DataDir, error) {
+	p, err := dataDirPath(c)
+	if err != nil {
+		return nil, err
+	}
+	dd, err := store.Open(p, store.Options{})
+	if err != nil {
+		return nil, report.CannotOpen(err)
+	}
+	return dd, nil
+}
+
+// print renders a document in the format the user asked for.
+func (e *env) print(c *cli.Context, doc *report.Document) error {
+	if err := report.Print(e.Stdout, doc, c.Bool("json")); err != nil {
+		return report.CannotOpen(fmt.Errorf("write output: %w", err))
+	}
+	return nil
+}
+
+// progress returns a bar on a TTY stderr (unless --json), nothing otherwise.
+func (e *env) progress(c *cli.Context) report.Progress {
+	return report.NewProgress(e.Stderr, e.StderrIsTTY && !c.Bool("json"))
+}
+
+// topicArg parses a topic given as persistent://tenant/ns/topic or tenant/ns/topic.
+func topicArg(s string) (formats.TopicName, error) {
+	t, err := formats.ParseTopic(s)
+	if err != nil {
+		return formats.TopicName{}, report.BadInputf("topic %q: %v", s, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,179 @@
+package formats
+
+import (
+	"bytes"
+	"compress/zlib"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/golang/snappy"
+	"github.com/klauspost/compress/zstd"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/pierrec/lz4/v4"
+)
+
+// MaxUncompressedSize caps the size a compressed header may declare, so a
+// corrupt header cannot make us allocate gigabytes.
+const MaxUncompressedSize = 256 << 20
+
+// Pulsar uses the same codecs, with the same numbers, for managed-ledger
+// metadata (mlpb) and message payloads (pulsarpb); both map onto these.
+const (
+	codecNone   = 0
+	codecLZ4    = 1
+	codecZLIB   = 2
+	codecZSTD   = 3
+	codecSNAPPY = 4
+)
+
+var (
+	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
+		return zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxUncompressedSize))
+	})
+	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
+		return zstd.NewWriter(nil)
+	})
+)
+
+// compress encodes src with codec as Pulsar's CompressionCodec classes do:
+// LZ4 raw block, zlib stream, zstd frame, snappy raw block.
+func compress(codec int32, src []byte) ([]byte, error) {
+	switch codec {
+	case codecNone:
+		return bytes.Clone(src), nil
+	case codecLZ4:
+		var c lz4.Compressor
+		dst := make([]byte, lz4.CompressBlockBound(len(src)))
+		n, err := c.CompressBlock(src, dst)
+		if err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+		return dst[:n], nil
+	case codecZLIB:
+		var buf bytes.Buffer
+		w := zlib.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+		if err := w.Close(); err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+		return buf.Bytes(), nil
+	case codecZSTD:
+		enc, err := zstdEncoder()
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		return enc.EncodeAll(src, nil), nil
+	case codecSNAPPY:
+		return snappy.Encode(nil, src), nil
+	}
+	return nil, fmt.Errorf("unknown compression type %d", codec)
+}
+
+// decompress decodes src and insists on exactly size bytes of output. Sizes a
+// codec could not reach from len(src) bytes are rejected before allocating.
+func decompress(codec int32, src []byte, size int) ([]byte, error) {
+	if size < 0 || size > MaxUncompressedSize {
+		return nil, fmt.Errorf("uncompressed size %d out of range [0, %d]", size, MaxUncompressedSize)
+	}
+	var out []byte
+	switch codec {
+	case codecNone:
+		out = src
+	case codecLZ4:
+		// An LZ4 sequence expands at most ~255x.
+		if size > 256*len(src)+64 {
+			return nil, fmt.Errorf("lz4: uncompressed size %d impossible from %d bytes", size, len(src))
+		}
+		out = make([]byte, size)
+		n, err := lz4.UncompressBlock(src, out)
+		if err != nil {
+			return nil, fmt.Errorf("lz4: %w", err)
+		}
+		out = out[:n]
+	case codecZLIB:
+		r, err := zlib.NewReader(bytes.NewReader(src))
+		if err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+		// Read one byte more than expected to detect overlong streams; reading
+		// to EOF also verifies the adler32 trailer.
+		out, err = io.ReadAll(io.LimitReader(r, int64(size)+1))
+		if err != nil {
+			return nil, fmt.Errorf("zlib: %w", err)
+		}
+	case codecZSTD:
+		var h zstd.Header
+		if err := h.Decode(src); err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		if h.HasFCS && h.FrameContentSize != uint64(size) {
+			return nil, fmt.Errorf("zstd: frame holds %d bytes, header says %d", h.FrameContentSize, size)
+		}
+		dec, err := zstdDecoder()
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+		out, err = dec.DecodeAll(src, nil)
+		if err != nil {
+			return nil, fmt.Errorf("zstd: %w", err)
+		}
+	case codecSNAPPY:
+		n, err := snappy.DecodedLen(src)
+		if err != nil {
+			return nil, fmt.Errorf("snappy: %w", err)
+		}
+		if n != size {
+			return nil, fmt.Errorf("snappy: block holds %d bytes, header says %d", n, size)
+		}
+		// A snappy copy op emits at most 64 bytes from 2-3 input bytes.
+		if size > 32*len(src)+64 {
+			return nil, fmt.Errorf("snappy: uncompressed size %d impossible from %d bytes", size, len(src))
+		}
+		out, err = snappy.Decode(nil, src)
+		if err != nil {
+			return nil, fmt.Errorf("snappy: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("unknown compression type %d", codec)
+	}
+	if len(out) != size {
+		return nil, fmt.Errorf("uncompressed %d bytes, header says %d", len(out), size)
+	}
+	return out, nil
+}
+
+// CompressPayload compresses a message payload with the codec named in
+// MessageMetadata.compression.
+func CompressPayload(codec pulsarpb.CompressionType, payload []byte) ([]byte, error) {
+	return compress(int32(codec), payload)
+}
+
+// DecompressPayload undoes CompressPayload; size is
+// MessageMetadata.uncompressed_size. For NONE the payload is returned as is.
+func DecompressPayload(codec pulsarpb.CompressionType, payload []byte, size int) ([]byte, error) {
+	if codec == pulsarpb.CompressionType_NONE {
+		return payload, nil
+	}
+	return decompress(int32(codec), payload, size)
+}
+
+// codecName is the lower-case name used in Encoding.String.
+func codecName(c mlpb.CompressionType) string {
+	switch c {
+	case mlpb.CompressionType_NONE:
+		return "none"
+	case mlpb.CompressionType_LZ4:
+		return "lz4"
+	case mlpb.CompressionType_ZLIB:
+		return "zlib"
+	case mlpb.CompressionType_ZSTD:
+		return "zstd"
+	case mlpb.CompressionType_SNAPPY:
+		return "snappy"
+	}
+	return fmt.Sprintf("codec(%d)", int32(c))
+}

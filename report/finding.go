@@ -1,0 +1,105 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+)
+
+// Severity of a finding. Errors and warnings make a command exit 1; info does not.
+type Severity string
+
+const (
+	SeverityError   Severity = "error"
+	SeverityWarning Severity = "warning"
+	SeverityInfo    Severity = "info"
+)
+
+// Finding is one thing a check found: what, how bad, where, and what to do.
+// check, JSON output and exit codes all derive from these values.
+type Finding struct {
+	Kind     string   `json:"kind"`
+	Severity Severity `json:"severity"`
+	Location string   `json:"location"`
+	Message  string   `json:"message"`
+	Hint     string   `json:"hint,omitempty"`
+	// Optional structured location, for machines.
+	Topic    string `json:"topic,omitempty"`
+	Path     string `json:"path,omitempty"`
+	LedgerID *int64 `json:"ledger_id,omitempty"`
+	EntryID  *int64 `json:"entry_id,omitempty"`
+	Version  *int64 `json:"schema_version,omitempty"`
+}
+
+// Int64 returns a pointer for the optional Finding fields.
+func Int64(v int64) *int64 { return &v }
+
+// Actionable reports whether any finding is an error or a warning.
+func Actionable(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Severity != SeverityInfo {
+			return true
+		}
+	}
+	return false
+}
+
+// SortFindings orders findings by severity, kind, then location, so output is stable.
+func SortFindings(fs []Finding) {
+	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+	sort.SliceStable(fs, func(i, j int) bool {
+		a, b := fs[i], fs[j]
+		if rank[a.Severity] != rank[b.Severity] {
+			return rank[a.Severity] < rank[b.Severity]
+		}
+		if a.Kind != b.Kind {
+			return a.Kind < b.Kind
+		}
+		return a.Location < b.Location
+	})
+}
+
+// FindingsTable is the per-finding view.
+func FindingsTable(fs []Finding) *Table {
+	t := NewTable("findings", fmt.Sprintf("Findings (%d)", len(fs)),
+		"SEVERITY", "severity", "KIND", "kind", "LOCATION", "location", "MESSAGE", "message", "HINT", "hint")
+	for _, f := range fs {
+		t.Add(string(f.Severity), f.Kind, f.Location, f.Message, f.Hint)
+	}
+	return t
+}
+
+// SummaryTable counts findings by kind and severity.
+func SummaryTable(fs []Finding) *Table {
+	type key struct {
+		kind string
+		sev  Severity
+	}
+	counts := map[key]int{}
+	for _, f := range fs {
+		counts[key{f.Kind, f.Severity}]++
+	}
+	keys := make([]key, 0, len(counts))
+	for k := range counts {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].sev != keys[j].sev {
+			return keys[i].sev < keys[j].sev
+		}
+		return keys[i].kind < keys[j].kind
+	})
+	t := NewTable("summary", "Summary", "KIND", "kind", "SEVERITY", "severity", "COUNT", "count")
+	for _, k := range keys {
+		t.Add(k.kind, string(k.sev), counts[k])
+	}
+	return t
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

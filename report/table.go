@@ -1,0 +1,101 @@
+// Package report is how results reach the user: tables of typed rows rendered as
+// ASCII tables or JSON from the same rows, findings, progress, and exit codes.
+// Features build rows; only this package decides how they look.
+package report
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+)
+
+// Column names one column: a human header and a JSON key.
+type Column struct {
+	Header string
+	Key    string
+}
+
+// Table is one view: columns plus rows of typed values (string, integers, bool,
+// []byte, fmt.Stringer, nil). The same rows feed the table and the JSON output.
+type Table struct {
+	Name    string // JSON key of the table in a document
+	Title   string // printed above the table; empty for none
+	Columns []Column
+	Rows    [][]any
+}
+
+// NewTable starts a table; cols alternate header, key: NewTable("topics", "", "TOPIC", "topic", ...).
+func NewTable(name, title string, cols ...string) *Table {
+	t := &Table{Name: name, Title: title}
+	for i := 0; i+1 < len(cols); i += 2 {
+		t.Columns = append(t.Columns, Column{Header: cols[i], Key: cols[i+1]})
+	}
+	return t
+}
+
+// Add appends one row; it must have one value per column.
+func (t *Table) Add(values ...any) {
+	if len(values) != len(t.Columns) {
+		panic(fmt.Sprintf("report: table %q: row has %d values for %d columns", t.Name, len(values), len(t.Columns)))
+	}
+	t.Rows = append(t.Rows, values)
+}
+
+// Cell formats one value for the human table.
+func Cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		if x == "" {
+			return "-"
+		}
+		return x
+	case []byte:
+		if len(x) == 0 {
+			return "-"
+		}
+		return hex.EncodeToString(x)
+	case bool:
+		if x {
+			return "yes"
+		}
+		return "no"
+	case int:
+		return strconv.Itoa(x)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	case fmt.Stringer:
+		return x.String()
+	case error:
+		return x.Error()
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// jsonValue turns a cell into what encoding/json should print: bytes as hex,
+// Stringers as strings, nil stays null.
+func jsonValue(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		if x == nil {
+			return nil
+		}
+		return hex.EncodeToString(x)
+	case error:
+		return x.Error()
+	case fmt.Stringer:
+		return x.String()
+	default:
+		return v
+	}
+}

@@ -1,0 +1,69 @@
+// Package store opens a ledgermedic data dir (FORMATS.md section 7): the metadata
+// store (node path -> node bytes) and the ledger store (ledger, entry -> entry bytes),
+// both Badger v4 databases, behind two small interfaces so other backends can come later.
+//
+// Only the mutation engine and the fixture generator write; inspection opens read-only.
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// Sentinel errors. Badger's own errors are matched once, here, and mapped to these.
+var (
+	ErrNotFound        = errors.New("not found")
+	ErrVersionMismatch = errors.New("version mismatch (node changed since it was read)")
+	ErrReadOnly        = errors.New("data dir opened read-only")
+	ErrLocked          = errors.New("data dir is in use by another process")
+	ErrNotDataDir      = errors.New("not a ledgermedic data dir")
+	// ErrTruncatedValue: Badger returned fewer bytes than the value's recorded size
+	// (a truncated value log); the key's data is lost.
+	ErrTruncatedValue = errors.New("value truncated (value log damaged): data lost")
+)
+
+// Node is one metadata-store node.
+type Node struct {
+	Path    string
+	Value   []byte
+	Version uint64 // opaque; changes on every write; used for compare-and-set
+}
+
+// MetadataStore holds nodes keyed by path.
+type MetadataStore interface {
+	// Get returns ErrNotFound when the node does not exist.
+	Get(path string) (Node, error)
+	// Walk calls fn for every node whose path starts with prefix, in path order.
+	// Values are only valid during fn; copy to keep. Stops at the first error fn returns.
+	Walk(ctx context.Context, prefix string, fn func(Node) error) error
+	// CompareAndSet writes value when the node's current version equals expect;
+	// expect 0 means the node must not exist. Returns the new version, or
+	// ErrVersionMismatch (wrapped with the path) and writes nothing.
+	CompareAndSet(path string, expect uint64, value []byte) (uint64, error)
+	// CompareAndDelete deletes the node when its version equals expect.
+	CompareAndDelete(path string, expect uint64) error
+}
+
+// LedgerStore holds ledger entries keyed by (ledger id, entry id).
+type LedgerStore interface {
+	// Entry returns ErrNotFound when the entry does not exist.
+	Entry(ledgerID, entryID int64) ([]byte, error)
+	// Entries calls fn for entries from..to inclusive (to < 0: to the end) of one ledger, in order.
+	// Values are only valid during fn.
+	Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error
+	// LastEntry returns the highest entry id stored for the ledger, or ErrNotFound.
+	LastEntry(ledgerID int64) (int64, error)
+	// LedgerIDs calls fn once per ledger id that has at least one entry, ascending,
+	// with the count of its entries.
+	LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error
+	// PutEntry writes one entry (writable stores only).
+	PutEntry(ledgerID, entryID int64, value []byte) error
+	// DeleteLedgerEntries removes every entry of the ledger (writable stores only).
+	DeleteLedgerEntries(ledgerID int64) error
+}
+
+// ErrUncleanShutdown: a Badger database in the data dir was not closed cleanly (a crash, a
+// kill -9, or a copy taken while it was open); Badger must truncate its write-ahead log before
+// it can be read, which a read-only open may not do. Open read-only inspects a sandbox copy
+// instead unless Options.NoSandbox is set.
+var ErrUncleanShutdown = errors.New("data dir was not shut down cleanly (Badger must truncate its log before reading)")
