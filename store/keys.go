@@ -1,0 +1,37 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// entryKeyPrefix starts every key of the ledger store (FORMATS.md section 7).
+const entryKeyPrefix = 'e'
+
+// entryKeyLen is 'e' | ledgerId (8 bytes BE) | entryId (8 bytes BE).
+const entryKeyLen = 17
+
+// EntryKey returns the ledger-store key of one entry.
+func EntryKey(ledgerID, entryID int64) []byte {
+	k := make([]byte, entryKeyLen)
+	k[0] = entryKeyPrefix
+	binary.BigEndian.PutUint64(k[1:9], uint64(ledgerID))
+	binary.BigEndian.PutUint64(k[9:17], uint64(entryID))
+	return k
+}
+
+// ledgerKeyPrefix returns the key prefix shared by every entry of one ledger.
+func ledgerKeyPrefix(ledgerID int64) []byte {
+	return EntryKey(ledgerID, 0)[:9]
+}
+
+// ParseEntryKey decodes a ledger-store key made by EntryKey.
+func ParseEntryKey(k []byte) (ledgerID, entryID int64, err error) {
+	if len(k) != entryKeyLen {
+		return 0, 0, fmt.Errorf("ledger store key %x: %d bytes, want %d", k, len(k), entryKeyLen)
+	}
+	if k[0] != entryKeyPrefix {
+		return 0, 0, fmt.Errorf("ledger store key %x: prefix byte %#x, want 'e'", k, k[0])
+	}
+	return int64(binary.BigEndian.Uint64(k[1:9])), int64(binary.BigEndian.Uint64(k[9:17])), nil
+}

@@ -1,0 +1,182 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	badger "github.com/dgraph-io/badger/v4"
+)
+
+// ledgerStore is the LedgerStore of a data dir's ledgers/ Badger database.
+// Keys sort by ledger id, then entry id, both as unsigned 64-bit numbers.
+type ledgerStore struct {
+	db       *badger.DB
+	readOnly bool
+}
+
+func (l *ledgerStore) Entry(ledgerID, entryID int64) ([]byte, error) {
+	var v []byte
+	err := l.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get(EntryKey(ledgerID, entryID))
+		if err != nil {
+			return mapTxnError(err)
+		}
+		if v, err = item.ValueCopy(nil); err != nil {
+			return err
+		}
+		return checkValue(item, len(v))
+	})
+	if err != nil {
+		return nil, fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+	}
+	return v, nil
+}
+
+func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error {
+	if from < 0 {
+		from = 0
+	}
+	if to >= 0 && to < from {
+		return nil
+	}
+	return l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = ledgerKeyPrefix(ledgerID)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		n := 0
+		for it.Seek(EntryKey(ledgerID, from)); it.Valid(); it.Next() {
+			if n%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			n++
+			item := it.Item()
+			_, entryID, err := ParseEntryKey(item.Key())
+			if err != nil {
+				return fmt.Errorf("ledger %d: %w", ledgerID, err)
+			}
+			if to >= 0 && uint64(entryID) > uint64(to) {
+				return nil
+			}
+			err = item.Value(func(v []byte) error {
+				if err := checkValue(item, len(v)); err != nil {
+					return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+				}
+				return fn(entryID, v)
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+func (l *ledgerStore) LastEntry(ledgerID int64) (int64, error) {
+	var last int64
+	err := l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Reverse = true
+		opts.Prefix = ledgerKeyPrefix(ledgerID)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		// In reverse, Seek finds the largest key <= the seek key: past every entry id.
+		it.Seek(append(ledgerKeyPrefix(ledgerID), bytes.Repeat([]byte{0xff}, 9)...))
+		if !it.Valid() {
+			return ErrNotFound
+		}
+		var err error
+		_, last, err = ParseEntryKey(it.Item().Key())
+		return err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("ledger %d last entry: %w", ledgerID, err)
+	}
+	return last, nil
+}
+
+func (l *ledgerStore) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
+	return l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = []byte{entryKeyPrefix}
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		var (
+			cur   int64
+			count int64
+			n     int
+		)
+		for it.Rewind(); it.Valid(); it.Next() {
+			if n%ctxCheckEvery == 0 {
+				if err := ctx.Err(); err != nil {
+					return err
+				}
+			}
+			n++
+			ledgerID, _, err := ParseEntryKey(it.Item().Key())
+			if err != nil {
+				return err
+			}
+			if count > 0 && ledgerID != cur {
+				if err := fn(cur, count); err != nil {
+					return err
+				}
+				count = 0
+			}
+			cur = ledgerID
+			count++
+		}
+		if count > 0 {
+			return fn(cur, count)
+		}
+		return nil
+	})
+}
+
+func (l *ledgerStore) PutEntry(ledgerID, entryID int64, value []byte) error {
+	if l.readOnly {
+		return fmt.Errorf("put ledger %d entry %d: %w", ledgerID, entryID, ErrReadOnly)
+	}
+	err := l.db.Update(func(txn *badger.Txn) error {
+		return txn.Set(EntryKey(ledgerID, entryID), value)
+	})
+	if err != nil {
+		return fmt.Errorf("put ledger %d entry %d: %w", ledgerID, entryID, mapTxnError(err))
+	}
+	return nil
+}
+
+// DeleteLedgerEntries streams the ledger's keys into a WriteBatch: a large ledger does
+// not fit in one transaction.
+func (l *ledgerStore) DeleteLedgerEntries(ledgerID int64) error {
+	if l.readOnly {
+		return fmt.Errorf("delete ledger %d entries: %w", ledgerID, ErrReadOnly)
+	}
+	wb := l.db.NewWriteBatch()
+	defer wb.Cancel()
+	err := l.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.PrefetchValues = false
+		opts.Prefix = ledgerKeyPrefix(ledgerID)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		err = wb.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("delete ledger %d entries: %w", ledgerID, err)
+	}
+	return nil
+}
