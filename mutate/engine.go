@@ -1,0 +1,811 @@
+package mutate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Errors of the engine (see also the journal errors).
+var (
+	// ErrRolledBack: the run failed part-way and was rolled back; the data dir equals
+	// the state before the run. It is joined with the cause.
+	ErrRolledBack = errors.New("run rolled back")
+	// ErrVerifyFailed: re-reading what the run wrote did not give the plan's bytes.
+	ErrVerifyFailed = errors.New("verification failed")
+	// ErrNotCommitted: only committed runs can be undone.
+	ErrNotCommitted = errors.New("run is not committed")
+	// ErrAlreadyUndone: a committed undo of the run exists.
+	ErrAlreadyUndone = errors.New("run already undone")
+	// ErrBackupWrite: the metadata backup could not be written; nothing was changed.
+	ErrBackupWrite = errors.New("could not write backup")
+)
+
+// epochMu serialises epoch bumps of engines in this process; Badger's directory lock
+// keeps other processes out of the data dir altogether.
+var epochMu sync.Mutex
+
+// Engine runs plans against one writable data dir. Its methods are safe for
+// concurrent use; runs are serialised.
+type Engine struct {
+	dd  *store.DataDir
+	dir string
+
+	// Now is the engine's clock (time.Now by default).
+	Now func() time.Time
+	// Progress, when set, is called after each item is applied.
+	Progress func(done, total int)
+
+	mu        sync.Mutex
+	recovered bool
+}
+
+// ApplyOptions tune one run.
+type ApplyOptions struct {
+	// Backup, when set, names a file that receives DataDir.BackupMetadata before
+	// anything changes. It must not exist yet.
+	Backup string
+}
+
+// ItemResult is the outcome of one plan item.
+type ItemResult struct {
+	Index       int
+	Kind        ItemKind
+	Path        string
+	LedgerID    int64
+	Description string
+	Status      ItemStatus
+	Reason      string
+}
+
+// Result is the outcome of a run.
+type Result struct {
+	RunID      string
+	Epoch      uint64
+	State      RunState
+	Backup     string
+	Verified   bool
+	Mismatches []string
+	Items      []ItemResult
+}
+
+// RecoveryReport says what Recover did with one unfinished run.
+type RecoveryReport struct {
+	RunID     string
+	Command   string
+	Found     RunState // the state the journal held
+	State     RunState // the state after recovery
+	Conflicts []string // nodes left as they were because someone else changed them
+}
+
+// New returns an engine for a writable data dir and makes sure its journal folder exists.
+func New(dd *store.DataDir) (*Engine, error) {
+	if dd == nil {
+		return nil, errors.New("mutation engine: no data dir")
+	}
+	if dd.ReadOnly {
+		return nil, fmt.Errorf("mutation engine on %s: %w", dd.Path, store.ErrReadOnly)
+	}
+	dir := JournalDir(dd.Path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create journal %s: %w: %w", dir, ErrJournalWrite, err)
+	}
+	if err := syncDir(dd.Path); err != nil {
+		return nil, fmt.Errorf("fsync %s: %w: %w", dd.Path, ErrJournalWrite, err)
+	}
+	return &Engine{dd: dd, dir: dir, Now: time.Now}, nil
+}
+
+// JournalDir returns the engine's journal folder.
+func (e *Engine) JournalDir() string { return e.dir }
+
+// CrashHook, when set, is called at every crash-safety point of a run, named like
+// "journaled", "item-3", "rollback-item-2", "committed". Tests set it to stop the
+// process there (see KillAt); it is nil in normal use.
+var CrashHook func(step string)
+
+func crashPoint(format string, args ...any) {
+	if CrashHook != nil {
+		CrashHook(fmt.Sprintf(format, args...))
+	}
+}
+
+// KillAt returns a CrashHook that kills the current process (SIGKILL on Unix) when
+// the run reaches step, for crash tests that run the engine in a subprocess.
+func KillAt(step string) func(string) {
+	return func(s string) {
+		if s != step {
+			return
+		}
+		if p, err := os.FindProcess(os.Getpid()); err == nil {
+			_ = p.Kill()
+		}
+		select {} // wait for the signal to land
+	}
+}
+
+// Recover rolls back every run the journal holds as unfinished (applying or
+// rolling back), so the data dir equals the state before those runs. Callers run it
+// before planning; Apply and Undo run it themselves once per engine if it was not.
+// Recovering when nothing is unfinished writes nothing.
+func (e *Engine) Recover(ctx context.Context) ([]RecoveryReport, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.recover(ctx)
+}
+
+func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
+	if err := removeTemps(e.dir); err != nil {
+		return nil, err
+	}
+	recs, err := readRecords(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	var maxEpoch uint64
+	var unfinished []*RunRecord
+	for _, r := range recs {
+		maxEpoch = max(maxEpoch, r.Epoch)
+		for _, h := range r.History {
+			maxEpoch = max(maxEpoch, h.Epoch)
+		}
+		if !r.State.Finished() {
+			unfinished = append(unfinished, r)
+		}
+	}
+	cur, err := readEpoch(e.dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(unfinished) == 0 {
+		if cur < maxEpoch { // the epoch file was lost: never hand out an epoch twice
+			if err := writeEpoch(e.dir, maxEpoch); err != nil {
+				return nil, err
+			}
+		}
+		e.recovered = true
+		return nil, nil
+	}
+	holder, err := e.takeEpoch(maxEpoch)
+	if err != nil {
+		return nil, err
+	}
+	var reports []RecoveryReport
+	var errs []error
+	// Newest first: a later run's before-images are an earlier run's after-state.
+	for i := len(unfinished) - 1; i >= 0; i-- {
+		rec := unfinished[i]
+		found := rec.State
+		conflicts, err := e.rollbackRun(ctx, rec, holder, "recovered at start")
+		reports = append(reports, RecoveryReport{
+			RunID: rec.RunID, Command: rec.Command, Found: found, State: rec.State, Conflicts: conflicts,
+		})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("recover run %s: %w", rec.RunID, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reports, err
+	}
+	e.recovered = true
+	return reports, nil
+}
+
+func (e *Engine) recoverOnce(ctx context.Context) error {
+	if e.recovered {
+		return nil
+	}
+	_, err := e.recover(ctx)
+	return err
+}
+
+// Apply runs a plan: preflight (every node still at the version the plan read),
+// optional backup, journal, apply, verify, commit. On any failure after the first
+// write the run is rolled back and the error wraps ErrRolledBack.
+func (e *Engine) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*Result, error) {
+	if err := plan.Validate(); err != nil {
+		return nil, err
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.recoverOnce(ctx); err != nil {
+		return nil, err
+	}
+	rec, err := e.newRecord(plan)
+	if err != nil {
+		return nil, err
+	}
+	return e.run(ctx, rec, opts)
+}
+
+// Undo reverts a committed run: it restores every node's before-image (compare-and-set
+// against the version the run wrote) and removes the ledgers the run created. A node
+// or ledger changed since the run is not overwritten: the undo is refused as a whole,
+// naming each one. The undo is itself a journaled run (Command "undo").
+func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Result, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if err := e.recoverOnce(ctx); err != nil {
+		return nil, err
+	}
+	orig, err := Show(e.dir, runID)
+	if err != nil {
+		return nil, err
+	}
+	if orig.State != StateCommitted {
+		return nil, fmt.Errorf("undo run %s: it is %s: %w", runID, orig.State, ErrNotCommitted)
+	}
+	if err := e.checkUndoable(runID); err != nil {
+		return nil, err
+	}
+	inv := inversePlan(orig)
+	if err := inv.Validate(); err != nil {
+		return nil, fmt.Errorf("undo run %s: %w", runID, err)
+	}
+	rec, err := e.newRecord(inv)
+	if err != nil {
+		return nil, err
+	}
+	rec.UndoOf = runID
+	return e.run(ctx, rec, opts)
+}
+
+// checkUndoable refuses to undo a run twice. A run that was undone and then
+// re-applied (its undo undone) is reverted by undoing that later run instead: the
+// node versions the first run wrote are gone.
+func (e *Engine) checkUndoable(runID string) error {
+	recs, err := readRecords(e.dir)
+	if err != nil {
+		return err
+	}
+	undone := undoneBy(recs)
+	for i := len(recs) - 1; i >= 0; i-- {
+		r := recs[i]
+		if r.UndoOf != runID || r.State != StateCommitted {
+			continue
+		}
+		if by := undone[r.RunID]; by != "" {
+			return fmt.Errorf("undo run %s: it was undone by run %s and re-applied by run %s; undo run %s instead: %w",
+				runID, r.RunID, by, by, ErrAlreadyUndone)
+		}
+		return fmt.Errorf("undo run %s: undone by run %s: %w", runID, r.RunID, ErrAlreadyUndone)
+	}
+	return nil
+}
+
+// inversePlan turns a committed run into the plan that reverts it, newest item first.
+func inversePlan(r *RunRecord) *Plan {
+	p := &Plan{Command: "undo", Args: []string{r.RunID}, Notes: []string{"undo of " + r.Command + " run " + r.RunID}}
+	for i := len(r.Items) - 1; i >= 0; i-- {
+		it := r.Items[i].Item
+		inv := Item{Path: it.Path, LedgerID: it.LedgerID, Entries: it.Entries, Description: "undo: " + it.Description}
+		switch it.Kind {
+		case KindSet:
+			inv.Kind, inv.Expect, inv.Before, inv.After = KindSet, r.Items[i].Written, it.After, it.Before
+		case KindCreate:
+			inv.Kind, inv.Expect, inv.Before = KindDelete, r.Items[i].Written, it.After
+		case KindDelete:
+			inv.Kind, inv.After = KindCreate, it.Before
+		case KindLedger:
+			inv.Kind = KindDropLedger
+		case KindDropLedger:
+			inv.Kind = KindLedger
+		}
+		p.Items = append(p.Items, inv)
+	}
+	return p
+}
+
+func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
+	now := e.Now()
+	id := p.RunID
+	if id == "" {
+		id = NewRunID(now)
+	}
+	if _, err := os.Stat(filepath.Join(e.dir, id+recordSuffix)); !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: run id %s is already in the journal", ErrInvalidPlan, id)
+	}
+	created := p.CreatedAt
+	if created.IsZero() {
+		created = now
+	}
+	rec := &RunRecord{
+		Format: JournalFormat, RunID: id, Command: p.Command, Args: p.Args, Flags: p.Flags,
+		Notes: p.Notes, CreatedAt: created.UTC(), Items: make([]JournalItem, len(p.Items)),
+	}
+	for i, it := range p.Items {
+		rec.Items[i] = JournalItem{Item: it, Status: StatusPending}
+	}
+	return rec, nil
+}
+
+// run takes an epoch and drives a record through preflight, backup, journal, apply,
+// verify and commit.
+func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*Result, error) {
+	epoch, err := e.takeEpoch(0)
+	if err != nil {
+		return nil, err
+	}
+	rec.Epoch = epoch
+	crashPoint("epoch")
+
+	problems, err := e.preflight(ctx, rec)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: %w", rec.RunID, err)
+	}
+	if len(problems) > 0 {
+		rec.Error = strings.Join(problems, "; ")
+		refusal := fmt.Errorf("run %s refused, nothing was changed: %s: %w", rec.RunID, rec.Error, store.ErrVersionMismatch)
+		if err := e.setState(rec, StateRefused, epoch, ""); err != nil {
+			return resultOf(rec), errors.Join(refusal, err)
+		}
+		return resultOf(rec), refusal
+	}
+	if opts.Backup != "" {
+		if err := e.writeBackup(opts.Backup); err != nil {
+			return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+		}
+		rec.Backup = opts.Backup
+		crashPoint("backup")
+	}
+	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
+		return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+	}
+	crashPoint("journaled")
+
+	if err := e.applyItems(ctx, rec); err != nil {
+		return e.abort(ctx, rec, err)
+	}
+	crashPoint("applied")
+	mismatches, err := e.verify(ctx, rec)
+	if err != nil {
+		return e.abort(ctx, rec, err)
+	}
+	rec.Mismatches = mismatches
+	if len(mismatches) > 0 {
+		return e.abort(ctx, rec, fmt.Errorf("%w: %s", ErrVerifyFailed, strings.Join(mismatches, "; ")))
+	}
+	rec.Verified = true
+	crashPoint("verified")
+	if err := e.checkEpoch(epoch); err != nil {
+		return resultOf(rec), fenced(rec, err)
+	}
+	if err := e.setState(rec, StateCommitted, epoch, ""); err != nil {
+		// The journal still says applying: undo now while we can; the next start would too.
+		return e.abort(ctx, rec, err)
+	}
+	crashPoint("committed")
+	return resultOf(rec), nil
+}
+
+func fenced(rec *RunRecord, err error) error {
+	return fmt.Errorf("run %s stopped, the next start rolls it back: %w", rec.RunID, err)
+}
+
+// abort rolls back a run that failed after its journal record said applying.
+func (e *Engine) abort(ctx context.Context, rec *RunRecord, cause error) (*Result, error) {
+	if errors.Is(cause, ErrStaleEpoch) {
+		return resultOf(rec), fenced(rec, cause) // a newer run holds the journal: touch nothing
+	}
+	rec.Error = cause.Error()
+	conflicts, err := e.rollbackRun(context.WithoutCancel(ctx), rec, rec.Epoch, cause.Error())
+	if err != nil {
+		return resultOf(rec), fmt.Errorf("run %s failed: %w; rolling back failed too, the next start finishes it: %w", rec.RunID, cause, err)
+	}
+	if len(conflicts) > 0 {
+		return resultOf(rec), fmt.Errorf("run %s failed: %w; rolled back except %s: %w",
+			rec.RunID, cause, strings.Join(conflicts, "; "), store.ErrVersionMismatch)
+	}
+	return resultOf(rec), fmt.Errorf("run %s failed: %w; %w, the data dir is as before the run", rec.RunID, cause, ErrRolledBack)
+}
+
+func (e *Engine) setState(rec *RunRecord, s RunState, epoch uint64, note string) error {
+	rec.State = s
+	rec.History = append(rec.History, StateChange{State: s, At: e.Now().UTC(), Epoch: epoch, Note: note})
+	return writeRecord(e.dir, rec)
+}
+
+// takeEpoch moves the journal to a new epoch above both the current one and floor.
+func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
+	epochMu.Lock()
+	defer epochMu.Unlock()
+	cur, err := readEpoch(e.dir)
+	if err != nil {
+		return 0, err
+	}
+	n := max(cur, floor) + 1
+	if err := writeEpoch(e.dir, n); err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// checkEpoch refuses to go on when a newer run took the journal.
+func (e *Engine) checkEpoch(held uint64) error {
+	cur, err := readEpoch(e.dir)
+	if err != nil {
+		return err
+	}
+	if cur != held {
+		return fmt.Errorf("holding epoch %d, journal is at %d: %w", held, cur, ErrStaleEpoch)
+	}
+	return nil
+}
+
+// preflight reads the before-image of every item and checks it is what the plan
+// expects. It returns one problem per item that no longer matches; it writes nothing.
+func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
+	var problems []string
+	for i := range rec.Items {
+		it := &rec.Items[i]
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		var problem string
+		var err error
+		switch it.Kind {
+		case KindSet, KindDelete, KindCreate:
+			problem, err = e.preflightNode(&it.Item)
+		case KindLedger:
+			var last int64
+			last, err = e.dd.Ledgers.LastEntry(it.LedgerID)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				err = nil
+			case err == nil:
+				problem = fmt.Sprintf("ledger %d already has entries (last entry %d)", it.LedgerID, last)
+			}
+		case KindDropLedger:
+			problem, err = e.compareLedger(ctx, it.LedgerID, it.Entries)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("preflight item %d (%s): %w", i, it.label(), err)
+		}
+		if problem != "" {
+			it.Status, it.Reason = StatusFailed, problem
+			problems = append(problems, problem)
+		}
+	}
+	return problems, nil
+}
+
+func (e *Engine) preflightNode(it *Item) (string, error) {
+	n, err := e.dd.Metadata.Get(it.Path)
+	exists := err == nil
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	if it.Kind == KindCreate {
+		if exists {
+			return fmt.Sprintf("node %s already exists (version %d)", it.Path, n.Version), nil
+		}
+		return "", nil
+	}
+	if !exists {
+		return fmt.Sprintf("node %s no longer exists (expected version %d)", it.Path, it.Expect), nil
+	}
+	if n.Version != it.Expect {
+		return fmt.Sprintf("node %s changed since it was read (version %d, expected %d)", it.Path, n.Version, it.Expect), nil
+	}
+	if it.Before == nil {
+		it.Before = bytes.Clone(n.Value)
+		if it.Before == nil {
+			it.Before = []byte{}
+		}
+	} else if !bytes.Equal(it.Before, n.Value) {
+		return fmt.Sprintf("node %s: the plan's before bytes differ from the stored node", it.Path), nil
+	}
+	return "", nil
+}
+
+// compareLedger returns a problem when the ledger's entries are not exactly want.
+func (e *Engine) compareLedger(ctx context.Context, ledgerID int64, want []LedgerEntry) (string, error) {
+	byID := make(map[int64][]byte, len(want))
+	for _, en := range want {
+		byID[en.EntryID] = en.Value
+	}
+	var diffs []string
+	present := 0
+	err := e.dd.Ledgers.Entries(ctx, ledgerID, 0, -1, func(id int64, v []byte) error {
+		w, ok := byID[id]
+		if !ok {
+			diffs = append(diffs, fmt.Sprintf("entry %d not in the plan", id))
+			return nil
+		}
+		present++
+		if !bytes.Equal(w, v) {
+			diffs = append(diffs, fmt.Sprintf("entry %d bytes differ", id))
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("ledger %d: %w", ledgerID, err)
+	}
+	if missing := len(want) - present; missing > 0 {
+		diffs = append(diffs, fmt.Sprintf("%d entries missing", missing))
+	}
+	if len(diffs) == 0 {
+		return "", nil
+	}
+	if len(diffs) > 5 {
+		diffs = append(diffs[:5], fmt.Sprintf("and %d more", len(diffs)-5))
+	}
+	return fmt.Sprintf("ledger %d differs from the plan: %s", ledgerID, strings.Join(diffs, ", ")), nil
+}
+
+// applyItems writes every item in order. The first failure stops it; the caller
+// rolls back.
+func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
+	for i := range rec.Items {
+		it := &rec.Items[i]
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("before item %d (%s): %w", i, it.label(), err)
+		}
+		if err := e.checkEpoch(rec.Epoch); err != nil {
+			return err
+		}
+		if err := e.applyItem(i, it); err != nil {
+			it.Status, it.Reason = StatusFailed, err.Error()
+			return fmt.Errorf("item %d (%s): %w", i, it.label(), err)
+		}
+		it.Status = StatusApplied
+		crashPoint("item-%d", i)
+		if e.Progress != nil {
+			e.Progress(i+1, len(rec.Items))
+		}
+	}
+	return nil
+}
+
+func (e *Engine) applyItem(i int, it *JournalItem) error {
+	md, lg := e.dd.Metadata, e.dd.Ledgers
+	var err error
+	switch it.Kind {
+	case KindSet:
+		it.Written, err = md.CompareAndSet(it.Path, it.Expect, nonNil(it.After))
+	case KindCreate:
+		it.Written, err = md.CompareAndSet(it.Path, 0, nonNil(it.After))
+	case KindDelete:
+		err = md.CompareAndDelete(it.Path, it.Expect)
+	case KindLedger:
+		for j, en := range it.Entries {
+			if err := lg.PutEntry(it.LedgerID, en.EntryID, nonNil(en.Value)); err != nil {
+				return fmt.Errorf("ledger %d entry %d: %w", it.LedgerID, en.EntryID, err)
+			}
+			crashPoint("item-%d-entry-%d", i, j)
+		}
+	case KindDropLedger:
+		err = lg.DeleteLedgerEntries(it.LedgerID)
+	}
+	return err
+}
+
+func nonNil(b []byte) []byte {
+	if b == nil {
+		return []byte{}
+	}
+	return b
+}
+
+// verify re-reads everything the run wrote and compares it with the plan.
+func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
+	var mismatches []string
+	for i := range rec.Items {
+		it := &rec.Items[i]
+		var problem string
+		switch it.Kind {
+		case KindSet, KindCreate, KindDelete:
+			n, err := e.dd.Metadata.Get(it.Path)
+			if err != nil && !errors.Is(err, store.ErrNotFound) {
+				return nil, fmt.Errorf("verify node %s: %w", it.Path, err)
+			}
+			wantExists, want := it.target()
+			if !sameNode(err == nil, n.Value, wantExists, want) {
+				problem = fmt.Sprintf("node %s does not hold what the run wrote", it.Path)
+			}
+		case KindLedger:
+			var err error
+			if problem, err = e.compareLedger(ctx, it.LedgerID, it.Entries); err != nil {
+				return nil, fmt.Errorf("verify: %w", err)
+			}
+		case KindDropLedger:
+			if _, err := e.dd.Ledgers.LastEntry(it.LedgerID); !errors.Is(err, store.ErrNotFound) {
+				if err != nil {
+					return nil, fmt.Errorf("verify ledger %d: %w", it.LedgerID, err)
+				}
+				problem = fmt.Sprintf("ledger %d still has entries", it.LedgerID)
+			}
+		}
+		if problem != "" {
+			it.Status, it.Reason = StatusMismatch, problem
+			mismatches = append(mismatches, problem)
+			continue
+		}
+		it.Status = StatusVerified
+	}
+	return mismatches, nil
+}
+
+// rollbackRun returns the data dir to the record's before-images, under the holder
+// epoch. Node items whose write was refused (StatusFailed) are skipped: they wrote
+// nothing. Every other item is judged by the bytes the store holds now, so it works
+// whether or not the run reached it. It returns the nodes it left alone because they hold neither the run's bytes nor
+// the before-image.
+func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64, note string) ([]string, error) {
+	// The on-disk record already says applying, so a failure to note the rollback
+	// leaves recovery with the same work to do: go on.
+	journalErr := e.setState(rec, StateRollingBack, holder, note)
+	crashPoint("rollback-journaled")
+	var conflicts []string
+	for i := len(rec.Items) - 1; i >= 0; i-- {
+		it := &rec.Items[i]
+		if it.isNode() && it.Status == StatusFailed {
+			continue
+		}
+		if err := e.checkEpoch(holder); err != nil {
+			return conflicts, err
+		}
+		conflict, err := e.rollbackItem(ctx, it)
+		if err != nil {
+			return conflicts, fmt.Errorf("roll back item %d (%s): %w", i, it.label(), err)
+		}
+		if conflict != "" {
+			conflicts = append(conflicts, conflict)
+			it.Reason = conflict
+		} else if it.Status != StatusFailed {
+			it.Status = StatusRolledBack
+		}
+		crashPoint("rollback-item-%d", i)
+	}
+	rec.Verified = false
+	if rec.UndoOf != "" {
+		if err := e.refreshUndone(rec, holder); err != nil {
+			return conflicts, err
+		}
+	}
+	if len(conflicts) > 0 {
+		note = "left as is: " + strings.Join(conflicts, "; ")
+	}
+	if err := e.setState(rec, StateRolledBack, holder, note); err != nil {
+		return conflicts, errors.Join(journalErr, err)
+	}
+	crashPoint("rolled-back")
+	return conflicts, nil
+}
+
+// refreshUndone runs after an undo was rolled back: the undone run's nodes hold its
+// bytes again, but at new versions. Recording those in the undone run's journal
+// record lets the undo be run again; it is idempotent, so recovery can repeat it.
+func (e *Engine) refreshUndone(undo *RunRecord, holder uint64) error {
+	orig, err := Show(e.dir, undo.UndoOf)
+	if err != nil {
+		return fmt.Errorf("undone run: %w", err)
+	}
+	versions := make(map[string]uint64)
+	for _, it := range undo.Items {
+		if !it.isNode() {
+			continue
+		}
+		n, err := e.dd.Metadata.Get(it.Path)
+		if errors.Is(err, store.ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if wantExists, want := it.origin(); sameNode(true, n.Value, wantExists, want) {
+			versions[it.Path] = n.Version
+		}
+	}
+	changed := false
+	for i := range orig.Items {
+		it := &orig.Items[i]
+		if v, ok := versions[it.Path]; ok && it.Kind != KindDelete && it.Written != v {
+			it.Written, changed = v, true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	orig.History = append(orig.History, StateChange{State: orig.State, At: e.Now().UTC(), Epoch: holder,
+		Note: "node versions refreshed: undo run " + undo.RunID + " was rolled back"})
+	return writeRecord(e.dir, orig)
+}
+
+// rollbackItem moves one item from its after-state back to its before-image. It is
+// idempotent: an item already at its before-image is left alone.
+func (e *Engine) rollbackItem(ctx context.Context, it *JournalItem) (string, error) {
+	md, lg := e.dd.Metadata, e.dd.Ledgers
+	switch it.Kind {
+	case KindLedger:
+		// Preflight proved the ledger had no entries, so all of them are the run's.
+		return "", lg.DeleteLedgerEntries(it.LedgerID)
+	case KindDropLedger:
+		for _, en := range it.Entries {
+			if err := lg.PutEntry(it.LedgerID, en.EntryID, nonNil(en.Value)); err != nil {
+				return "", fmt.Errorf("ledger %d entry %d: %w", it.LedgerID, en.EntryID, err)
+			}
+		}
+		return "", nil
+	}
+	n, err := md.Get(it.Path)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return "", err
+	}
+	exists := err == nil
+	if wantExists, want := it.origin(); sameNode(exists, n.Value, wantExists, want) {
+		return "", nil
+	}
+	if wantExists, want := it.target(); !sameNode(exists, n.Value, wantExists, want) {
+		return fmt.Sprintf("node %s changed by someone else; not restored", it.Path), nil
+	}
+	switch it.Kind {
+	case KindSet:
+		_, err = md.CompareAndSet(it.Path, n.Version, nonNil(it.Before))
+	case KindCreate:
+		err = md.CompareAndDelete(it.Path, n.Version)
+	case KindDelete:
+		_, err = md.CompareAndSet(it.Path, 0, nonNil(it.Before))
+	}
+	return "", err
+}
+
+// writeBackup writes the metadata backup durably to a new file.
+func (e *Engine) writeBackup(path string) (err error) {
+	fail := func(e error) error { return fmt.Errorf("backup %s: %w: %w", path, ErrBackupWrite, e) }
+	if _, err := os.Stat(path); err == nil {
+		return fail(fs.ErrExist)
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, tempPrefix+filepath.Base(path)+"-")
+	if err != nil {
+		return fail(err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if err := e.dd.BackupMetadata(f); err != nil {
+		f.Close()
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fail(err)
+	}
+	return nil
+}
+
+func resultOf(rec *RunRecord) *Result {
+	r := &Result{
+		RunID: rec.RunID, Epoch: rec.Epoch, State: rec.State, Backup: rec.Backup,
+		Verified: rec.Verified, Mismatches: rec.Mismatches, Items: make([]ItemResult, len(rec.Items)),
+	}
+	for i, it := range rec.Items {
+		r.Items[i] = ItemResult{
+			Index: i, Kind: it.Kind, Path: it.Path, LedgerID: it.LedgerID,
+			Description: it.Description, Status: it.Status, Reason: it.Reason,
+		}
+	}
+	return r
+}

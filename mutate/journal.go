@@ -1,0 +1,331 @@
+package mutate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The journal lives in <data-dir>/journal/, apart from the Pulsar metadata:
+//
+//	epoch          the current epoch, decimal; every run takes epoch+1
+//	<run-id>.json  one RunRecord per run, rewritten atomically at each state change
+//
+// Every file is written as temp file, fsync, rename, fsync dir, so a reader sees
+// either the old or the new content, never a torn one.
+const (
+	journalDirName = "journal"
+	epochFileName  = "epoch"
+	recordSuffix   = ".json"
+	tempPrefix     = ".tmp-"
+	// JournalFormat is the version of the RunRecord JSON layout.
+	JournalFormat = 1
+)
+
+// Errors of the journal.
+var (
+	// ErrJournalWrite: the journal could not be written durably; nothing more was changed.
+	ErrJournalWrite = errors.New("could not write journal")
+	// ErrStaleEpoch: a newer run holds the journal; this run must not write.
+	ErrStaleEpoch = errors.New("stale epoch (a newer run holds the journal)")
+	// ErrRunNotFound: no journal record for the run id.
+	ErrRunNotFound = errors.New("run not found in journal")
+	// ErrBadJournal: a journal file cannot be parsed.
+	ErrBadJournal = errors.New("journal file damaged")
+)
+
+// RunState is where a run is in its life.
+type RunState string
+
+const (
+	// StateRefused: the preflight failed; nothing was changed.
+	StateRefused RunState = "refused"
+	// StateApplying: changes may be partly applied; Recover rolls the run back.
+	StateApplying RunState = "applying"
+	// StateRollingBack: a rollback started; Recover finishes it.
+	StateRollingBack RunState = "rolling-back"
+	// StateRolledBack: the data dir was returned to the before-images.
+	StateRolledBack RunState = "rolled-back"
+	// StateCommitted: every item was applied and verified.
+	StateCommitted RunState = "committed"
+)
+
+// Finished reports whether a run in state s needs no recovery.
+func (s RunState) Finished() bool {
+	return s == StateRefused || s == StateRolledBack || s == StateCommitted
+}
+
+// ItemStatus is the outcome of one item.
+type ItemStatus string
+
+const (
+	StatusPending    ItemStatus = "pending"
+	StatusApplied    ItemStatus = "applied"
+	StatusVerified   ItemStatus = "verified"
+	StatusFailed     ItemStatus = "failed"   // the write was refused; nothing written
+	StatusMismatch   ItemStatus = "mismatch" // verification read other bytes
+	StatusRolledBack ItemStatus = "rolled-back"
+)
+
+// JournalItem is a plan item as journaled: Before holds the before-image actually read
+// from the store, Written the node version the run wrote (0 until known).
+type JournalItem struct {
+	Item
+	Status  ItemStatus `json:"status"`
+	Reason  string     `json:"reason,omitempty"`
+	Written uint64     `json:"written,omitempty"`
+}
+
+// StateChange is one line of a run's history.
+type StateChange struct {
+	State RunState  `json:"state"`
+	At    time.Time `json:"at"`
+	Epoch uint64    `json:"epoch"` // the epoch of the run or recovery that made the change
+	Note  string    `json:"note,omitempty"`
+}
+
+// RunRecord is everything the journal knows about one run.
+type RunRecord struct {
+	Format    int               `json:"format"`
+	RunID     string            `json:"runId"`
+	Command   string            `json:"command"`
+	Args      []string          `json:"args,omitempty"`
+	Flags     map[string]string `json:"flags,omitempty"`
+	Notes     []string          `json:"notes,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	// Epoch is the epoch the run took at start.
+	Epoch uint64 `json:"epoch"`
+	// UndoOf names the run this run undoes.
+	UndoOf string   `json:"undoOf,omitempty"`
+	State  RunState `json:"state"`
+	// Backup is the metadata backup file written before applying, if any.
+	Backup   string        `json:"backup,omitempty"`
+	Items    []JournalItem `json:"items"`
+	Verified bool          `json:"verified"`
+	// Mismatches lists what verification found different from the plan.
+	Mismatches []string      `json:"mismatches,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	History    []StateChange `json:"history"`
+}
+
+// RunSummary is one line of List.
+type RunSummary struct {
+	RunID     string            `json:"runId"`
+	Command   string            `json:"command"`
+	Args      []string          `json:"args,omitempty"`
+	Flags     map[string]string `json:"flags,omitempty"`
+	CreatedAt time.Time         `json:"createdAt"`
+	Epoch     uint64            `json:"epoch"`
+	State     RunState          `json:"state"`
+	Items     int               `json:"items"`
+	Verified  bool              `json:"verified"`
+	UndoOf    string            `json:"undoOf,omitempty"`
+	// UndoneBy names the committed run that undid this one.
+	UndoneBy string `json:"undoneBy,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// JournalDir returns the journal folder of a data dir.
+func JournalDir(dataDir string) string { return filepath.Join(dataDir, journalDirName) }
+
+// List returns a summary of every run in the journal, oldest first. It only reads,
+// so it works on a read-only data dir; a missing journal folder means no runs.
+func List(journalDir string) ([]RunSummary, error) {
+	recs, err := readRecords(journalDir)
+	if err != nil {
+		return nil, err
+	}
+	undoneBy := undoneBy(recs)
+	out := make([]RunSummary, 0, len(recs))
+	for _, r := range recs {
+		out = append(out, RunSummary{
+			RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
+			CreatedAt: r.CreatedAt, Epoch: r.Epoch, State: r.State, Items: len(r.Items),
+			Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy[r.RunID], Error: r.Error,
+		})
+	}
+	return out, nil
+}
+
+// undoneBy maps each run that is currently undone to the run that undid it. Runs are
+// replayed in time order: undoing an undo re-applies the run it had undone.
+func undoneBy(recs []*RunRecord) map[string]string {
+	byID := make(map[string]*RunRecord, len(recs))
+	for _, r := range recs {
+		byID[r.RunID] = r
+	}
+	m := make(map[string]string)
+	for _, r := range recs {
+		if r.UndoOf == "" || r.State != StateCommitted {
+			continue
+		}
+		m[r.UndoOf] = r.RunID
+		if target := byID[r.UndoOf]; target != nil && target.UndoOf != "" && m[target.UndoOf] == target.RunID {
+			delete(m, target.UndoOf)
+		}
+	}
+	return m
+}
+
+// Show returns the full journal record of one run.
+func Show(journalDir, runID string) (*RunRecord, error) {
+	if !validRunID(runID) {
+		return nil, fmt.Errorf("run %q: %w", runID, ErrRunNotFound)
+	}
+	rec, err := readRecord(filepath.Join(journalDir, runID+recordSuffix))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("run %s in %s: %w", runID, journalDir, ErrRunNotFound)
+	}
+	return rec, err
+}
+
+// readRecords reads every run record, sorted by run id (which sorts by time).
+func readRecords(dir string) ([]*RunRecord, error) {
+	ents, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journal %s: %w", dir, err)
+	}
+	var recs []*RunRecord
+	for _, e := range ents {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, recordSuffix) {
+			continue
+		}
+		rec, err := readRecord(filepath.Join(dir, name))
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	sort.Slice(recs, func(i, j int) bool { return recs[i].RunID < recs[j].RunID })
+	return recs, nil
+}
+
+func readRecord(path string) (*RunRecord, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read journal record: %w", err)
+	}
+	var rec RunRecord
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("journal record %s: %w: %v", path, ErrBadJournal, err)
+	}
+	if rec.Format != JournalFormat {
+		return nil, fmt.Errorf("journal record %s: %w: format %d, want %d", path, ErrBadJournal, rec.Format, JournalFormat)
+	}
+	if want := strings.TrimSuffix(filepath.Base(path), recordSuffix); rec.RunID != want {
+		return nil, fmt.Errorf("journal record %s: %w: holds run %q", path, ErrBadJournal, rec.RunID)
+	}
+	switch rec.State {
+	case StateRefused, StateApplying, StateRollingBack, StateRolledBack, StateCommitted:
+	default:
+		return nil, fmt.Errorf("journal record %s: %w: unknown state %q", path, ErrBadJournal, rec.State)
+	}
+	// Recovery acts on these items: refuse a record it could misread.
+	for i := range rec.Items {
+		if err := rec.Items[i].validate(); err != nil {
+			return nil, fmt.Errorf("journal record %s: %w: item %d: %v", path, ErrBadJournal, i, err)
+		}
+	}
+	return &rec, nil
+}
+
+// writeRecord stores a run record durably.
+func writeRecord(dir string, rec *RunRecord) error {
+	b, err := json.MarshalIndent(rec, "", " ")
+	if err != nil {
+		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
+	}
+	return writeFileDurable(dir, rec.RunID+recordSuffix, append(b, '\n'))
+}
+
+// readEpoch returns the journal's current epoch; 0 when no run has started yet.
+func readEpoch(dir string) (uint64, error) {
+	path := filepath.Join(dir, epochFileName)
+	b, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read epoch: %w", err)
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("epoch file %s: %w: %v", path, ErrBadJournal, err)
+	}
+	return n, nil
+}
+
+func writeEpoch(dir string, n uint64) error {
+	return writeFileDurable(dir, epochFileName, []byte(strconv.FormatUint(n, 10)+"\n"))
+}
+
+// writeFileDurable replaces dir/name with data: temp file, fsync, rename, fsync dir.
+func writeFileDurable(dir, name string, data []byte) (err error) {
+	fail := func(step string, e error) error {
+		return fmt.Errorf("%s %s: %w: %w", step, filepath.Join(dir, name), ErrJournalWrite, e)
+	}
+	f, err := os.CreateTemp(dir, tempPrefix+name+"-")
+	if err != nil {
+		return fail("create temp for", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			os.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fail("write", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fail("fsync", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("close", err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		return fail("rename", err)
+	}
+	if err := syncDir(dir); err != nil {
+		return fail("fsync dir for", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// removeTemps deletes temp files a crash left behind.
+func removeTemps(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("read journal %s: %w", dir, err)
+	}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), tempPrefix) {
+			if err := os.Remove(filepath.Join(dir, e.Name())); err != nil {
+				return fmt.Errorf("remove leftover %s: %w", e.Name(), err)
+			}
+		}
+	}
+	return nil
+}
