@@ -89,6 +89,10 @@ func (e *env) commands() []*cli.Command {
 		e.inspectCommand(), e.checkCommand(),
 		e.schemaCommand(),
 		e.fixturesCommand(),
+		e.indexCommand(),
+		e.schemaidCommand(),
+		e.journalCommand(),
+		e.demoCommand(),
 	}
 }
 
@@ -135,7 +139,8 @@ func exitCode(err error) int {
 		return report.ExitCannotOpen
 	}
 	// urfave reports unknown flags and missing arguments as plain errors.
-	if strings.Contains(err.Error(), "flag provided but not defined") || strings.Contains(err.Error(), "Required flag") {
+	if msg := err.Error(); strings.Contains(msg, "flag provided but not defined") ||
+		strings.Contains(msg, "Required flag") || strings.Contains(msg, "No help topic") {
 		return report.ExitBadInput
 	}
 	return report.ExitCannotOpen

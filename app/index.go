@@ -1,0 +1,442 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/index"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// planRowLimit caps the per-ledger rows a dry run prints; the counts cover the rest.
+const planRowLimit = 1000
+
+// indexCommand groups the broker-entry-index tools: back-fill and find.
+func (e *env) indexCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "index",
+		Usage: "back-fill firstEntryIndex on ledgers and find entries by offset or time (indexed topics)",
+		Subcommands: []*cli.Command{
+			e.indexBackfillCommand(),
+			e.indexFindCommand(),
+		},
+	}
+}
+
+func keyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "key", Value: index.DefaultKey,
+		Usage: "LedgerInfo property holding a ledger's first broker index (e.g. kafka.base.offset)"}
+}
+
+func (e *env) indexBackfillCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "backfill",
+		Usage: "store each ledger's first broker index as a LedgerInfo property (dry run unless --apply)",
+		Description: "For every indexed topic (ML property \"index\", or broker entry metadata in its entries) and\n" +
+			"every LedgerInfo without the property, reads entry 0 and plans\n" +
+			"  firstEntryIndex = index(entry 0) - num_messages_in_batch(entry 0) + 1.\n" +
+			"Offloaded ledgers get the previous ledger's last index + 1 when that can be read (\"inferred\");\n" +
+			"lost ledgers, ledgers without broker index and values that disagree are reported, never guessed.\n" +
+			"Writes go through the mutation engine in batches, each its own journaled run (undo one with\n" +
+			"`ledgermedic journal undo RUN`). An interrupted run resumes by running it again: ledgers done\n" +
+			"already have the property. See docs/runbook-backfill.md.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{
+			&cli.StringSliceFlag{Name: "topic", Usage: "topic to back-fill (repeatable; a partitioned topic means all its partitions); default: every topic"},
+			keyFlag(),
+			&cli.BoolFlag{Name: "apply", Usage: "write the plan (without it nothing is written)"},
+			&cli.IntFlag{Name: "workers", Value: 4, Usage: "parallel entry reads"},
+			&cli.Float64Flag{Name: "rate", Usage: "at most N ledgers read per second (0: no limit)"},
+			&cli.BoolFlag{Name: "verify", Usage: "also read every ledger's last entry, re-check existing values and check continuity"},
+			&cli.BoolFlag{Name: "force", Usage: "overwrite existing values that disagree with entry 0"},
+			&cli.IntFlag{Name: "batch", Value: 100, Usage: "topics per journaled run"},
+			&cli.IntFlag{Name: "batch-ledgers", Value: 10000, Usage: "ledgers per journaled run (a topic is never split)"},
+			&cli.StringFlag{Name: "backup", Usage: "write a metadata backup to FILE (must not exist) before the first batch"},
+		},
+		Action: e.indexBackfill,
+	}
+}
+
+func (e *env) indexBackfill(c *cli.Context) error {
+	if c.Int("workers") < 1 || c.Int("batch") < 1 || c.Int("batch-ledgers") < 1 || c.Float64("rate") < 0 {
+		return report.BadInputf("--workers, --batch and --batch-ledgers must be at least 1 and --rate not negative")
+	}
+	if c.String("key") == "" {
+		return report.BadInputf("--key must not be empty")
+	}
+	backup := c.String("backup")
+	if backup != "" {
+		if !c.Bool("apply") {
+			return report.BadInputf("--backup is only useful with --apply")
+		}
+		if _, err := os.Stat(backup); err == nil {
+			return report.BadInputf("--backup %s already exists; name a new file", backup)
+		}
+	}
+	open := e.openReadOnly
+	if c.Bool("apply") {
+		open = e.openWritable
+	}
+	dd, err := open(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	paths, err := managedLedgerPaths(c.Context, dd, c.StringSlice("topic"))
+	if err != nil {
+		return err
+	}
+	plan := report.NewTable("plan", "Planned writes", "TOPIC", "topic", "LEDGER", "ledger", "VALUE", "value",
+		"SOURCE", "source", "REPLACES", "replaces")
+	var planned int
+	opts := index.BackfillOptions{
+		Key: c.String("key"), Paths: paths, Apply: c.Bool("apply"),
+		Workers: c.Int("workers"), Rate: c.Float64("rate"), Verify: c.Bool("verify"), Force: c.Bool("force"),
+		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup,
+		Progress: e.progress(c), Args: os.Args,
+		OnPlanned: func(p index.PlannedLedger) {
+			planned++
+			if planned <= planRowLimit {
+				plan.Add(p.Topic, p.LedgerID, p.Value, p.Source, p.Previous)
+			}
+		},
+	}
+	res, runErr := index.Backfill(c.Context, dd, opts)
+	if res == nil {
+		return backfillError(runErr)
+	}
+	doc := backfillDocument(res, opts, plan, planned)
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if runErr != nil {
+		return backfillError(runErr)
+	}
+	if report.Actionable(res.Findings) {
+		return report.ErrFindings
+	}
+	return nil
+}
+
+// backfillError keeps the documented exit codes: an interrupted run exits 3 and
+// says how to resume.
+func backfillError(err error) error {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return report.CannotOpen(fmt.Errorf("interrupted; batches already written stay written, run the same command again to resume: %w", err))
+	}
+	var ee *report.ExitError
+	if errors.As(err, &ee) {
+		return err
+	}
+	return report.CannotOpen(err)
+}
+
+func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan *report.Table, planned int) *report.Document {
+	doc := &report.Document{Findings: res.Findings}
+	if doc.Findings == nil {
+		doc.Findings = []report.Finding{}
+	}
+	var skipped int64
+	for _, n := range res.Skipped {
+		skipped += n
+	}
+	sum := report.NewTable("summary", "Back-fill of "+opts.Key, "TOPICS", "topics", "LEDGERS", "ledgers", "HAD", "had",
+		"PLANNED", "planned", "WRITTEN", "written", "SKIPPED", "skipped", "RUNS", "runs")
+	sum.Add(len(res.Topics), res.Ledgers, res.Had, res.Planned, res.Written, skipped, len(res.Runs))
+	doc.Add(sum)
+
+	topics := report.NewTable("topics", "Topics with work or skips", "TOPIC", "topic", "ENCODING", "encoding",
+		"LEDGERS", "ledgers", "HAD", "had", "PLANNED", "planned", "INFERRED", "inferred", "WRITTEN", "written",
+		"SKIPPED", "skipped", "RUN", "run_id")
+	complete := 0
+	for _, t := range res.Topics {
+		if t.Planned == 0 && t.Skipped == 0 {
+			complete++
+			continue
+		}
+		topics.Add(t.Topic, t.Encoding, t.Ledgers, t.Had, t.Planned, t.Inferred, t.Written, t.Skipped, t.RunID)
+	}
+	doc.Add(topics)
+
+	reasons := report.NewTable("skipped", "Ledgers skipped, by reason", "REASON", "reason", "LEDGERS", "ledgers")
+	for _, r := range res.SkippedReasons() {
+		reasons.Add(r, res.Skipped[r])
+	}
+	doc.Add(reasons)
+	if !opts.Apply {
+		doc.Add(plan)
+		if planned > planRowLimit {
+			doc.Note("the plan lists the first %d of %d writes", planRowLimit, planned)
+		}
+		doc.Note("dry run: nothing was written; add --apply to write %d ledger value(s)", res.Planned)
+	}
+	if n := countKind(res.Findings, index.KindOpenLedger); n > 0 {
+		doc.Note("warning: %d open last ledger(s) got a value; a broker rebuilds the open ledger's LedgerInfo when it opens the topic, so re-run after it rolls over", n)
+	}
+	if complete > 0 {
+		doc.Note("%d topic(s) needed nothing", complete)
+	}
+	for _, r := range res.Recovered {
+		doc.Note("rolled back unfinished run %s (%s) from the journal before planning: %s", r.RunID, r.Command, r.State)
+	}
+	if len(res.Runs) > 0 {
+		doc.Note("wrote %d batch run(s), %s .. %s; undo one with: ledgermedic journal undo RUN",
+			len(res.Runs), res.Runs[0], res.Runs[len(res.Runs)-1])
+	}
+	if res.Interrupted {
+		doc.Note("interrupted: run the same command again to resume")
+	}
+	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted}
+	return doc
+}
+
+func countKind(fs []report.Finding, kind string) int {
+	n := 0
+	for _, f := range fs {
+		if f.Kind == kind {
+			n++
+		}
+	}
+	return n
+}
+
+func nonNilStrings(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// managedLedgerPaths turns --topic values into managed-ledger nodes; a partitioned
+// topic stands for all its partitions. No topics: nil (every managed ledger).
+func managedLedgerPaths(ctx context.Context, dd *store.DataDir, topics []string) ([]string, error) {
+	var out []string
+	for _, s := range topics {
+		t, err := topicArg(s)
+		if err != nil {
+			return nil, err
+		}
+		if t.Domain != formats.DomainPersistent {
+			return nil, report.BadInputf("topic %s: only persistent topics have managed ledgers", t)
+		}
+		p := t.ManagedLedgerPath()
+		_, err = dd.Metadata.Get(p)
+		if err == nil {
+			out = append(out, p)
+			continue
+		}
+		if !errors.Is(err, store.ErrNotFound) {
+			return nil, report.CannotOpen(err)
+		}
+		parts, err := partitionPaths(ctx, dd, t)
+		if err != nil {
+			return nil, err
+		}
+		if len(parts) == 0 {
+			return nil, report.BadInputf("topic %s: no managed ledger at %s", t, p)
+		}
+		out = append(out, parts...)
+	}
+	return out, nil
+}
+
+// partitionPaths lists the managed ledgers of t's partitions.
+func partitionPaths(ctx context.Context, dd *store.DataDir, t formats.TopicName) ([]string, error) {
+	var out []string
+	prefix := t.ManagedLedgerPath() + "-partition-"
+	err := dd.Metadata.Walk(ctx, prefix, func(n store.Node) error {
+		if pt, ok := formats.ParseManagedLedgerPath(n.Path); ok && pt.PartitionIndex() >= 0 && pt.Base() == t {
+			out = append(out, n.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, report.CannotOpen(err)
+	}
+	return out, nil
+}
+
+func (e *env) indexFindCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "find",
+		Usage: "find the entry holding a broker offset (or the first entry at or after a time), offline",
+		Description: "By offset: the first entry whose last offset is >= N (as KoP and PIP-415 do). With\n" +
+			"firstEntryIndex on the ledgers the ledger is chosen from metadata and only that ledger's\n" +
+			"entries are read; where some ledgers lack it, the legacy search covers just that span.\n" +
+			"By time: ledgers are chosen by close time, then entries by broker timestamp (else publish time).\n" +
+			"A partitioned topic has one managed ledger per partition: name the partition\n" +
+			"(persistent://t/ns/topic-partition-0).\n\n" +
+			"Exit 0 when an entry was found; 1 when the target is past the end or in an offloaded ledger.\n\n" +
+			exitCodesHelp,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "topic", Required: true, Usage: "topic (a partition, for partitioned topics)"},
+			&cli.Int64Flag{Name: "offset", Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
+			&cli.StringFlag{Name: "time", Usage: "time to find: milliseconds since the epoch or RFC 3339"},
+			keyFlag(),
+			&cli.BoolFlag{Name: "legacy", Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
+			&cli.BoolFlag{Name: "compare", Usage: "run the indexed and the legacy search and print both costs"},
+		},
+		Action: e.indexFind,
+	}
+}
+
+func (e *env) indexFind(c *cli.Context) error {
+	byOffset, byTime := c.IsSet("offset"), c.IsSet("time")
+	if byOffset == byTime {
+		return report.BadInputf("give exactly one of --offset and --time")
+	}
+	var target int64
+	if byOffset {
+		if target = c.Int64("offset"); target < 0 {
+			return report.BadInputf("--offset %d: offsets are not negative", target)
+		}
+	} else {
+		ms, err := parseTimeArg(c.String("time"))
+		if err != nil {
+			return err
+		}
+		target = ms
+	}
+	t, err := topicArg(c.String("topic"))
+	if err != nil {
+		return err
+	}
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	node, err := dd.Metadata.Get(t.ManagedLedgerPath())
+	if errors.Is(err, store.ErrNotFound) {
+		return missingTopic(c.Context, dd, t)
+	}
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	info, _, err := formats.DecodeManagedLedgerInfo(node.Value)
+	if err != nil {
+		return report.CannotOpen(fmt.Errorf("%s: %w", node.Path, err))
+	}
+	search := func(legacy bool) (*index.Answer, error) {
+		opts := index.FindOptions{Key: c.String("key"), Legacy: legacy}
+		if byOffset {
+			return index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
+		}
+		return index.FindTime(c.Context, dd.Ledgers, info, target, opts)
+	}
+	runs := []bool{c.Bool("legacy")}
+	if c.Bool("compare") {
+		runs = []bool{false, true}
+	}
+	var answers []*index.Answer
+	for _, legacy := range runs {
+		a, err := search(legacy)
+		if err != nil {
+			return report.CannotOpen(fmt.Errorf("%s: %w", t, err))
+		}
+		if len(runs) > 1 {
+			// Compare warm against warm: the first search of a process pays for
+			// opening Badger's tables. Keep the faster of two runs.
+			again, err := search(legacy)
+			if err != nil {
+				return report.CannotOpen(fmt.Errorf("%s: %w", t, err))
+			}
+			a.Elapsed = min(a.Elapsed, again.Elapsed)
+		}
+		answers = append(answers, a)
+	}
+	doc := findDocument(t, byOffset, target, answers)
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if report.Actionable(doc.Findings) || !answers[0].Found {
+		return report.ErrFindings
+	}
+	return nil
+}
+
+// missingTopic explains a topic without a managed ledger, naming partitions when
+// the topic is partitioned.
+func missingTopic(ctx context.Context, dd *store.DataDir, t formats.TopicName) error {
+	parts, err := partitionPaths(ctx, dd, t)
+	if err != nil {
+		return err
+	}
+	if len(parts) > 0 {
+		return report.BadInputf("topic %s is partitioned (%d partitions, each its own managed ledger): give one partition, e.g. --topic %s",
+			t, len(parts), t.Partition(0))
+	}
+	return report.BadInputf("topic %s: no managed ledger at %s", t, t.ManagedLedgerPath())
+}
+
+// parseTimeArg reads milliseconds since the epoch or an RFC 3339 time.
+func parseTimeArg(s string) (int64, error) {
+	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if ms < 0 {
+			return 0, report.BadInputf("--time %d: times are not negative", ms)
+		}
+		return ms, nil
+	}
+	tm, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, report.BadInputf("--time %q: want milliseconds since the epoch or RFC 3339 (2024-05-01T12:00:00Z)", s)
+	}
+	return tm.UnixMilli(), nil
+}
+
+func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*index.Answer) *report.Document {
+	what := fmt.Sprintf("offset %d", target)
+	if !byOffset {
+		what = fmt.Sprintf("time %d (%s)", target, time.UnixMilli(target).UTC().Format(time.RFC3339Nano))
+	}
+	tbl := report.NewTable("answers", fmt.Sprintf("%s, %s", t, what),
+		"METHOD", "method", "RESULT", "result", "LEDGER", "ledger_id", "ENTRY", "entry_id",
+		"BASE OFFSET", "base_offset", "LAST OFFSET", "last_offset", "PUBLISH TIME", "publish_time",
+		"ENTRY READS", "entry_reads", "LEDGERS READ", "ledgers_touched", "WALL TIME", "wall_time")
+	doc := &report.Document{}
+	for _, a := range answers {
+		result := "found"
+		var base, last, pub any
+		switch {
+		case a.Found:
+			base, last, pub = a.Base, a.Last, a.PublishTime
+		case a.NotLocal:
+			result = "in offloaded ledger"
+		case a.PastEnd:
+			result = "past the end (next position)"
+		}
+		tbl.Add(a.Method, result, a.Position.LedgerID, a.Position.EntryID, base, last, pub,
+			a.EntryReads, a.LedgersTouched, a.Elapsed.Round(time.Microsecond).String())
+		for _, n := range a.Notes {
+			doc.Note("%s: %s", a.Method, n)
+		}
+	}
+	doc.Add(tbl)
+	if len(answers) == 2 {
+		x, y := answers[0], answers[1]
+		if x.Position != y.Position || x.Found != y.Found {
+			doc.Findings = []report.Finding{{
+				Kind: "index-search-disagreement", Severity: report.SeverityError, Location: t.String(),
+				Message: fmt.Sprintf("%s search says %v, legacy search says %v", x.Method, x.Position, y.Position),
+				Hint:    "run ledgermedic index backfill --verify on this topic",
+			}}
+		}
+		doc.Note("legacy/%s: %s entry reads, %s wall time (best of 2 runs each)", x.Method,
+			ratio(float64(y.EntryReads), float64(x.EntryReads)), ratio(float64(y.Elapsed), float64(x.Elapsed)))
+	}
+	return doc
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return strconv.FormatFloat(a/b, 'g', 3, 64) + "x"
+}

@@ -1,0 +1,164 @@
+package app
+
+import (
+	"errors"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// inspectCommand groups the read-only views. Each subcommand builds one table and
+// prints it; more views are added by appending to Subcommands.
+func (e *env) inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "inspect",
+		Usage: "read-only views of the data dir (never writes a byte)",
+		Subcommands: []*cli.Command{
+			{
+				Name:   "topics",
+				Usage:  "every managed ledger: ledgers, entries, size, node encoding, indexed, firstEntryIndex coverage",
+				Flags:  []cli.Flag{firstEntryIndexKeyFlag()},
+				Action: e.inspectTopics,
+			},
+			{
+				Name:   "ledgers",
+				Usage:  "every LedgerInfo of a topic (all partitions of a partitioned topic) beside its node and stored entries",
+				Flags:  []cli.Flag{&cli.StringFlag{Name: "topic", Required: true, Usage: "persistent://tenant/ns/topic or tenant/ns/topic"}},
+				Action: e.inspectLedgers,
+			},
+			{
+				Name:   "schemas",
+				Usage:  "every schema version of every locator (or of one topic): where it is stored and whether it is intact",
+				Flags:  []cli.Flag{&cli.StringFlag{Name: "topic", Usage: "only this topic's schema"}},
+				Action: e.inspectSchemas,
+			},
+			{
+				Name:      "node",
+				Usage:     "decode one metadata node by what its path is (managed ledger, cursor, schema locator, ledger metadata; raw hex otherwise)",
+				ArgsUsage: "PATH",
+				Action:    e.inspectNode,
+			},
+			{
+				Name:  "entries",
+				Usage: "one row per entry of a ledger: broker index, publish time, producer, sequence id, batch size, schema ids, CRC",
+				Flags: []cli.Flag{
+					&cli.Int64Flag{Name: "ledger", Required: true, Usage: "ledger id"},
+					&cli.Int64Flag{Name: "from", Value: 0, Usage: "first entry id"},
+					&cli.Int64Flag{Name: "to", Value: -1, Usage: "last entry id (inclusive); -1 for the end"},
+					&cli.IntFlag{Name: "limit", Value: inspect.DefaultEntriesLimit, Usage: "at most this many entries"},
+				},
+				Action: e.inspectEntries,
+			},
+		},
+	}
+}
+
+func firstEntryIndexKeyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "first-entry-index-key", Value: inspect.DefaultFirstEntryIndexKey,
+		Usage: "LedgerInfo property holding firstEntryIndex (e.g. kafka.base.offset)"}
+}
+
+// withDataDir opens the data dir read-only for the length of fn.
+func (e *env) withDataDir(c *cli.Context, fn func(dd *store.DataDir) error) error {
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	err = fn(dd)
+	if cerr := dd.Close(); err == nil && cerr != nil {
+		err = report.CannotOpen(cerr)
+	}
+	return err
+}
+
+// notFound turns a missing topic, node or ledger into bad input (exit 2).
+func notFound(err error) error {
+	if errors.Is(err, inspect.ErrNoSuchTopic) || errors.Is(err, store.ErrNotFound) {
+		return report.BadInput(err)
+	}
+	return err
+}
+
+func (e *env) printTable(c *cli.Context, t *report.Table, notes ...string) error {
+	doc := &report.Document{}
+	doc.Add(t)
+	doc.Notes = notes
+	return e.print(c, doc)
+}
+
+func (e *env) inspectTopics(c *cli.Context) error {
+	return e.withDataDir(c, func(dd *store.DataDir) error {
+		t, err := inspect.Topics(c.Context, dd, c.String("first-entry-index-key"))
+		if err != nil {
+			return err
+		}
+		return e.printTable(c, t)
+	})
+}
+
+func (e *env) inspectLedgers(c *cli.Context) error {
+	topic, err := topicArg(c.String("topic"))
+	if err != nil {
+		return err
+	}
+	return e.withDataDir(c, func(dd *store.DataDir) error {
+		t, err := inspect.Ledgers(c.Context, dd, topic)
+		if err != nil {
+			return notFound(err)
+		}
+		return e.printTable(c, t)
+	})
+}
+
+func (e *env) inspectSchemas(c *cli.Context) error {
+	var topic *formats.TopicName
+	if c.IsSet("topic") {
+		t, err := topicArg(c.String("topic"))
+		if err != nil {
+			return err
+		}
+		topic = &t
+	}
+	return e.withDataDir(c, func(dd *store.DataDir) error {
+		t, err := inspect.Schemas(c.Context, dd, topic)
+		if err != nil {
+			return notFound(err)
+		}
+		return e.printTable(c, t)
+	})
+}
+
+func (e *env) inspectNode(c *cli.Context) error {
+	if c.NArg() != 1 {
+		return report.BadInputf("inspect node: want exactly one PATH, got %d arguments", c.NArg())
+	}
+	return e.withDataDir(c, func(dd *store.DataDir) error {
+		t, err := inspect.Node(dd, c.Args().First())
+		if err != nil {
+			return notFound(err)
+		}
+		return e.printTable(c, t)
+	})
+}
+
+func (e *env) inspectEntries(c *cli.Context) error {
+	o := inspect.EntriesOptions{Ledger: c.Int64("ledger"), From: c.Int64("from"), To: c.Int64("to"), Limit: c.Int("limit")}
+	if o.From < 0 || (o.To >= 0 && o.To < o.From) {
+		return report.BadInputf("inspect entries: --from %d --to %d is not a range", o.From, o.To)
+	}
+	return e.withDataDir(c, func(dd *store.DataDir) error {
+		t, more, err := inspect.Entries(c.Context, dd, o)
+		if err != nil {
+			return notFound(err)
+		}
+		var notes []string
+		if more {
+			notes = append(notes, "stopped at --limit; use --from or a larger --limit for more")
+		}
+		return e.printTable(c, t, notes...)
+	})
+}

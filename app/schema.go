@@ -1,0 +1,286 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/repair"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// schemaCommand is `ledgermedic schema`: capture schema versions, repair lost ones.
+func (e *env) schemaCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "schema",
+		Usage: "capture schema versions and restore lost schema ledgers",
+		Subcommands: []*cli.Command{
+			{
+				Name:  "capture",
+				Usage: "export every readable schema version as JSON Lines (run it on a healthy copy)",
+				Description: "Writes one JSON object per (schema key, version): schema_key, version, type, definition\n" +
+					"(text, or base64 for binary types, see definition_encoding), properties, timestamp, user, deleted,\n" +
+					"hash (hex SHA-256 of the definition), ledger_id, entry_id, captured_at. Unreadable versions are\n" +
+					"skipped and listed; the exit code is then 1.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "capture file to write"},
+					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema (persistent://tenant/ns/topic or tenant/ns/topic)"},
+					&cli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists"},
+				},
+				Action: e.schemaCapture,
+			},
+			{
+				Name:  "repair",
+				Usage: "restore lost schema versions from captures or pulsar-admin output (dry run unless --apply)",
+				Description: "For each schema version whose ledger or entry is gone, finds an input whose definition's\n" +
+					"SHA-256 equals the hash the schema locator holds for that version, writes it to a new ledger\n" +
+					"(an id used nowhere in the data dir) and repoints the locator, keeping versions and hashes.\n" +
+					"Lost delete markers (tombstones) are rebuilt without input. Inputs (--from, a file or a folder):\n" +
+					"`ledgermedic schema capture` files; what `pulsar-admin schemas get TOPIC [--version N]` prints;\n" +
+					"REST GetSchemaResponse JSON; `pulsar-admin schemas upload` files. Exit 1 while any lost version\n" +
+					"stays unresolved.",
+				Flags: []cli.Flag{
+					&cli.StringSliceFlag{Name: "from", Usage: "input file or directory (repeatable)"},
+					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema; inputs naming no topic are taken to be its"},
+					&cli.BoolFlag{Name: "apply", Usage: "write the repair (journaled; undo with `ledgermedic journal undo RUN`)"},
+					&cli.BoolFlag{Name: "allow-hash-mismatch", Usage: "DANGEROUS: use an input naming the exact topic and version even though its SHA-256 differs"},
+					&cli.StringFlag{Name: "backup", Usage: "with --apply: write a metadata backup to this new file first"},
+					&cli.BoolFlag{Name: "count-usage", Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
+				},
+				Action: e.schemaRepair,
+			},
+		},
+	}
+}
+
+// schemaKeyFlag returns the schema key of --topic, or "".
+func schemaKeyFlag(c *cli.Context) (string, error) {
+	if c.String("topic") == "" {
+		return "", nil
+	}
+	t, err := topicArg(c.String("topic"))
+	if err != nil {
+		return "", err
+	}
+	return t.SchemaKey(), nil
+}
+
+func (e *env) schemaCapture(c *cli.Context) error {
+	key, err := schemaKeyFlag(c)
+	if err != nil {
+		return err
+	}
+	out := c.String("out")
+	if _, err := os.Stat(out); err == nil && !c.Bool("force") {
+		return report.BadInputf("%s exists; use --force to overwrite it", out)
+	}
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
+	if err != nil {
+		return report.CannotOpen(fmt.Errorf("capture file: %w", err))
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	st, err := repair.Capture(c.Context, dd, key, tmp)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), out)
+	}
+	if err != nil {
+		return report.CannotOpen(fmt.Errorf("capture to %s: %w", out, err))
+	}
+
+	doc := &report.Document{}
+	sum := report.NewTable("capture", "Schema capture", "FILE", "file", "SCHEMA KEYS", "schema_keys",
+		"VERSIONS WRITTEN", "versions_written", "VERSIONS SKIPPED", "versions_skipped")
+	sum.Add(out, st.SchemaKeys, st.Written, len(st.Skipped))
+	doc.Add(sum)
+	if len(st.Skipped) > 0 {
+		doc.Add(repair.SkippedTable(st))
+		fmt.Fprintf(e.Stderr, "ledgermedic: %d schema version(s) could not be read and are not in %s\n", len(st.Skipped), out)
+	}
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if len(st.Skipped) > 0 {
+		return report.ErrFindings
+	}
+	return nil
+}
+
+func (e *env) schemaRepair(c *cli.Context) error {
+	apply := c.Bool("apply")
+	if c.String("backup") != "" && !apply {
+		return report.BadInputf("--backup needs --apply")
+	}
+	key, err := schemaKeyFlag(c)
+	if err != nil {
+		return err
+	}
+	cands, inputErrs, err := repair.LoadCandidates(c.StringSlice("from"))
+	if err != nil {
+		return report.BadInput(err)
+	}
+	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: repairArgs(c)}
+	if opts.AllowHashMismatch {
+		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
+			"written; consumers may then decode old messages with the wrong schema")
+	}
+
+	var eng *mutate.Engine
+	doc := &report.Document{Extra: map[string]any{"dry_run": !apply}}
+	if apply {
+		dd, err := e.openWritable(c)
+		if err != nil {
+			return err
+		}
+		defer dd.Close()
+		if eng, err = mutate.New(dd); err != nil {
+			return report.CannotOpen(err)
+		}
+		recovered, err := eng.Recover(c.Context)
+		if err != nil {
+			return report.CannotOpen(fmt.Errorf("recover unfinished runs: %w", err))
+		}
+		for _, r := range recovered {
+			fmt.Fprintf(e.Stderr, "note: unfinished run %s (%s) was %s\n", r.RunID, r.Command, r.State)
+		}
+		if opts.Usage, err = e.usageFunc(c, dd); err != nil {
+			return err
+		}
+		rp, err := repair.Plan(c.Context, dd, cands, opts)
+		if err != nil {
+			return report.CannotOpen(err)
+		}
+		return e.finishRepair(c, doc, rp, inputErrs, eng)
+	}
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	if opts.Usage, err = e.usageFunc(c, dd); err != nil {
+		return err
+	}
+	rp, err := repair.Plan(c.Context, dd, cands, opts)
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	return e.finishRepair(c, doc, rp, inputErrs, nil)
+}
+
+// usageFunc scans the topics' messages once when --count-usage is set, so the
+// plan can say how many stored messages need each lost version.
+func (e *env) usageFunc(c *cli.Context, dd *store.DataDir) (repair.UsageFunc, error) {
+	if !c.Bool("count-usage") {
+		return nil, nil
+	}
+	opts := inspect.UsageOptions{}
+	if s := c.String("topic"); s != "" {
+		t, err := topicArg(s)
+		if err != nil {
+			return nil, err
+		}
+		opts.Topic = &t
+	}
+	r, err := inspect.SchemaUsage(c.Context, dd, opts, e.progress(c))
+	if errors.Is(err, inspect.ErrNoSuchTopic) {
+		return nil, nil // a schema without a managed ledger: no stored messages to count
+	}
+	if err != nil {
+		return nil, report.CannotOpen(fmt.Errorf("count schema usage: %w", err))
+	}
+	return func(key string, version int64) (int64, bool) { return r.MessagesNeeding(key, version), true }, nil
+}
+
+// finishRepair prints the plan, applies it when eng is set, and picks the exit code.
+func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.RepairPlan, inputErrs []*repair.InputError, eng *mutate.Engine) error {
+	for _, w := range rp.Warnings {
+		fmt.Fprintf(e.Stderr, "WARNING: %s\n", w)
+	}
+	doc.Add(repair.PlanTable(rp, c.Bool("count-usage")))
+	if len(rp.Refusals) > 0 {
+		doc.Add(repair.RefusalTable(rp.Refusals))
+	}
+	if len(inputErrs) > 0 {
+		doc.Add(repair.InputErrorTable(inputErrs))
+		fmt.Fprintf(e.Stderr, "ledgermedic: %d input record(s) could not be used (see the table)\n", len(inputErrs))
+	}
+	doc.Notes = append(doc.Notes, rp.Notes...)
+	doc.Note("%d schema key(s), %d version(s) checked: %d lost, %d restorable, %d unresolved",
+		rp.SchemaKeys, rp.VersionsChecked, len(rp.Versions), rp.Restored(), rp.Unresolved())
+	if rp.UnusedInputs > 0 {
+		doc.Note("%d input record(s) were not needed (their versions are readable or their hashes match no lost version)", rp.UnusedInputs)
+	}
+	doc.Extra["unresolved"] = rp.Unresolved()
+	doc.Extra["restored"] = rp.Restored()
+
+	var applyErr error
+	switch {
+	case rp.Plan == nil:
+		doc.Note("nothing to write")
+	case eng == nil:
+		doc.Note("dry run: nothing was changed; run again with --apply to write these %d change(s)", len(rp.Plan.Items))
+	default:
+		res, err := repair.Apply(c.Context, eng, rp, mutate.ApplyOptions{Backup: c.String("backup")})
+		if res != nil {
+			doc.Add(repair.ResultTable(res))
+			doc.Extra["run_id"] = res.RunID
+			doc.Note("run %s: %s, verified: %v", res.RunID, res.State, res.Verified)
+			if res.Backup != "" {
+				doc.Note("metadata backup: %s", res.Backup)
+			}
+			if err == nil {
+				doc.Note("undo with: ledgermedic --data-dir %s journal undo %s", c.String("data-dir"), res.RunID)
+			}
+		}
+		applyErr = err
+	}
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if applyErr != nil {
+		if errors.Is(applyErr, mutate.ErrInvalidPlan) {
+			return report.BadInput(applyErr)
+		}
+		return report.CannotOpen(fmt.Errorf("schema repair not applied: %w", applyErr))
+	}
+	if rp.Unresolved() > 0 {
+		return report.ErrFindings
+	}
+	return nil
+}
+
+// repairArgs is the command line as the journal records it.
+func repairArgs(c *cli.Context) []string {
+	args := []string{"schema", "repair"}
+	for _, f := range c.StringSlice("from") {
+		args = append(args, "--from", f)
+	}
+	for _, name := range []string{"topic", "backup"} {
+		if v := c.String(name); v != "" {
+			args = append(args, "--"+name, v)
+		}
+	}
+	for _, name := range []string{"apply", "allow-hash-mismatch"} {
+		if c.Bool(name) {
+			args = append(args, "--"+name)
+		}
+	}
+	return args
+}

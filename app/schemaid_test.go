@@ -1,0 +1,308 @@
+package app
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/report"
+)
+
+// The -update flag rewrites golden files. Other test files of this package may
+// declare it too, so it is registered only once, whoever gets there first.
+func init() {
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files under testdata/")
+	}
+}
+
+func updateGolden() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// schemaidRun runs the app in-process and returns the exit code, stdout and stderr.
+func schemaidRun(t *testing.T, stdin io.Reader, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	e := Env{Stdout: &out, Stderr: &errOut, Stdin: stdin}
+	argv := append([]string{"ledgermedic"}, args...)
+	var code int
+	if wiredForTest(New(e)) {
+		code = Run(context.Background(), argv, e)
+	} else {
+		code = runUnwired(argv, e)
+	}
+	return code, out.String(), errOut.String()
+}
+
+// wiredForTest reports whether the app has the commands these tests exercise.
+func wiredForTest(a *cli.App) bool {
+	return findCommand(a.Commands, "schemaid") != nil &&
+		findCommand(subcommands(findCommand(a.Commands, "inspect")), "schema-usage") != nil
+}
+
+func findCommand(cmds []*cli.Command, name string) *cli.Command {
+	for _, c := range cmds {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+func subcommands(c *cli.Command) []*cli.Command {
+	if c == nil {
+		return nil
+	}
+	return c.Subcommands
+}
+
+// runUnwired is Run with the commands under test added where the app does not
+// have them yet (until they are wired into commands()): the same app, the same
+// exit-code mapping.
+func runUnwired(argv []string, e Env) int {
+	a := New(e)
+	en := &env{Env: e}
+	if findCommand(a.Commands, "schemaid") == nil {
+		a.Commands = append(a.Commands, en.schemaidCommand())
+	}
+	inspect := findCommand(a.Commands, "inspect")
+	if inspect == nil {
+		inspect = &cli.Command{Name: "inspect"}
+		a.Commands = append(a.Commands, inspect)
+	}
+	if findCommand(inspect.Subcommands, "schema-usage") == nil {
+		inspect.Subcommands = append(inspect.Subcommands, en.schemaUsageCommand())
+	}
+	setUsageErrors(a.Commands)
+	err := a.RunContext(context.Background(), argv)
+	if err == nil {
+		return report.ExitClean
+	}
+	if msg := err.Error(); !errors.Is(err, report.ErrFindings) && msg != "" {
+		fmt.Fprintf(e.Stderr, "ledgermedic: %s\n", msg)
+	}
+	return exitCode(err)
+}
+
+// schemaidGolden compares got with testdata/name, or rewrites it under -update.
+func schemaidGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if updateGolden() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./app -run %s -update to create it)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+func TestSchemaidDecode(t *testing.T) {
+	tests := []struct {
+		name  string
+		args  []string
+		stdin []byte
+		code  int
+		// want are substrings of stdout (exit 0) or stderr (otherwise), so the
+		// test says what matters besides the golden file.
+		want []string
+	}{
+		{name: "external-value", args: []string{"ff010203"}, code: 0,
+			want: []string{"schema_id", "external-value", "external:0x010203"}},
+		{name: "kv-trailing-bytes", args: []string{"--field", "id", "0xfe000000030102030000000304050607"}, code: 2,
+			want: []string{"byte offset 15", "trailing bytes"}},
+		{name: "external-kv-ok", args: []string{"--field", "id", "fe00000003010203000000030405 06"}, code: 0,
+			want: []string{"external-kv", "kv(key=0x010203, value=0x040506)"}},
+		{name: "version", args: []string{"--field", "version", "0000000000000003"}, code: 0,
+			want: []string{"schema_version", "pulsar:v3"}},
+		{name: "ambiguous", args: []string{"ff00000000000007"}, code: 0,
+			want: []string{"pulsar:v-72057594037927929", "external:0x00000000000007", "fit 2 readings"}},
+		{name: "base64", args: []string{"base64:/wECAw=="}, code: 0,
+			want: []string{"base64", "external:0x010203"}},
+		{name: "confluent-payload", args: []string{"--payload", "0x000000002a68656c6c6f"}, code: 0,
+			want: []string{"confluent:42", "| 5 ", "| 5 "}},
+		{name: "confluent-id", args: []string{"--field", "id", "000000002a"}, code: 0,
+			want: []string{"confluent-id", "confluent:42"}},
+		{name: "stdin-raw", args: []string{"-"}, stdin: []byte{0, 0, 0, 0, 0, 0, 0, 3}, code: 0,
+			want: []string{"raw", "pulsar:v3"}},
+		{name: "stdin-payload", args: []string{"--payload", "-"}, stdin: append([]byte{0, 0, 0, 0, 42}, "{\"a\":1}"...), code: 0,
+			want: []string{"confluent:42", "| 7 "}},
+		{name: "empty", args: []string{""}, code: 0, want: []string{"empty"}},
+		{name: "bad-hex", args: []string{"0xzz"}, code: 2, want: []string{"not hex"}},
+		{name: "not-hex-nor-base64", args: []string{"hello!"}, code: 2, want: []string{"neither hex nor base64"}},
+		{name: "fits-nothing", args: []string{"0102"}, code: 2,
+			want: []string{"fits no schema id layout", "as schema_version", "as schema_id"}},
+		{name: "kv-truncated", args: []string{"--field", "id", "fe00000009"}, code: 2,
+			want: []string{"byte offset 1", "truncated"}},
+		{name: "payload-not-confluent", args: []string{"--payload", "7b7d"}, code: 2,
+			want: []string{"byte offset 0", "no Confluent header"}},
+		{name: "payload-truncated", args: []string{"--payload", "000000"}, code: 2,
+			want: []string{"byte offset 1", "truncated"}},
+		{name: "bad-field", args: []string{"--field", "nope", "00"}, code: 2, want: []string{"unknown schema field"}},
+		{name: "no-value", args: []string{}, code: 2, want: []string{"exactly one VALUE"}},
+		{name: "payload-and-field", args: []string{"--payload", "--field", "id", "00"}, code: 2,
+			want: []string{"--field does not apply"}},
+		{name: "json-ambiguous", args: []string{"--field", "any", "ff00000000000007"}, code: 0,
+			want: []string{`"kind": "pulsar-version"`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"schemaid", "decode"}, tt.args...)
+			if strings.HasPrefix(tt.name, "json-") {
+				args = append([]string{"--json"}, args...)
+			}
+			code, stdout, stderr := schemaidRun(t, bytes.NewReader(tt.stdin), args...)
+			if code != tt.code {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tt.code, stdout, stderr)
+			}
+			where := stdout
+			if code != 0 {
+				where = stderr
+				if stdout != "" {
+					t.Errorf("exit %d but stdout is not empty:\n%s", code, stdout)
+				}
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(where, w) {
+					t.Errorf("output lacks %q:\n%s", w, where)
+				}
+			}
+			golden := fmt.Sprintf("$ ledgermedic %s\nexit %d\n--- stdout\n%s--- stderr\n%s",
+				strings.Join(args, " "), code, stdout, stderr)
+			schemaidGolden(t, filepath.Join("schemaid", tt.name+".golden"), golden)
+		})
+	}
+}
+
+// The JSON document is one object with the structured ids under "decoded".
+func TestSchemaidDecodeJSON(t *testing.T) {
+	code, stdout, stderr := schemaidRun(t, nil, "--json", "schemaid", "decode", "ff00000000000007")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Input    []map[string]any `json:"input"`
+		Readings []map[string]any `json:"readings"`
+		Decoded  []struct {
+			Field string         `json:"field"`
+			ID    map[string]any `json:"id"`
+		} `json:"decoded"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, stdout)
+	}
+	if len(doc.Readings) != 2 || len(doc.Decoded) != 2 {
+		t.Fatalf("want 2 readings, got %d rows and %d decoded:\n%s", len(doc.Readings), len(doc.Decoded), stdout)
+	}
+	if doc.Decoded[0].Field != "schema_version" || doc.Decoded[1].Field != "schema_id" {
+		t.Errorf("fields %q, %q; want schema_version then schema_id", doc.Decoded[0].Field, doc.Decoded[1].Field)
+	}
+	if doc.Decoded[1].ID["value_hex"] != "00000000000007" {
+		t.Errorf("schema_id value_hex = %v, want 00000000000007", doc.Decoded[1].ID["value_hex"])
+	}
+	if doc.Input[0]["bytes"] != float64(8) {
+		t.Errorf("input bytes = %v, want 8", doc.Input[0]["bytes"])
+	}
+}
+
+// schema-usage through the command line: a clean fixture exits 0, lost schema
+// ledgers that messages use exit 1 with findings, an unknown topic exits 2.
+func TestSchemaUsageCommand(t *testing.T) {
+	ctx := context.Background()
+	clean := filepath.Join(t.TempDir(), "clean")
+	m, err := fixtures.Generate(ctx, clean, fixtures.Options{Seed: 21}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := filepath.Join(t.TempDir(), "broken")
+	if _, err := fixtures.Generate(ctx, broken, fixtures.Options{Seed: 21, LoseSchemaLedgers: 2}, nil); err != nil {
+		t.Fatal(err)
+	}
+
+	code, stdout, stderr := schemaidRun(t, nil, "--json", "--data-dir", clean, "inspect", "schema-usage", "--workers", "2")
+	if code != 0 {
+		t.Fatalf("clean: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var doc struct {
+		Topics []struct {
+			Topic    string `json:"topic"`
+			Messages int64  `json:"messages"`
+		} `json:"topics"`
+		Usage []struct {
+			Topic    string `json:"topic"`
+			SchemaID string `json:"schema_id"`
+			Messages int64  `json:"messages"`
+			Status   string `json:"status"`
+		} `json:"schema_usage"`
+		Findings []report.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("not one JSON document: %v\n%s", err, stdout)
+	}
+	want := map[string]int64{}
+	for _, tu := range m.Topics {
+		for _, u := range tu.Usage {
+			want[tu.Topic+" "+u.ID] = u.Messages
+		}
+	}
+	got := map[string]int64{}
+	for _, u := range doc.Usage {
+		if u.Status != "no-schema" {
+			got[u.Topic+" "+u.SchemaID] = u.Messages
+		}
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("usage rows %v\nwant (manifest) %v", got, want)
+	}
+
+	code, stdout, stderr = schemaidRun(t, nil, "--data-dir", broken, "inspect", "schema-usage")
+	if code != 1 {
+		t.Fatalf("broken: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.Contains(stdout, "used-schema-version-lost") || !strings.Contains(stdout, "ledgermedic schema repair --topic") {
+		t.Errorf("broken: no lost-version finding with its hint:\n%s", stdout)
+	}
+
+	topic := m.Topics[0].Topic
+	code, stdout, _ = schemaidRun(t, nil, "--data-dir", clean, "inspect", "schema-usage", "--topic", topic)
+	if code != 0 || !strings.Contains(stdout, topic) {
+		t.Errorf("--topic %s: exit %d\n%s", topic, code, stdout)
+	}
+	for _, other := range m.Topics[1:] {
+		if strings.Contains(stdout, other.Topic+" ") {
+			t.Errorf("--topic %s also shows %s", topic, other.Topic)
+		}
+	}
+
+	code, _, stderr = schemaidRun(t, nil, "--data-dir", clean, "inspect", "schema-usage", "--topic", "acme/orders/nope")
+	if code != 2 || !strings.Contains(stderr, "nope") {
+		t.Errorf("unknown topic: exit %d, want 2: %s", code, stderr)
+	}
+	code, _, _ = schemaidRun(t, nil, "--data-dir", clean, "inspect", "schema-usage", "--topic", "not a//topic")
+	if code != 2 {
+		t.Errorf("bad topic: exit %d, want 2", code)
+	}
+}

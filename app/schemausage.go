@@ -1,0 +1,78 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/report"
+)
+
+// schemaUsageCommand is `inspect schema-usage`: which schema versions and ids the
+// stored messages use, and which of those the registry can no longer serve.
+func (e *env) schemaUsageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "schema-usage",
+		Usage: "count stored messages per schema version/id and flag versions that are lost or deleted",
+		Description: "Reads every stored entry of the topics' ledgers once (partitions together under the\n" +
+			"base topic) and counts messages (batch sizes included) and entries per schema_version and\n" +
+			"schema_id, with the first and last position and publish time. Registry versions are joined\n" +
+			"with the topic's schema locator: a version whose schema ledger is lost is the one a repair\n" +
+			"must restore first. Exits 1 when there are error or warning findings.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "topic", Usage: "only this topic (a partitioned topic's base name takes every partition)"},
+			&cli.IntFlag{Name: "workers", Usage: "decoder goroutines (0: one per CPU)"},
+		},
+		Action: e.schemaUsage,
+	}
+}
+
+func (e *env) schemaUsage(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return report.BadInputf("schema-usage takes no arguments (use --topic), got %q", c.Args().First())
+	}
+	opts := inspect.UsageOptions{Workers: c.Int("workers")}
+	if opts.Workers < 0 {
+		return report.BadInputf("--workers %d: want 0 or more", opts.Workers)
+	}
+	if s := c.String("topic"); s != "" {
+		t, err := topicArg(s)
+		if err != nil {
+			return err
+		}
+		if t.Domain != formats.DomainPersistent {
+			return report.BadInputf("topic %s: only persistent topics store messages", t)
+		}
+		opts.Topic = &t
+	}
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	r, err := inspect.SchemaUsage(c.Context, dd, opts, e.progress(c))
+	if errors.Is(err, inspect.ErrNoSuchTopic) {
+		return report.BadInput(err)
+	}
+	if err != nil {
+		return fmt.Errorf("schema usage: %w", err)
+	}
+	doc := &report.Document{Findings: r.Findings, Extra: map[string]any{
+		"entries":     r.Entries,
+		"bad_entries": r.BadEntries,
+	}}
+	if doc.Findings == nil {
+		doc.Findings = []report.Finding{}
+	}
+	doc.Add(r.TopicsTable(), r.Table())
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if report.Actionable(r.Findings) {
+		return report.ErrFindings
+	}
+	return nil
+}

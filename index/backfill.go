@@ -1,0 +1,863 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Reasons a ledger gets no firstEntryIndex written. Summaries count ledgers by them.
+const (
+	SkipEmpty         = "empty"            // no entries: nothing to index
+	SkipNotIndexed    = "not-indexed"      // the topic has no broker entry index
+	SkipNoBrokerIndex = "no-broker-index"  // this ledger's entry 0 has no broker index
+	SkipOffloaded     = "offloaded"        // entries not local and the value cannot be inferred
+	SkipLost          = "lost"             // neither ledger node nor entries exist
+	SkipEntriesLost   = "entries-missing"  // the ledger node exists, its entries do not
+	SkipEntry0Missing = "entry0-missing"   // later entries exist, entry 0 does not
+	SkipCorrupt       = "corrupt-entry"    // entry 0 cannot be decoded
+	SkipMismatch      = "mismatch"         // an existing value disagrees (written only with Force)
+	SkipInvalid       = "invalid-property" // an existing value is not a decimal (rewritten only with Force)
+	SkipConflict      = "inferred-conflict"
+	SkipRefused       = "refused" // the batch run was refused (the node changed meanwhile)
+)
+
+// Sources of a planned value.
+const (
+	SourceEntry0   = "entry0"   // computed from the ledger's entry 0
+	SourceInferred = "inferred" // previous ledger's last index + 1 (offloaded ledger)
+)
+
+// Finding kinds of back-fill.
+const (
+	KindNotIndexed    = "index-not-indexed"
+	KindOpenLedger    = "index-open-ledger"
+	KindInferred      = "index-inferred"
+	KindNotInferred   = "index-offloaded-not-inferred"
+	KindLostLedger    = "index-lost-ledger"
+	KindEntriesLost   = "index-entries-missing"
+	KindNoBrokerIndex = "index-no-broker-index"
+	KindCorruptEntry  = "index-corrupt-entry"
+	KindMismatch      = "index-property-mismatch"
+	KindInvalid       = "index-property-invalid"
+	KindContinuity    = "index-continuity"
+	KindConflict      = "index-inferred-conflict"
+	KindRefused       = "index-batch-refused"
+	KindUnfinished    = "index-unfinished-run"
+)
+
+// BackfillOptions tune a back-fill.
+type BackfillOptions struct {
+	Key string // LedgerInfo property; "" means DefaultKey
+	// Paths are the managed-ledger nodes to back-fill; empty means every one.
+	Paths []string
+	// Apply writes through the mutation engine; without it nothing is written.
+	Apply bool
+	// Workers bounds parallel entry reads (default 4); Rate caps ledgers read per
+	// second (0: no cap).
+	Workers int
+	Rate    float64
+	// Verify also reads every ledger's last entry and checks exact continuity, and
+	// re-reads entry 0 of ledgers that already have the property.
+	Verify bool
+	// Force overwrites existing values that disagree with entry 0 (or do not parse).
+	// It implies re-reading entry 0 of ledgers that already have the property.
+	Force bool
+	// A batch (one journaled run) closes at BatchTopics topics (default 100) or
+	// BatchLedgers ledgers written (default 10000), whichever comes first.
+	BatchTopics  int
+	BatchLedgers int
+	// Backup names a file for a metadata backup taken before the first batch.
+	Backup string
+	// Progress counts ledgers examined.
+	Progress report.Progress
+	// OnPlanned sees every planned write, in order (for dry-run listings).
+	OnPlanned func(PlannedLedger)
+	// Args is the command line, for the journal.
+	Args []string
+}
+
+func (o *BackfillOptions) defaults() {
+	if o.Key == "" {
+		o.Key = DefaultKey
+	}
+	if o.Workers < 1 {
+		o.Workers = 4
+	}
+	if o.BatchTopics < 1 {
+		o.BatchTopics = 100
+	}
+	if o.BatchLedgers < 1 {
+		o.BatchLedgers = 10000
+	}
+	if o.Progress == nil {
+		o.Progress = report.NoProgress{}
+	}
+}
+
+// PlannedLedger is one property write.
+type PlannedLedger struct {
+	Topic    string `json:"topic"`
+	LedgerID int64  `json:"ledger_id"`
+	Value    int64  `json:"value"`
+	Source   string `json:"source"`
+	Previous string `json:"previous,omitempty"` // the value replaced (Force), if any
+}
+
+// TopicResult is what happened to one managed ledger.
+type TopicResult struct {
+	Topic    string `json:"topic"` // persistent://... or the node path when it does not parse
+	Path     string `json:"path"`
+	Encoding string `json:"encoding"`
+	Ledgers  int    `json:"ledgers"`
+	Had      int    `json:"had"` // ledgers whose existing value stands
+	Planned  int    `json:"planned"`
+	Written  int    `json:"written"`
+	Inferred int    `json:"inferred"`
+	Skipped  int    `json:"skipped"`
+	RunID    string `json:"run_id,omitempty"`
+}
+
+// BackfillResult sums up a back-fill.
+type BackfillResult struct {
+	Topics    []TopicResult
+	Ledgers   int64
+	Had       int64
+	Planned   int64
+	Written   int64
+	Skipped   map[string]int64
+	Runs      []string
+	Recovered []mutate.RecoveryReport
+	Findings  []report.Finding
+	// Interrupted: the context ended; batches written before that stay written.
+	Interrupted bool
+}
+
+// Backfill plans (and with Apply, writes) the firstEntryIndex property of every
+// ledger that lacks it, topic by topic. Re-planning from metadata is what makes it
+// resumable: ledgers done by an earlier run have the property and are not read again.
+func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*BackfillResult, error) {
+	opts.defaults()
+	res := &BackfillResult{Skipped: make(map[string]int64)}
+	var eng *mutate.Engine
+	if opts.Apply {
+		var err error
+		if eng, err = mutate.New(dd); err != nil {
+			return nil, err
+		}
+		if res.Recovered, err = eng.Recover(ctx); err != nil {
+			return nil, fmt.Errorf("recover unfinished runs: %w", err)
+		}
+	} else if err := noteUnfinished(dd, res); err != nil {
+		return nil, err
+	}
+	paths, todo, err := listTopics(ctx, dd.Metadata, &opts)
+	if err != nil {
+		res.Interrupted = ctx.Err() != nil
+		return res, err
+	}
+	opts.Progress.Start("backfill ledgers", todo)
+	defer opts.Progress.Done()
+
+	b := &backfiller{dd: dd, opts: &opts, res: res, eng: eng}
+	b.pool = newPool(opts.Workers, newLimiter(opts.Rate, opts.Workers))
+	defer b.pool.close()
+	err = b.run(ctx, paths)
+	report.SortFindings(res.Findings)
+	res.Interrupted = ctx.Err() != nil
+	return res, err
+}
+
+// noteUnfinished warns a dry run that the journal holds a run the next writable
+// open will roll back: the plan may then differ.
+func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
+	runs, err := mutate.List(mutate.JournalDir(dd.Path))
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if !r.State.Finished() {
+			res.Findings = append(res.Findings, report.Finding{
+				Kind: KindUnfinished, Severity: report.SeverityWarning, Location: "run " + r.RunID,
+				Message: fmt.Sprintf("journal run %s (%s) is %s; the next --apply rolls it back first", r.RunID, r.Command, r.State),
+			})
+		}
+	}
+	return nil
+}
+
+// listTopics returns the managed-ledger paths to visit and how many ledgers will
+// need reading (for the progress total). Only paths are kept: nodes are read again,
+// one at a time, when their turn comes.
+func listTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptions) ([]string, int64, error) {
+	var paths []string
+	var todo int64
+	count := func(value []byte) {
+		info, _, err := formats.DecodeManagedLedgerInfo(value)
+		if err != nil {
+			return // reported when the topic's turn comes
+		}
+		for _, li := range info.GetLedgerInfo() {
+			v, ok := formats.LedgerProperty(li, opts.Key)
+			if _, valid := parseFirst(v); !ok || !valid || opts.Verify || opts.Force {
+				todo++
+			}
+		}
+	}
+	if len(opts.Paths) > 0 {
+		for _, p := range opts.Paths {
+			n, err := ms.Get(p)
+			if err != nil {
+				return nil, 0, err
+			}
+			count(n.Value)
+		}
+		return opts.Paths, todo, nil
+	}
+	err := ms.Walk(ctx, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
+		if _, ok := formats.ParseManagedLedgerPath(n.Path); ok {
+			paths = append(paths, n.Path)
+			count(n.Value)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, 0, fmt.Errorf("list managed ledgers: %w", err)
+	}
+	return paths, todo, nil
+}
+
+// backfiller runs one back-fill.
+type backfiller struct {
+	dd   *store.DataDir
+	opts *BackfillOptions
+	res  *BackfillResult
+	eng  *mutate.Engine
+	pool *pool
+
+	batch        []*topicPlan
+	batchLedgers int
+	backupTaken  bool
+}
+
+// run plans topics concurrently (at most Workers in flight) and consumes the plans
+// in path order, so results and batches do not depend on scheduling.
+func (b *backfiller) run(ctx context.Context, paths []string) error {
+	type pending struct {
+		path string
+		done chan *topicPlan
+	}
+	queue := make(chan pending, b.opts.Workers)
+	planCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		defer close(queue)
+		for _, p := range paths {
+			pd := pending{p, make(chan *topicPlan, 1)}
+			select {
+			case queue <- pd:
+			case <-planCtx.Done():
+				return
+			}
+			go func() { pd.done <- b.planTopic(planCtx, pd.path) }()
+		}
+	}()
+	var err error
+	for pd := range queue {
+		tp := <-pd.done
+		if err != nil {
+			continue // drain
+		}
+		if tp.err != nil {
+			err = tp.err
+			cancel()
+			continue
+		}
+		if err = b.take(ctx, tp); err != nil {
+			cancel()
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err // the last, partial batch is dropped: nothing of it was written
+	}
+	return b.flush(ctx)
+}
+
+// take records a topic's plan and closes the batch when it is full.
+func (b *backfiller) take(ctx context.Context, tp *topicPlan) error {
+	b.res.Topics = append(b.res.Topics, tp.result)
+	b.res.Findings = append(b.res.Findings, tp.findings...)
+	b.res.Ledgers += int64(tp.result.Ledgers)
+	b.res.Had += int64(tp.result.Had)
+	b.res.Planned += int64(tp.result.Planned)
+	for reason, n := range tp.skipped {
+		b.res.Skipped[reason] += int64(n)
+	}
+	if b.opts.OnPlanned != nil {
+		for _, w := range tp.writes {
+			b.opts.OnPlanned(w)
+		}
+	}
+	if tp.after == nil {
+		return nil
+	}
+	tp.resultIndex = len(b.res.Topics) - 1
+	tp.writes = nil // only counts are needed from here on
+	b.batch = append(b.batch, tp)
+	b.batchLedgers += tp.result.Planned
+	if len(b.batch) >= b.opts.BatchTopics || b.batchLedgers >= b.opts.BatchLedgers {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return b.flush(ctx)
+	}
+	return nil
+}
+
+// flush writes the batch as one journaled run (nothing in a dry run).
+func (b *backfiller) flush(ctx context.Context) error {
+	batch := b.batch
+	b.batch, b.batchLedgers = nil, 0
+	if len(batch) == 0 || b.eng == nil {
+		return nil
+	}
+	plan := &mutate.Plan{
+		Command: "index backfill",
+		Args:    b.opts.Args,
+		Flags:   map[string]string{"key": b.opts.Key, "force": strconv.FormatBool(b.opts.Force)},
+	}
+	ledgers := 0
+	for _, tp := range batch {
+		plan.Items = append(plan.Items, mutate.Item{
+			Kind: mutate.KindSet, Path: tp.result.Path, Expect: tp.version, Before: tp.before, After: tp.after,
+			Description: fmt.Sprintf("set %s on %d ledger(s) of %s", b.opts.Key, tp.result.Planned, tp.result.Topic),
+		})
+		ledgers += tp.result.Planned
+	}
+	plan.Notes = []string{fmt.Sprintf("%s back-fill: %d topic(s), %d ledger(s)", b.opts.Key, len(batch), ledgers)}
+	var ao mutate.ApplyOptions
+	if b.opts.Backup != "" && !b.backupTaken {
+		ao.Backup = b.opts.Backup
+	}
+	// A batch that starts is finished: cancelling stops between batches.
+	r, err := b.eng.Apply(context.WithoutCancel(ctx), plan, ao)
+	if ao.Backup != "" && r != nil {
+		b.backupTaken = true
+	}
+	if err != nil {
+		if !errors.Is(err, store.ErrVersionMismatch) || r == nil {
+			return fmt.Errorf("write batch of %d topic(s): %w", len(batch), err)
+		}
+		// Someone (a broker) changed a node since it was read: nothing of the batch
+		// was written; a re-run plans again from the new state.
+		for _, tp := range batch {
+			b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
+			b.res.Findings = append(b.res.Findings, report.Finding{
+				Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
+				Topic: tp.result.Topic, Path: tp.result.Path,
+				Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
+				Hint:    "re-run index backfill; it plans again from the current metadata",
+			})
+		}
+		return nil
+	}
+	b.res.Runs = append(b.res.Runs, r.RunID)
+	for _, tp := range batch {
+		t := &b.res.Topics[tp.resultIndex]
+		t.Written, t.RunID = t.Planned, r.RunID
+		b.res.Written += int64(t.Planned)
+	}
+	return nil
+}
+
+// topicPlan is one managed ledger's share of a batch.
+type topicPlan struct {
+	result      TopicResult
+	resultIndex int
+	version     uint64
+	before      []byte
+	after       []byte // nil: nothing to write
+	writes      []PlannedLedger
+	skipped     map[string]int
+	findings    []report.Finding
+	err         error
+}
+
+func (tp *topicPlan) find(sev report.Severity, kind string, ledgerID int64, format string, args ...any) {
+	f := report.Finding{
+		Kind: kind, Severity: sev, Topic: tp.result.Topic, Path: tp.result.Path,
+		Message: fmt.Sprintf(format, args...),
+	}
+	f.Location = tp.result.Topic
+	if ledgerID >= 0 {
+		f.Location = fmt.Sprintf("%s ledger %d", tp.result.Topic, ledgerID)
+		f.LedgerID = report.Int64(ledgerID)
+	}
+	tp.findings = append(tp.findings, f)
+}
+
+func (tp *topicPlan) skip(reason string) {
+	tp.skipped[reason]++
+	tp.result.Skipped++
+}
+
+// topicLabel names a managed ledger by its topic when the path is canonical.
+func topicLabel(path string) string {
+	if t, ok := formats.ParseManagedLedgerPath(path); ok {
+		return t.String()
+	}
+	return path
+}
+
+// planTopic reads one managed-ledger node and the entries it needs, and computes
+// the node's new value.
+func (b *backfiller) planTopic(ctx context.Context, path string) *topicPlan {
+	tp := &topicPlan{result: TopicResult{Topic: topicLabel(path), Path: path}, skipped: make(map[string]int)}
+	node, err := b.dd.Metadata.Get(path)
+	if err != nil {
+		tp.err = err
+		return tp
+	}
+	info, enc, err := formats.DecodeManagedLedgerInfo(node.Value)
+	if err != nil {
+		tp.err = fmt.Errorf("%s: %w", path, err)
+		return tp
+	}
+	tp.version, tp.before = node.Version, node.Value
+	tp.result.Encoding = enc.String()
+	refs, err := ledgerRefs(info, b.dd.Ledgers, b.opts.Key)
+	if err != nil {
+		tp.err = fmt.Errorf("%s: %w", path, err)
+		return tp
+	}
+	tp.result.Ledgers = len(refs)
+	if err := b.planLedgers(ctx, tp, info, refs); err != nil {
+		tp.err = fmt.Errorf("%s: %w", path, err)
+		return tp
+	}
+	if tp.result.Planned == 0 {
+		return tp
+	}
+	after, err := formats.EncodeManagedLedgerInfo(info, enc)
+	if err != nil {
+		tp.err = fmt.Errorf("%s: %w", path, err)
+		return tp
+	}
+	if !bytes.Equal(after, tp.before) {
+		tp.after = after
+	}
+	return tp
+}
+
+// ledgerFacts is what reading a ledger told us.
+type ledgerFacts struct {
+	read     bool   // entry 0 was looked for
+	state    string // "" when First is valid, else a Skip reason
+	first    int64
+	last     int64 // broker index of the last message, when hasLast
+	hasLast  bool
+	detail   string // error text for findings
+	entries  int64  // local entries (last entry id + 1), when hasLast
+	probeErr error  // a store failure that is not about this ledger's data
+}
+
+// needsRead says whether a ledger's entry 0 must be read.
+func (b *backfiller) needsRead(r ledgerRef) bool {
+	return !r.HasFirst || b.opts.Verify || b.opts.Force
+}
+
+// planLedgers decides every ledger's value and edits info in place.
+func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []ledgerRef) error {
+	facts := make([]ledgerFacts, len(refs))
+	var work []int
+	for i, r := range refs {
+		if b.needsRead(r) {
+			work = append(work, i)
+		}
+	}
+	if len(work) == 0 {
+		tp.result.Had = len(refs)
+		b.checkContinuity(tp, refs, facts, nil)
+		return nil
+	}
+	if _, ok := formats.MLProperty(info, MLIndexKey); !ok && !b.topicIndexed(refs) {
+		tp.skipped[SkipNotIndexed] += len(work)
+		tp.result.Skipped += len(work)
+		tp.result.Had = len(refs) - len(work)
+		b.opts.Progress.Add(int64(len(work)))
+		tp.find(report.SeverityInfo, KindNotIndexed, -1,
+			"no ML property %q and no broker entry index in the newest ledger: topic is not indexed; %d ledger(s) skipped",
+			MLIndexKey, len(work))
+		return nil
+	}
+	var wg sync.WaitGroup
+	for _, i := range work {
+		wg.Add(1)
+		b.pool.submit(func() {
+			defer wg.Done()
+			defer b.opts.Progress.Add(1)
+			if err := b.pool.lim.wait(ctx); err != nil {
+				facts[i].probeErr = err
+				return
+			}
+			facts[i] = probeLedger(b.dd, refs[i], b.opts.Verify)
+		})
+	}
+	wg.Wait()
+	for _, i := range work {
+		if err := facts[i].probeErr; err != nil {
+			return err
+		}
+	}
+	values := b.decide(tp, info, refs, facts)
+	b.checkContinuity(tp, refs, facts, values)
+	return nil
+}
+
+// topicIndexed probes entry 0 of the newest ledger with local entries (the index
+// interceptor may have been turned on after older ledgers were written).
+func (b *backfiller) topicIndexed(refs []ledgerRef) bool {
+	for i := len(refs) - 1; i >= 0; i-- {
+		r := refs[i]
+		if r.Entries == 0 || r.NotLocal {
+			continue
+		}
+		bts, err := b.dd.Ledgers.Entry(r.ID, 0)
+		if err != nil {
+			continue
+		}
+		e, err := ParseEntryInfo(bts)
+		return err == nil && e.HasIndex
+	}
+	return false
+}
+
+// probeLedger reads entry 0 (and with wantLast the last entry) of one ledger.
+func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
+	f := ledgerFacts{read: true}
+	if r.Entries == 0 {
+		f.state = SkipEmpty
+		return f
+	}
+	if r.NotLocal {
+		f.state = SkipOffloaded
+		return f
+	}
+	b, err := dd.Ledgers.Entry(r.ID, 0)
+	if errors.Is(err, store.ErrNotFound) {
+		f.state, f.detail = missingState(dd, r), err.Error()
+		return f
+	}
+	if err != nil {
+		f.probeErr = err
+		return f
+	}
+	e, err := ParseEntryInfo(b)
+	switch {
+	case err != nil:
+		f.state, f.detail = SkipCorrupt, fmt.Sprintf("entry 0: %v", err)
+		return f
+	case !e.HasIndex:
+		f.state = SkipNoBrokerIndex
+		return f
+	}
+	f.first = e.Base
+	if wantLast {
+		f.last, f.entries, f.hasLast, f.detail = readLast(dd.Ledgers, r.ID)
+	}
+	return f
+}
+
+// missingState tells apart why entry 0 of a ledger is not in the store.
+func missingState(dd *store.DataDir, r ledgerRef) string {
+	if _, err := dd.Ledgers.LastEntry(r.ID); err == nil {
+		return SkipEntry0Missing
+	}
+	if _, err := dd.Metadata.Get(formats.LedgerPath(r.ID)); err == nil {
+		return SkipEntriesLost
+	}
+	return SkipLost
+}
+
+// readLast returns the last message index of a ledger's last stored entry.
+func readLast(ls store.LedgerStore, id int64) (last, entries int64, ok bool, detail string) {
+	le, err := ls.LastEntry(id)
+	if err != nil {
+		return 0, 0, false, err.Error()
+	}
+	b, err := ls.Entry(id, le)
+	if err != nil {
+		return 0, 0, false, err.Error()
+	}
+	e, err := ParseEntryInfo(b)
+	if err != nil || !e.HasIndex {
+		return 0, 0, false, fmt.Sprintf("ledger %d entry %d: no broker index", id, le)
+	}
+	return e.Last, le + 1, true, ""
+}
+
+// decide turns the facts into values, edits info and records findings. It returns
+// each ledger's first index as it will stand (-1: unknown).
+func (b *backfiller) decide(tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []ledgerRef, facts []ledgerFacts) []int64 {
+	key := b.opts.Key
+	lis := info.GetLedgerInfo()
+	values := make([]int64, len(refs))
+	for i, r := range refs {
+		values[i] = -1
+		if r.HasFirst {
+			values[i] = r.First
+		}
+	}
+	plan := func(i int, v int64, source string) {
+		prev, _ := formats.LedgerProperty(lis[i], key)
+		formats.SetLedgerProperty(lis[i], key, strconv.FormatInt(v, 10))
+		values[i] = v
+		tp.result.Planned++
+		if source == SourceInferred {
+			tp.result.Inferred++
+		}
+		tp.writes = append(tp.writes, PlannedLedger{Topic: tp.result.Topic, LedgerID: refs[i].ID, Value: v, Source: source, Previous: prev})
+	}
+	for i, r := range refs {
+		f := facts[i]
+		if !f.read {
+			tp.result.Had++
+			continue
+		}
+		switch f.state {
+		case "":
+			b.decideComputed(tp, i, r, f, plan)
+		case SkipEmpty:
+			if r.HasFirst {
+				tp.result.Had++
+			} else {
+				tp.skip(SkipEmpty)
+			}
+		case SkipOffloaded:
+			b.decideOffloaded(tp, i, refs, facts, values, plan)
+		default:
+			if r.HasFirst {
+				tp.result.Had++ // an existing value stands; nothing to check it against
+				continue
+			}
+			tp.skip(f.state)
+			b.reportUnreadable(tp, r, f)
+		}
+	}
+	return values
+}
+
+// decideComputed handles a ledger whose entry 0 gave its first index.
+func (b *backfiller) decideComputed(tp *topicPlan, i int, r ledgerRef, f ledgerFacts, plan func(int, int64, string)) {
+	key := b.opts.Key
+	switch {
+	case r.HasFirst && r.First == f.first:
+		tp.result.Had++
+		return
+	case r.HasFirst:
+		tp.find(report.SeverityError, KindMismatch, r.ID,
+			"%s is %d but entry 0 says %d", key, r.First, f.first)
+		if !b.opts.Force {
+			tp.skip(SkipMismatch)
+			return
+		}
+	case r.BadFirst != "":
+		tp.find(report.SeverityWarning, KindInvalid, r.ID, "%s %q is not a decimal index; entry 0 says %d", key, r.BadFirst, f.first)
+		if !b.opts.Force {
+			tp.skip(SkipInvalid)
+			return
+		}
+	}
+	if r.Open {
+		// Info, not warning: the value is right; it just may not survive a broker opening the topic.
+		tp.find(report.SeverityInfo, KindOpenLedger, r.ID,
+			"ledger %d is the open last ledger: %s %d is written, but a broker rebuilds the open ledger's LedgerInfo when it opens the topic",
+			r.ID, key, f.first)
+	}
+	plan(i, f.first, SourceEntry0)
+}
+
+// decideOffloaded infers an offloaded ledger's first index as the previous ledger's
+// last index + 1, which needs that ledger's last entry to be local.
+func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, facts []ledgerFacts, values []int64, plan func(int, int64, string)) {
+	r := refs[i]
+	if r.HasFirst && !b.opts.Force {
+		tp.result.Had++
+		return
+	}
+	p := i - 1
+	for p >= 0 && refs[p].Entries == 0 {
+		p--
+	}
+	why := "it is the first ledger"
+	var prevLast int64
+	known := false
+	if p >= 0 {
+		pf := &facts[p]
+		switch {
+		case refs[p].NotLocal:
+			why = fmt.Sprintf("previous ledger %d is offloaded too", refs[p].ID)
+		case pf.hasLast:
+			prevLast, known = pf.last, true
+		default:
+			var detail string
+			pf.last, pf.entries, pf.hasLast, detail = readLast(b.dd.Ledgers, refs[p].ID)
+			prevLast, known = pf.last, pf.hasLast
+			why = fmt.Sprintf("previous ledger %d's last entry cannot be read (%s)", refs[p].ID, detail)
+		}
+	}
+	if !known {
+		if r.HasFirst {
+			tp.result.Had++
+			return
+		}
+		tp.skip(SkipOffloaded)
+		tp.find(report.SeverityWarning, KindNotInferred, r.ID,
+			"ledger %d was offloaded (entries not local) and %s can not be inferred: %s", r.ID, b.opts.Key, why)
+		return
+	}
+	v := prevLast + 1
+	// Every entry holds at least one message, so the next known ledger starts at
+	// least this ledger's entry count further on.
+	for n := i + 1; n < len(refs); n++ {
+		if values[n] < 0 && facts[n].state == "" && facts[n].read {
+			values[n] = facts[n].first
+		}
+		if values[n] >= 0 {
+			if v+r.Entries > values[n] {
+				tp.skip(SkipConflict)
+				tp.find(report.SeverityError, KindConflict, r.ID,
+					"inferred %s %d (ledger %d ends at %d) plus %d entries passes ledger %d's first index %d; not written",
+					b.opts.Key, v, refs[p].ID, prevLast, r.Entries, refs[n].ID, values[n])
+				return
+			}
+			break
+		}
+	}
+	if r.HasFirst {
+		if r.First == v {
+			tp.result.Had++
+			return
+		}
+		tp.find(report.SeverityError, KindMismatch, r.ID, "%s is %d but the previous ledger ends at %d", b.opts.Key, r.First, prevLast)
+	}
+	tp.find(report.SeverityInfo, KindInferred, r.ID,
+		"ledger %d was offloaded: %s %d inferred from ledger %d's last index %d", r.ID, b.opts.Key, v, refs[p].ID, prevLast)
+	plan(i, v, SourceInferred)
+}
+
+// reportUnreadable records why a ledger's entry 0 could not give a value.
+func (b *backfiller) reportUnreadable(tp *topicPlan, r ledgerRef, f ledgerFacts) {
+	switch f.state {
+	case SkipLost:
+		tp.find(report.SeverityError, KindLostLedger, r.ID,
+			"ledger %d is referenced by LedgerInfo (%d entries) but has neither a ledger node nor entries", r.ID, r.Entries)
+	case SkipEntriesLost:
+		tp.find(report.SeverityError, KindEntriesLost, r.ID,
+			"ledger %d has a ledger node but no entries in the ledger store", r.ID)
+	case SkipEntry0Missing:
+		tp.find(report.SeverityError, KindEntriesLost, r.ID, "ledger %d has entries but not entry 0", r.ID)
+	case SkipCorrupt:
+		tp.find(report.SeverityError, KindCorruptEntry, r.ID, "ledger %d: %s", r.ID, f.detail)
+	case SkipNoBrokerIndex:
+		tp.find(report.SeverityWarning, KindNoBrokerIndex, r.ID,
+			"ledger %d entry 0 has no broker entry index (written before the index interceptor was on?)", r.ID)
+	}
+}
+
+// checkContinuity reports ledgers whose first indexes cannot all be right: values
+// must increase by at least each ledger's entry count, and with last entries read
+// (Verify) a ledger must start right after the previous one ends.
+func (b *backfiller) checkContinuity(tp *topicPlan, refs []ledgerRef, facts []ledgerFacts, values []int64) {
+	if values == nil {
+		values = make([]int64, len(refs))
+		for i, r := range refs {
+			values[i] = -1
+			if r.HasFirst {
+				values[i] = r.First
+			}
+		}
+	}
+	key := b.opts.Key
+	prev := -1 // previous ledger with a known value
+	for i, r := range refs {
+		f := facts[i]
+		if f.hasLast && values[i] >= 0 && f.last < values[i]+f.entries-1 {
+			tp.find(report.SeverityError, KindContinuity, r.ID,
+				"ledger %d: %s %d but its %d entries end at index %d", r.ID, key, values[i], f.entries, f.last)
+		}
+		if values[i] < 0 {
+			if r.Entries > 0 {
+				prev = -1 // an unknown ledger in between: only adjacent pairs are compared
+			}
+			continue
+		}
+		if prev >= 0 {
+			p := refs[prev]
+			pf := facts[prev]
+			switch {
+			case pf.hasLast && !Continuous(pf.last, values[i]):
+				tp.find(report.SeverityError, KindContinuity, r.ID,
+					"ledger %d starts at %d but ledger %d ends at %d (want %d)", r.ID, values[i], p.ID, pf.last, pf.last+1)
+			case values[i]-values[prev] < p.Entries:
+				tp.find(report.SeverityError, KindContinuity, r.ID,
+					"ledger %d starts at %d, only %d after ledger %d (%d), which has %d entries",
+					r.ID, values[i], values[i]-values[prev], p.ID, values[prev], p.Entries)
+			}
+		}
+		if r.Entries > 0 {
+			prev = i
+		}
+	}
+}
+
+// pool runs jobs on a fixed number of goroutines.
+type pool struct {
+	jobs chan func()
+	wg   sync.WaitGroup
+	lim  *limiter
+}
+
+func newPool(workers int, lim *limiter) *pool {
+	p := &pool{jobs: make(chan func()), lim: lim}
+	p.wg.Add(workers)
+	for range workers {
+		go func() {
+			defer p.wg.Done()
+			for job := range p.jobs {
+				job()
+			}
+		}()
+	}
+	return p
+}
+
+func (p *pool) submit(job func()) { p.jobs <- job }
+
+func (p *pool) close() {
+	close(p.jobs)
+	p.wg.Wait()
+}
+
+// SkippedReasons returns the skip reasons of a result in a stable order.
+func (r *BackfillResult) SkippedReasons() []string {
+	var out []string
+	for k := range r.Skipped {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

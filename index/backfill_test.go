@@ -1,0 +1,432 @@
+package index
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+func generate(t testing.TB, opts fixtures.Options) (*store.DataDir, *fixtures.Manifest) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "dd")
+	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd, err := store.Open(dir, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dd.Close() })
+	return dd, m
+}
+
+func backfill(t testing.TB, dd *store.DataDir, opts BackfillOptions) *BackfillResult {
+	t.Helper()
+	res, err := Backfill(context.Background(), dd, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// snapshot returns every metadata node's bytes.
+func snapshot(t testing.TB, dd *store.DataDir) map[string][]byte {
+	t.Helper()
+	out := make(map[string][]byte)
+	err := dd.Metadata.Walk(context.Background(), "/", func(n store.Node) error {
+		out[n.Path] = bytes.Clone(n.Value)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func findingsOf(res *BackfillResult, kind string) []report.Finding {
+	var out []report.Finding
+	for _, f := range res.Findings {
+		if f.Kind == kind {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func TestBackfillMatchesFixtureManifest(t *testing.T) {
+	dd, m := generate(t, fixtures.Options{Seed: 11, LoseTopicLedger: true, LoseEntriesOnly: true})
+	before := snapshot(t, dd)
+	res := backfill(t, dd, BackfillOptions{Apply: true, Workers: 3})
+	if res.Written == 0 || res.Written != res.Planned || len(res.Runs) == 0 {
+		t.Fatalf("planned %d written %d runs %v", res.Planned, res.Written, res.Runs)
+	}
+	var checked int
+	for _, ml := range m.ManagedLedgers {
+		info, enc, node := loadInfo(t, dd, ml.Path)
+		if enc.String() != ml.Encoding {
+			t.Errorf("%s: encoding %s, fixture wrote %s", ml.Path, enc, ml.Encoding)
+		}
+		if !ml.Indexed {
+			if !bytes.Equal(node.Value, before[ml.Path]) {
+				t.Errorf("%s: topic is not indexed but its node changed", ml.Path)
+			}
+			continue
+		}
+		for i, l := range ml.Ledgers {
+			li := info.GetLedgerInfo()[i]
+			v, ok := formats.LedgerProperty(li, DefaultKey)
+			writable := !l.Offloaded && l.Lost == "" && l.Entries > 0
+			switch {
+			case writable && (!ok || v != strconv.FormatInt(l.FirstIndex, 10)):
+				t.Errorf("%s ledger %d: %s=%q (set %v), manifest first index %d", ml.Path, l.ID, DefaultKey, v, ok, l.FirstIndex)
+			case !writable && ok:
+				t.Errorf("%s ledger %d (offloaded=%v lost=%q): got %s=%s, want none", ml.Path, l.ID, l.Offloaded, l.Lost, DefaultKey, v)
+			}
+			if writable {
+				checked++
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no ledger checked")
+	}
+	// The faults the fixture planted are reported, not guessed.
+	var lost, offloaded int
+	for _, ml := range m.ManagedLedgers {
+		for _, l := range ml.Ledgers {
+			if !ml.Indexed {
+				continue
+			}
+			if l.Lost != "" {
+				lost++
+			}
+			if l.Offloaded {
+				offloaded++
+			}
+		}
+	}
+	got := len(findingsOf(res, KindLostLedger)) + len(findingsOf(res, KindEntriesLost))
+	if got != lost {
+		t.Errorf("%d lost-ledger findings, fixture lost %d indexed ledgers", got, lost)
+	}
+	if n := len(findingsOf(res, KindNotInferred)); n != offloaded {
+		t.Errorf("%d offloaded-not-inferred findings, fixture offloaded %d first ledgers", n, offloaded)
+	}
+	if len(findingsOf(res, KindNotIndexed)) == 0 || len(findingsOf(res, KindOpenLedger)) == 0 {
+		t.Errorf("want not-indexed and open-ledger findings, got %+v", res.Findings)
+	}
+
+	// Idempotent: a second run plans and writes nothing.
+	after := snapshot(t, dd)
+	again := backfill(t, dd, BackfillOptions{Apply: true})
+	if again.Planned != 0 || again.Written != 0 || len(again.Runs) != 0 {
+		t.Fatalf("re-run planned %d written %d runs %v", again.Planned, again.Written, again.Runs)
+	}
+	if !equalSnapshots(after, snapshot(t, dd)) {
+		t.Fatal("re-run changed metadata")
+	}
+}
+
+func TestBackfillAgreesWithGeneratorProperty(t *testing.T) {
+	// A fixture generated with the property and one back-filled must agree byte for
+	// byte on every ledger the back-fill could compute.
+	opts := fixtures.Options{Seed: 5, Topics: 3}
+	dd, _ := generate(t, opts)
+	backfill(t, dd, BackfillOptions{Apply: true})
+	opts.WithFirstEntryIndex = true
+	want, m := generate(t, opts)
+	for _, ml := range m.ManagedLedgers {
+		gotInfo, _, _ := loadInfo(t, dd, ml.Path)
+		wantInfo, _, _ := loadInfo(t, want, ml.Path)
+		for i, wli := range wantInfo.GetLedgerInfo() {
+			gv, gok := formats.LedgerProperty(gotInfo.GetLedgerInfo()[i], DefaultKey)
+			wv, _ := formats.LedgerProperty(wli, DefaultKey)
+			if gok && gv != wv {
+				t.Errorf("%s ledger %d: back-fill %s, generator %s", ml.Path, wli.GetLedgerId(), gv, wv)
+			}
+		}
+	}
+	// And back-filling the generator's output changes nothing.
+	snap := snapshot(t, want)
+	res := backfill(t, want, BackfillOptions{Apply: true, Verify: true})
+	if res.Written != 0 || !equalSnapshots(snap, snapshot(t, want)) {
+		t.Fatalf("back-fill of a fully indexed fixture wrote %d ledgers", res.Written)
+	}
+	if n := len(findingsOf(res, KindContinuity)) + len(findingsOf(res, KindMismatch)); n != 0 {
+		t.Fatalf("verify of generator output: %d continuity/mismatch findings: %+v", n, res.Findings)
+	}
+}
+
+func equalSnapshots(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if !bytes.Equal(v, b[k]) {
+			return false
+		}
+	}
+	return true
+}
+
+func TestBackfillSpecialCases(t *testing.T) {
+	u := func(n int) []int { return uniform(n, 3) }
+	topics := []tTopic{
+		{name: "offloaded-middle", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(5), offloaded: true}, {batches: u(3)}}},
+		{name: "offloaded-twice", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(2), offloaded: true}, {batches: u(2), offloaded: true}, {batches: u(3)}}},
+		{name: "lost", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4), lost: "node+entries"}, {batches: u(4), lost: "entries"}, {batches: u(2)}}},
+		{name: "no-index-ledger", mlIndex: true, ledgers: []tLedger{{batches: u(4), noIndex: true}, {batches: u(4)}}},
+		{name: "not-indexed", ledgers: []tLedger{{batches: u(4), noIndex: true}, {batches: u(4), noIndex: true}}},
+		{name: "empty", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: nil}, {batches: u(4)}}},
+		{name: "open", open: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4)}}},
+		{name: "mismatch", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4), prop: "999"}, {batches: u(4)}}},
+		{name: "invalid", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4), prop: "x12"}}},
+		{name: "entry0-missing", mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4), noEntry0: true}}},
+		{name: "done", mlIndex: true, ledgers: []tLedger{{batches: u(4), prop: "auto"}, {batches: u(4), prop: "auto"}}},
+	}
+	dd, truth := buildDir(t, topics)
+	before := snapshot(t, dd)
+	res := backfill(t, dd, BackfillOptions{Apply: true})
+
+	prop := func(name string, i int) (string, bool) {
+		info, _, _ := loadInfo(t, dd, tPath(name))
+		return formats.LedgerProperty(info.GetLedgerInfo()[i], DefaultKey)
+	}
+	want := func(name string, i int) string { return strconv.FormatInt(truth[tPath(name)][i].First, 10) }
+	expect := []struct {
+		topic  string
+		ledger int
+		value  string // "" none
+	}{
+		{"offloaded-middle", 0, want("offloaded-middle", 0)},
+		{"offloaded-middle", 1, want("offloaded-middle", 1)}, // inferred from ledger 0's last entry
+		{"offloaded-middle", 2, want("offloaded-middle", 2)},
+		{"offloaded-twice", 1, want("offloaded-twice", 1)},
+		{"offloaded-twice", 2, ""}, // previous ledger is offloaded too
+		{"lost", 1, ""},
+		{"lost", 2, ""},
+		{"lost", 3, want("lost", 3)},
+		{"no-index-ledger", 0, ""},
+		{"no-index-ledger", 1, want("no-index-ledger", 1)},
+		{"not-indexed", 0, ""},
+		{"empty", 1, ""},
+		{"empty", 2, want("empty", 2)},
+		{"open", 1, want("open", 1)},
+		{"mismatch", 1, "999"}, // never overwritten without Force
+		{"mismatch", 2, want("mismatch", 2)},
+		{"invalid", 1, "x12"},
+		{"entry0-missing", 1, ""},
+	}
+	for _, e := range expect {
+		v, ok := prop(e.topic, e.ledger)
+		if e.value == "" && ok || e.value != "" && v != e.value {
+			t.Errorf("%s ledger #%d: %s=%q (set %v), want %q", e.topic, e.ledger, DefaultKey, v, ok, e.value)
+		}
+	}
+	for _, name := range []string{"not-indexed", "done"} {
+		if n, _ := dd.Metadata.Get(tPath(name)); !bytes.Equal(n.Value, before[tPath(name)]) {
+			t.Errorf("%s: node changed", name)
+		}
+	}
+	for kind, n := range map[string]int{
+		KindInferred: 2, KindNotInferred: 1, KindLostLedger: 1, KindEntriesLost: 2, KindNoBrokerIndex: 1,
+		KindNotIndexed: 1, KindOpenLedger: 1, KindMismatch: 0, KindInvalid: 1,
+	} {
+		if got := len(findingsOf(res, kind)); got != n {
+			t.Errorf("%d %s findings, want %d: %+v", got, kind, n, res.Findings)
+		}
+	}
+	// The planted 999 sits between 11 and 23: continuity says so without reading it.
+	if len(findingsOf(res, KindContinuity)) == 0 {
+		t.Errorf("no continuity finding for the planted value: %+v", res.Findings)
+	}
+	for reason, n := range map[string]int64{SkipEmpty: 1, SkipNotIndexed: 2, SkipLost: 1, SkipEntriesLost: 1,
+		SkipEntry0Missing: 1, SkipOffloaded: 1, SkipNoBrokerIndex: 1} {
+		if res.Skipped[reason] != n {
+			t.Errorf("skipped[%s] = %d, want %d (all: %v)", reason, res.Skipped[reason], n, res.Skipped)
+		}
+	}
+
+	// Verify reads the planted values and reports them; Force rewrites them.
+	res = backfill(t, dd, BackfillOptions{Apply: true, Verify: true})
+	if len(findingsOf(res, KindMismatch)) != 1 || len(findingsOf(res, KindInvalid)) != 1 || res.Written != 0 {
+		t.Fatalf("verify: %d mismatch, %d invalid findings, %d written", len(findingsOf(res, KindMismatch)), len(findingsOf(res, KindInvalid)), res.Written)
+	}
+	res = backfill(t, dd, BackfillOptions{Apply: true, Force: true})
+	if res.Written != 2 {
+		t.Fatalf("force wrote %d ledgers, want 2", res.Written)
+	}
+	for _, e := range [][2]any{{"mismatch", 1}, {"invalid", 1}} {
+		if v, _ := prop(e[0].(string), e[1].(int)); v != want(e[0].(string), e[1].(int)) {
+			t.Errorf("%s after force: %s, want %s", e[0], v, want(e[0].(string), e[1].(int)))
+		}
+	}
+	res = backfill(t, dd, BackfillOptions{Apply: true, Verify: true})
+	if n := len(findingsOf(res, KindContinuity)) + len(findingsOf(res, KindMismatch)); n != 0 {
+		t.Fatalf("after force, verify still finds %d problems: %+v", n, res.Findings)
+	}
+}
+
+func TestBackfillVerifyReportsContinuityBreak(t *testing.T) {
+	// Ledger 1's value is planted one too high: consistent with its own count but
+	// not with ledger 0's last entry. Only --verify can see it.
+	dd, truth := buildDir(t, []tTopic{{name: "gap", mlIndex: true, ledgers: []tLedger{
+		{batches: uniform(4, 2), prop: "auto"}, {batches: uniform(4, 2), prop: "9"}, {batches: uniform(4, 2), prop: "auto"},
+	}}})
+	if truth[tPath("gap")][1].First != 8 {
+		t.Fatalf("test setup: ledger 1 starts at %d", truth[tPath("gap")][1].First)
+	}
+	res := backfill(t, dd, BackfillOptions{})
+	if n := len(findingsOf(res, KindContinuity)); n != 0 {
+		t.Fatalf("without verify: %d continuity findings", n)
+	}
+	res = backfill(t, dd, BackfillOptions{Verify: true})
+	if n := len(findingsOf(res, KindContinuity)); n == 0 {
+		t.Fatalf("verify missed the planted break: %+v", res.Findings)
+	}
+}
+
+func TestBackfillKeepsEncodingAndUnknownFields(t *testing.T) {
+	encs := []formats.Encoding{formats.Plain, {Compressed: true, Codec: mlpb.CompressionType_NONE}}
+	for c := mlpb.CompressionType_LZ4; c <= mlpb.CompressionType_SNAPPY; c++ {
+		encs = append(encs, formats.Encoding{Compressed: true, Codec: c})
+	}
+	var topics []tTopic
+	for _, enc := range encs {
+		topics = append(topics, tTopic{name: "enc-" + enc.String(), enc: enc, mlIndex: true,
+			ledgers: []tLedger{{batches: uniform(3, 2)}, {batches: uniform(3, 2)}}})
+	}
+	dd, _ := buildDir(t, topics)
+	// Add unknown fields (a future LedgerInfo field 99, ML field 98) to every node.
+	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 7)
+	mlUnknown := protowire.AppendVarint(protowire.AppendTag(nil, 98, protowire.VarintType), 8)
+	w := dd.NewBulkWriter()
+	for _, tt := range topics {
+		info, enc, _ := loadInfo(t, dd, tPath(tt.name))
+		for _, li := range info.LedgerInfo {
+			li.ProtoReflect().SetUnknown(unknown)
+		}
+		info.ProtoReflect().SetUnknown(mlUnknown)
+		v, err := formats.EncodeManagedLedgerInfo(info, enc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.PutNode(tPath(tt.name), v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res := backfill(t, dd, BackfillOptions{Apply: true})
+	if res.Written != int64(2*len(topics)) {
+		t.Fatalf("wrote %d ledgers, want %d", res.Written, 2*len(topics))
+	}
+	for i, tt := range topics {
+		info, enc, _ := loadInfo(t, dd, tPath(tt.name))
+		if enc != encs[i] {
+			t.Errorf("%s: encoding now %s", tt.name, enc)
+		}
+		if !bytes.Equal(info.ProtoReflect().GetUnknown(), mlUnknown) {
+			t.Errorf("%s: ML unknown fields lost", tt.name)
+		}
+		for _, li := range info.LedgerInfo {
+			if !bytes.Equal(li.ProtoReflect().GetUnknown(), unknown) {
+				t.Errorf("%s ledger %d: unknown fields lost", tt.name, li.GetLedgerId())
+			}
+			if _, ok := formats.LedgerProperty(li, DefaultKey); !ok {
+				t.Errorf("%s ledger %d: no property", tt.name, li.GetLedgerId())
+			}
+		}
+	}
+}
+
+func TestBackfillBatchesAreUndoableRuns(t *testing.T) {
+	var topics []tTopic
+	for i := range 5 {
+		topics = append(topics, tTopic{name: "t" + strconv.Itoa(i), mlIndex: true,
+			ledgers: []tLedger{{batches: uniform(3, 2)}, {batches: uniform(2, 1)}}})
+	}
+	dd, _ := buildDir(t, topics)
+	before := snapshot(t, dd)
+	res := backfill(t, dd, BackfillOptions{Apply: true, BatchTopics: 2, Key: "kafka.base.offset"})
+	if len(res.Runs) != 3 || res.Written != 10 {
+		t.Fatalf("runs %v written %d, want 3 runs and 10 ledgers", res.Runs, res.Written)
+	}
+	info, _, _ := loadInfo(t, dd, tPath("t0"))
+	if v, ok := formats.LedgerProperty(info.LedgerInfo[1], "kafka.base.offset"); !ok || v != "6" {
+		t.Fatalf("custom key: %q %v, want 6", v, ok)
+	}
+	runs, err := mutate.List(mutate.JournalDir(dd.Path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) != 3 || runs[0].Command != "index backfill" || runs[0].State != mutate.StateCommitted {
+		t.Fatalf("journal: %+v", runs)
+	}
+	eng, err := mutate.New(dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := len(res.Runs) - 1; i >= 0; i-- {
+		if _, err := eng.Undo(context.Background(), res.Runs[i], mutate.ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !equalSnapshots(before, snapshot(t, dd)) {
+		t.Fatal("undoing every batch run did not restore the metadata")
+	}
+}
+
+func TestBackfillDryRunWritesNothing(t *testing.T) {
+	dd, _ := buildDir(t, []tTopic{{name: "a", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}, {batches: uniform(2, 1)}}}})
+	before := snapshot(t, dd)
+	var planned []PlannedLedger
+	res := backfill(t, dd, BackfillOptions{OnPlanned: func(p PlannedLedger) { planned = append(planned, p) }})
+	if res.Planned != 2 || res.Written != 0 || len(planned) != 2 || planned[1].Value != 6 || planned[1].Source != SourceEntry0 {
+		t.Fatalf("planned %d written %d rows %+v", res.Planned, res.Written, planned)
+	}
+	if !equalSnapshots(before, snapshot(t, dd)) {
+		t.Fatal("dry run changed metadata")
+	}
+}
+
+func TestBackfillCancelledWritesNothing(t *testing.T) {
+	dd, _ := buildDir(t, []tTopic{{name: "a", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}}}})
+	before := snapshot(t, dd)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	res, err := Backfill(ctx, dd, BackfillOptions{Apply: true})
+	if err == nil || res == nil || !res.Interrupted {
+		t.Fatalf("cancelled back-fill: res %+v err %v", res, err)
+	}
+	if !equalSnapshots(before, snapshot(t, dd)) {
+		t.Fatal("cancelled back-fill changed metadata")
+	}
+}
+
+func TestBackfillSelectedPaths(t *testing.T) {
+	dd, _ := buildDir(t, []tTopic{
+		{name: "a", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}}},
+		{name: "b", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}}},
+	})
+	res := backfill(t, dd, BackfillOptions{Apply: true, Paths: []string{tPath("b")}})
+	if len(res.Topics) != 1 || res.Written != 1 {
+		t.Fatalf("topics %+v", res.Topics)
+	}
+	info, _, _ := loadInfo(t, dd, tPath("a"))
+	if _, ok := formats.LedgerProperty(info.LedgerInfo[0], DefaultKey); ok {
+		t.Fatal("topic a was not selected but was written")
+	}
+}

@@ -1,0 +1,384 @@
+package index
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Search methods an Answer can report.
+const (
+	MethodIndex  = "firstEntryIndex"        // ledger chosen from metadata, one ledger searched
+	MethodLegacy = "legacy"                 // binary search over the entries of every ledger
+	MethodMixed  = "firstEntryIndex+legacy" // legacy search over a span of ledgers lacking the property
+	MethodTime   = "ledger-timestamp"       // ledger chosen by close time, then searched by entry time
+)
+
+// FindOptions tune a search.
+type FindOptions struct {
+	Key    string // LedgerInfo property; "" means DefaultKey
+	Legacy bool   // ignore firstEntryIndex and search like upstream does without it
+}
+
+func (o FindOptions) key() string {
+	if o.Key == "" {
+		return DefaultKey
+	}
+	return o.Key
+}
+
+// Answer is where a search landed and what it cost.
+type Answer struct {
+	// Found: Position is the first entry whose last offset (or time) reaches the target.
+	Found bool `json:"found"`
+	// PastEnd: no entry reaches the target; Position is where the next entry will go.
+	PastEnd bool `json:"past_end"`
+	// NotLocal: the target lies in a ledger whose entries are not in the ledger store
+	// (offloaded); Position names the ledger and EntryID is -1.
+	NotLocal bool     `json:"not_local"`
+	Position Position `json:"position"`
+	// Base and Last are the broker indexes of the entry's first and last message.
+	Base        int64  `json:"base_offset"`
+	Last        int64  `json:"last_offset"`
+	PublishTime uint64 `json:"publish_time,omitempty"`
+	BrokerTime  uint64 `json:"broker_time,omitempty"`
+	Method      string `json:"method"`
+	// EntryReads counts entries read; LedgersTouched the distinct ledgers they came from.
+	EntryReads     int           `json:"entry_reads"`
+	LedgersTouched int           `json:"ledgers_touched"`
+	Elapsed        time.Duration `json:"elapsed_ns"`
+	Notes          []string      `json:"notes,omitempty"`
+}
+
+func (a *Answer) note(format string, args ...any) {
+	a.Notes = append(a.Notes, fmt.Sprintf(format, args...))
+}
+
+func (a *Answer) land(p Position, e EntryInfo) {
+	a.Found, a.Position = true, p
+	a.Base, a.Last, a.PublishTime, a.BrokerTime = e.Base, e.Last, e.PublishTime, e.BrokerTime
+}
+
+// searcher carries one search's reader and answer.
+type searcher struct {
+	ctx  context.Context
+	r    *reader
+	ans  *Answer
+	refs []ledgerRef // non-empty ledgers, in order
+}
+
+func newSearcher(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, key string) (*searcher, error) {
+	all, err := ledgerRefs(info, ls, key)
+	if err != nil {
+		return nil, err
+	}
+	s := &searcher{ctx: ctx, r: newReader(ls), ans: &Answer{}}
+	for _, ref := range all {
+		if ref.Entries > 0 {
+			s.refs = append(s.refs, ref)
+		}
+	}
+	return s, nil
+}
+
+func (s *searcher) finish(start time.Time) *Answer {
+	s.ans.EntryReads = s.r.reads
+	s.ans.LedgersTouched = len(s.r.touched)
+	s.ans.Elapsed = time.Since(start)
+	return s.ans
+}
+
+// FindOffset finds the first entry whose last broker index is >= target (KoP,
+// PIP-415). With firstEntryIndex on the ledgers, the ledger comes from metadata
+// and only that ledger's entries are read (at most ⌈log2 E⌉+1 of them). Where some
+// ledgers lack the property, the legacy search runs over just that span, and the
+// answer says so.
+func FindOffset(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, target int64, opts FindOptions) (*Answer, error) {
+	start := time.Now()
+	if target < 0 {
+		return nil, fmt.Errorf("offset %d: offsets are not negative", target)
+	}
+	s, err := newSearcher(ctx, ls, info, opts.key())
+	if err != nil {
+		return nil, err
+	}
+	if err := s.findOffset(target, opts); err != nil {
+		return nil, err
+	}
+	return s.finish(start), nil
+}
+
+func (s *searcher) findOffset(t int64, opts FindOptions) error {
+	if len(s.refs) == 0 {
+		s.ans.Method = MethodIndex
+		s.ans.PastEnd = true
+		s.ans.note("the managed ledger has no entries")
+		return nil
+	}
+	if opts.Legacy {
+		s.ans.Method = MethodLegacy
+		return s.legacyOffset(t, 0, len(s.refs), -1)
+	}
+	var known []int // positions in s.refs with a firstEntryIndex
+	for i, ref := range s.refs {
+		if ref.BadFirst != "" {
+			s.ans.note("ledger %d: %s %q is not a decimal index; treated as missing", ref.ID, opts.key(), ref.BadFirst)
+		}
+		if !ref.HasFirst {
+			continue
+		}
+		if n := len(known); n > 0 && s.refs[known[n-1]].First >= ref.First {
+			prev := s.refs[known[n-1]]
+			s.ans.Method = MethodLegacy
+			s.ans.note("%s does not increase (ledger %d: %d, ledger %d: %d); used the legacy search; run index backfill --verify",
+				opts.key(), prev.ID, prev.First, ref.ID, ref.First)
+			return s.legacyOffset(t, 0, len(s.refs), -1)
+		}
+		known = append(known, i)
+	}
+	if len(known) == 0 {
+		s.ans.Method = MethodLegacy
+		s.ans.note("no ledger has %s: legacy search over all %d ledgers", opts.key(), len(s.refs))
+		return s.legacyOffset(t, 0, len(s.refs), -1)
+	}
+	// k: the last ledger whose first index is <= t; j: the next ledger with a known one.
+	n := sort.Search(len(known), func(i int) bool { return s.refs[known[i]].First > t })
+	kpos, jpos := -1, -1
+	if n > 0 {
+		kpos = known[n-1]
+	}
+	if n < len(known) {
+		jpos = known[n]
+	}
+	spanStart, spanEnd := max(kpos, 0), len(s.refs)
+	if jpos >= 0 {
+		spanEnd = jpos
+	}
+	switch {
+	case kpos >= 0 && spanEnd == kpos+1:
+		s.ans.Method = MethodIndex
+		return s.searchOneLedger(t, kpos, jpos)
+	case spanStart == spanEnd: // t is before the first ledger's first index
+		s.ans.Method = MethodIndex
+		return s.firstEntryOf(jpos)
+	}
+	s.ans.Method = MethodMixed
+	var ids []int64
+	for _, ref := range s.refs[spanStart:spanEnd] {
+		if !ref.HasFirst {
+			ids = append(ids, ref.ID)
+		}
+	}
+	s.ans.note("%d ledger(s) lack %s (%s): the legacy search ran over ledgers %d..%d",
+		len(ids), opts.key(), idList(ids), s.refs[spanStart].ID, s.refs[spanEnd-1].ID)
+	return s.legacyOffset(t, spanStart, spanEnd, jpos)
+}
+
+// searchOneLedger searches ledger refs[k]; refs[j] (j >= 0) is the next ledger whose
+// first index is known and above t.
+func (s *searcher) searchOneLedger(t int64, k, j int) error {
+	ref := s.refs[k]
+	if ref.NotLocal {
+		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, -1}
+		s.ans.note("offset %d is in ledger %d, which was offloaded: its entries are not in the ledger store", t, ref.ID)
+		return nil
+	}
+	ip := &interpolation{Target: t, LoOff: ref.First, HiOff: -1}
+	if j >= 0 {
+		ip.HiOff = s.refs[j].First - 1
+	}
+	i, e, ok, err := lowerBound(s.ctx, ref.Entries, byOffset(t), s.probe(ref.ID), ip)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.ans.land(Position{ref.ID, i}, e)
+		return nil
+	}
+	if j >= 0 {
+		s.ans.note("ledger %d ends before offset %d although ledger %d starts at %d: the indexes are not continuous",
+			ref.ID, t, s.refs[j].ID, s.refs[j].First)
+		return s.firstEntryOf(j)
+	}
+	s.pastEnd()
+	return nil
+}
+
+// firstEntryOf answers with entry 0 of refs[j].
+func (s *searcher) firstEntryOf(j int) error {
+	ref := s.refs[j]
+	if ref.NotLocal {
+		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, 0}
+		s.ans.note("the answer is entry 0 of ledger %d, which was offloaded: its entries are not in the ledger store", ref.ID)
+		return nil
+	}
+	e, err := s.r.readIndexed(ref.ID, 0)
+	if err != nil {
+		return err
+	}
+	s.ans.land(Position{ref.ID, 0}, e)
+	return nil
+}
+
+func (s *searcher) pastEnd() {
+	last := s.refs[len(s.refs)-1]
+	s.ans.PastEnd, s.ans.Position = true, Position{last.ID, last.Entries}
+}
+
+func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
+	return func(entryID int64) (EntryInfo, error) { return s.r.readIndexed(ledgerID, entryID) }
+}
+
+// legacyOffset is the search upstream runs without firstEntryIndex: a binary search
+// over the positions of every entry of refs[from:to], mapped to ledgers from metadata
+// counts. Offloaded ledgers are skipped (upstream reads them from tiered storage).
+// When nothing in the span reaches t, the answer is entry 0 of refs[next] (next >= 0)
+// or past the end.
+func (s *searcher) legacyOffset(t int64, from, to, next int) error {
+	span := s.localSpan(from, to)
+	pos, e, ok, err := lowerBound(s.ctx, span.total(), byOffset(t), func(g int64) (EntryInfo, error) {
+		p := span.position(g)
+		return s.r.readIndexed(p.LedgerID, p.EntryID)
+	}, nil)
+	if err != nil {
+		return err
+	}
+	if ok {
+		s.ans.land(span.position(pos), e)
+		if e.Base > t {
+			span.noteGapBefore(s.ans, pos)
+		}
+		return nil
+	}
+	if next >= 0 {
+		return s.firstEntryOf(next)
+	}
+	s.pastEnd()
+	return nil
+}
+
+// span maps a global entry number to a position across the local ledgers of a range.
+type span struct {
+	refs   []ledgerRef
+	starts []int64 // global number of each ledger's entry 0; one extra: the total
+	gaps   []int64 // for each ledger, an offloaded ledger skipped just before it (0: none)
+}
+
+func (s *searcher) localSpan(from, to int) *span {
+	sp := &span{}
+	var sum, gap int64
+	for _, ref := range s.refs[from:to] {
+		if ref.NotLocal {
+			gap = ref.ID
+			s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+			continue
+		}
+		sp.refs = append(sp.refs, ref)
+		sp.starts = append(sp.starts, sum)
+		sp.gaps = append(sp.gaps, gap)
+		sum += ref.Entries
+		gap = 0
+	}
+	sp.starts = append(sp.starts, sum)
+	return sp
+}
+
+func (sp *span) total() int64 { return sp.starts[len(sp.starts)-1] }
+
+func (sp *span) ledgerOf(g int64) int {
+	return sort.Search(len(sp.refs), func(i int) bool { return sp.starts[i+1] > g })
+}
+
+func (sp *span) position(g int64) Position {
+	i := sp.ledgerOf(g)
+	return Position{sp.refs[i].ID, g - sp.starts[i]}
+}
+
+// noteGapBefore warns when the answer starts after the target and an offloaded
+// ledger that was not searched lies just before it: the target may be in there.
+func (sp *span) noteGapBefore(a *Answer, g int64) {
+	i := sp.ledgerOf(g)
+	if g == sp.starts[i] && sp.gaps[i] != 0 {
+		a.note("the target may lie in offloaded ledger %d, just before the answer", sp.gaps[i])
+	}
+}
+
+// FindTime finds the first entry whose time (broker timestamp, else publish time) is
+// >= targetMS. Ledgers are chosen by their LedgerInfo timestamp (close time): the
+// first ledger closed at or after the target (or the open one) is searched first.
+func FindTime(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, targetMS int64, opts FindOptions) (*Answer, error) {
+	start := time.Now()
+	if targetMS < 0 {
+		return nil, fmt.Errorf("time %d: times are not negative", targetMS)
+	}
+	s, err := newSearcher(ctx, ls, info, opts.key())
+	if err != nil {
+		return nil, err
+	}
+	t := uint64(targetMS)
+	judge := byTime(t)
+	if opts.Legacy {
+		s.ans.Method = MethodLegacy
+		sp := s.localSpan(0, len(s.refs))
+		pos, e, ok, err := lowerBound(s.ctx, sp.total(), judge, func(g int64) (EntryInfo, error) {
+			p := sp.position(g)
+			return s.r.read(p.LedgerID, p.EntryID)
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.ans.land(sp.position(pos), e)
+		} else if len(s.refs) > 0 {
+			s.pastEnd()
+		}
+		return s.finish(start), nil
+	}
+	s.ans.Method = MethodTime
+	for _, ref := range s.refs {
+		// A ledger closed before the target holds only older entries. 0: not recorded.
+		if ref.Timestamp != 0 && ref.Timestamp < targetMS && !ref.Open {
+			continue
+		}
+		if ref.NotLocal {
+			s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+			continue
+		}
+		i, e, ok, err := lowerBound(ctx, ref.Entries, judge, func(entryID int64) (EntryInfo, error) {
+			return s.r.read(ref.ID, entryID)
+		}, nil)
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			s.ans.land(Position{ref.ID, i}, e)
+			return s.finish(start), nil
+		}
+	}
+	if len(s.refs) > 0 {
+		s.pastEnd()
+	} else {
+		s.ans.PastEnd = true
+	}
+	return s.finish(start), nil
+}
+
+// idList shortens a list of ledger ids for a message.
+func idList(ids []int64) string {
+	const show = 5
+	out := ""
+	for i, id := range ids {
+		if i == show {
+			return out + fmt.Sprintf(", ... %d more", len(ids)-show)
+		}
+		if i > 0 {
+			out += ", "
+		}
+		out += fmt.Sprint(id)
+	}
+	return out
+}

@@ -1,0 +1,277 @@
+package inspect
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/bkpb"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// The hand-built data dir used by the view and check tests (fixtures cover the
+// realistic, generated ones):
+//
+//	persistent://public/default/orders      plain node, ML property index, ledgers 10 (5 entries), 11 (4), 12 (open, empty)
+//	                                        cursor "sub1" with cursor ledger 50 (1 entry)
+//	persistent://acme/ns/events-partition-0  zstd node, ledgers 20 (3 entries), 21 (2 entries)
+//	persistent://acme/ns/events-partition-1  lz4 node, ledger 30 (3 entries), no broker index
+//	schema public/default/orders            versions 0 (ledger 40, AVRO) and 1 (ledger 41, JSON)
+//	schema acme/ns/events                   version 0 (ledger 42, STRING)
+const (
+	ordersPath  = "/managed-ledgers/public/default/persistent/orders"
+	events0Path = "/managed-ledgers/acme/ns/persistent/events-partition-0"
+	events1Path = "/managed-ledgers/acme/ns/persistent/events-partition-1"
+	cursorPath  = ordersPath + "/sub1"
+	ordersLoc   = "/schemas/public/default/orders"
+	eventsLoc   = "/schemas/acme/ns/events"
+	baseTime    = int64(1_700_000_000_000)
+)
+
+type testLedger struct {
+	id       int64
+	batches  []int32 // num_messages_in_batch of each entry
+	indexed  bool    // entries carry broker entry metadata
+	firstIdx int64   // broker index of the ledger's first message
+	open     bool    // open last ledger: no entries, metadata lastEntryId -1
+}
+
+type testBuilder struct {
+	t *testing.T
+	w *store.BulkWriter
+}
+
+// must keeps test setup short; a failure panics, which fails the test.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func (b *testBuilder) node(path string, v []byte) {
+	b.t.Helper()
+	if err := b.w.PutNode(path, v); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func (b *testBuilder) entry(ledger, entry int64, v []byte) {
+	b.t.Helper()
+	if err := b.w.PutEntry(ledger, entry, v); err != nil {
+		b.t.Fatal(err)
+	}
+}
+
+func ledgerMeta(t *testing.T, lastEntryID, length int64, closed bool, custom ...string) []byte {
+	t.Helper()
+	state := bkpb.LedgerMetadataFormat_CLOSED
+	if !closed {
+		state = bkpb.LedgerMetadataFormat_OPEN
+	}
+	m := &bkpb.LedgerMetadataFormat{
+		QuorumSize: proto.Int32(2), EnsembleSize: proto.Int32(2), AckQuorumSize: proto.Int32(2),
+		Length: proto.Int64(length), LastEntryId: proto.Int64(lastEntryID), State: state.Enum(),
+		Segment:    []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: []string{"bookie-1:3181", "bookie-2:3181"}, FirstEntryId: proto.Int64(0)}},
+		DigestType: bkpb.LedgerMetadataFormat_CRC32C.Enum(), Password: []byte{}, Ctime: proto.Int64(baseTime),
+	}
+	for i := 0; i+1 < len(custom); i += 2 {
+		formats.SetCustomMetadata(m, custom[i], custom[i+1])
+	}
+	return must(formats.EncodeLedgerMetadata(m))
+}
+
+// topicEntry builds entry e of a topic ledger.
+func topicEntry(t *testing.T, l testLedger, e int, index int64) []byte {
+	t.Helper()
+	var bm *pulsarpb.BrokerEntryMetadata
+	if l.indexed {
+		bm = &pulsarpb.BrokerEntryMetadata{BrokerTimestamp: proto.Uint64(uint64(baseTime + int64(e))), Index: proto.Uint64(uint64(index))}
+	}
+	md := &pulsarpb.MessageMetadata{
+		ProducerName: proto.String("producer-a"), SequenceId: proto.Uint64(uint64(l.id*100 + int64(e))),
+		PublishTime: proto.Uint64(uint64(baseTime + l.id*1000 + int64(e))), NumMessagesInBatch: proto.Int32(l.batches[e]),
+		SchemaVersion: formats.EncodeSchemaVersion(int64(e % 2)),
+	}
+	if e == 1 {
+		md.SchemaId = []byte{0x00, 0, 0, 0, 7}
+	}
+	return must(formats.BuildEntry(bm, true, md, []byte(fmt.Sprintf("payload %d/%d", l.id, e))))
+}
+
+// writeTopic writes a managed ledger node with its ledgers (nodes and entries).
+func (b *testBuilder) writeTopic(path, mlName string, enc formats.Encoding, indexProp bool, ledgers []testLedger) {
+	t := b.t
+	info := &mlpb.ManagedLedgerInfo{}
+	var last int64 = -1
+	for _, l := range ledgers {
+		li := &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(l.id), Timestamp: proto.Int64(baseTime + l.id)}
+		if l.open {
+			li.Entries, li.Size = proto.Int64(0), proto.Int64(0)
+			b.node(formats.LedgerPath(l.id), ledgerMeta(t, -1, 0, false, "application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", mlName))
+			info.LedgerInfo = append(info.LedgerInfo, li)
+			continue
+		}
+		var size int64
+		index := l.firstIdx - 1
+		for e := range l.batches {
+			index += int64(l.batches[e])
+			v := topicEntry(t, l, e, index)
+			size += int64(len(v))
+			b.entry(l.id, int64(e), v)
+		}
+		last = index
+		li.Entries, li.Size = proto.Int64(int64(len(l.batches))), proto.Int64(size)
+		if l.indexed {
+			formats.SetLedgerProperty(li, DefaultFirstEntryIndexKey, fmt.Sprint(l.firstIdx))
+		}
+		b.node(formats.LedgerPath(l.id), ledgerMeta(t, int64(len(l.batches))-1, size, true,
+			"application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", mlName))
+		info.LedgerInfo = append(info.LedgerInfo, li)
+	}
+	if indexProp {
+		formats.SetMLProperty(info, "index", fmt.Sprint(last))
+	}
+	b.node(path, must(formats.EncodeManagedLedgerInfo(info, enc)))
+}
+
+type testSchema struct {
+	ledger int64
+	typ    schemapb.SchemaInfo_SchemaType
+	def    string
+}
+
+func (b *testBuilder) writeSchemas(locPath, key string, versions []testSchema) {
+	t := b.t
+	loc := &schemapb.SchemaLocator{}
+	for v, s := range versions {
+		info := &schemapb.SchemaInfo{
+			SchemaId: proto.String(key), User: proto.String("admin"), Type: s.typ.Enum(), Schema: []byte(s.def),
+			Timestamp: proto.Int64(baseTime + int64(v)), Deleted: proto.Bool(false),
+		}
+		se := &schemapb.SchemaEntry{SchemaData: must(formats.EncodeSchemaInfo(info)), Index: slicesClone(loc.Index)}
+		b.entry(s.ledger, 0, must(formats.EncodeSchemaEntry(se)))
+		b.node(formats.LedgerPath(s.ledger), ledgerMeta(t, 0, int64(len(s.def)), true,
+			"application", "pulsar", "component", "schema", "pulsar/schemaId", key))
+		ie := &schemapb.IndexEntry{Version: proto.Int64(int64(v)),
+			Position: &schemapb.PositionInfo{LedgerId: proto.Int64(s.ledger), EntryId: proto.Int64(0)},
+			Hash:     formats.SchemaHash([]byte(s.def))}
+		loc.Index = append(loc.Index, ie)
+		loc.Info = ie
+	}
+	b.node(locPath, must(formats.EncodeSchemaLocator(loc)))
+}
+
+func slicesClone(in []*schemapb.IndexEntry) []*schemapb.IndexEntry {
+	out := make([]*schemapb.IndexEntry, len(in))
+	for i, ie := range in {
+		out[i] = proto.Clone(ie).(*schemapb.IndexEntry)
+	}
+	return out
+}
+
+// buildTestDir writes the clean hand-built data dir and returns its path (closed).
+func buildTestDir(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	dd := must(store.Create(dir))
+	b := &testBuilder{t: t, w: dd.NewBulkWriter()}
+	b.writeTopic(ordersPath, "public/default/persistent/orders", formats.Plain, true, []testLedger{
+		{id: 10, batches: []int32{1, 3, 1, 2, 1}, indexed: true, firstIdx: 0},
+		{id: 11, batches: []int32{2, 2, 1, 1}, indexed: true, firstIdx: 8},
+		{id: 12, open: true},
+	})
+	cursor := &mlpb.ManagedCursorInfo{CursorsLedgerId: proto.Int64(50), MarkDeleteLedgerId: proto.Int64(10), MarkDeleteEntryId: proto.Int64(3)}
+	b.node(cursorPath, must(formats.EncodeManagedCursorInfo(cursor, formats.Plain)))
+	b.node(formats.LedgerPath(50), ledgerMeta(t, 0, 10, true, "application", "pulsar", "component", "managed-ledger",
+		"pulsar/managed-ledger", "public/default/persistent/orders", "pulsar/cursor", "sub1"))
+	b.entry(50, 0, []byte("cursor-position"))
+	b.writeTopic(events0Path, "acme/ns/persistent/events-partition-0", formats.Encoding{Compressed: true, Codec: mlpb.CompressionType_ZSTD}, false, []testLedger{
+		{id: 20, batches: []int32{1, 1, 1}, indexed: true, firstIdx: 0},
+		{id: 21, batches: []int32{4, 1}, indexed: true, firstIdx: 3},
+	})
+	b.writeTopic(events1Path, "acme/ns/persistent/events-partition-1", formats.Encoding{Compressed: true, Codec: mlpb.CompressionType_LZ4}, false, []testLedger{
+		{id: 30, batches: []int32{1, 1, 1}},
+	})
+	b.writeSchemas(ordersLoc, "public/default/orders", []testSchema{
+		{ledger: 40, typ: schemapb.SchemaInfo_AVRO, def: `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`},
+		{ledger: 41, typ: schemapb.SchemaInfo_JSON, def: `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"]}]}`},
+	})
+	b.writeSchemas(eventsLoc, "acme/ns/events", []testSchema{{ledger: 42, typ: schemapb.SchemaInfo_STRING, def: ""}})
+	// Nodes Pulsar keeps that are none of ours: must be ignored.
+	b.node("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n"))
+	b.node("/admin/policies/public/default", []byte(`{"bundles":{}}`))
+	if err := b.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// edit opens dir writable and applies fn through a bulk writer.
+func edit(t *testing.T, dir string, fn func(b *testBuilder)) {
+	t.Helper()
+	dd := must(store.Open(dir, store.Options{}))
+	b := &testBuilder{t: t, w: dd.NewBulkWriter()}
+	fn(b)
+	if err := b.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := dd.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func openRO(t *testing.T, dir string) *store.DataDir {
+	t.Helper()
+	dd := must(store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true}))
+	t.Cleanup(func() { dd.Close() })
+	return dd
+}
+
+func runCheck(t *testing.T, dir string, opts CheckOptions) []report.Finding {
+	t.Helper()
+	dd := openRO(t, dir)
+	fs, _, err := Check(context.Background(), dd, opts, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fs
+}
+
+// hashTree returns sha256 of every file under dir, keyed by relative path.
+func hashTree(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		sum := sha256.Sum256(b)
+		out[rel] = hex.EncodeToString(sum[:])
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}

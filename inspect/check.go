@@ -1,0 +1,647 @@
+package inspect
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/bkpb"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// DefaultFirstEntryIndexKey is the LedgerInfo property holding a ledger's first
+// broker index (FORMATS.md section 1).
+const DefaultFirstEntryIndexKey = "firstEntryIndex"
+
+// mlIndexProperty is the ML-level property the broker's index interceptor keeps.
+const mlIndexProperty = "index"
+
+// Custom metadata of Pulsar's ledgers (FORMATS.md sections 5 and 6).
+const (
+	cmComponent     = "component"
+	cmManagedLedger = "pulsar/managed-ledger"
+	cmSchemaID      = "pulsar/schemaId"
+	cmCursor        = "pulsar/cursor"
+	componentML     = "managed-ledger"
+	componentSchema = "schema"
+)
+
+// FindingSource adds findings to Check from outside the core scan (schema-usage,
+// back-fill coverage, ...). It must only read dd.
+type FindingSource func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error)
+
+// CheckOptions configures Check.
+type CheckOptions struct {
+	// FirstEntryIndexKey is the LedgerInfo property of firstEntryIndex; "" means DefaultFirstEntryIndexKey.
+	FirstEntryIndexKey string
+	// Sources run after the core scan; their findings join the core's.
+	Sources []FindingSource
+}
+
+// CheckStats counts what Check looked at.
+type CheckStats struct {
+	Nodes          int64 // metadata nodes read
+	ManagedLedgers int64
+	Cursors        int64
+	SchemaLocators int64
+	SchemaVersions int64
+	LedgerNodes    int64 // /ledgers/... metadata nodes
+	Ledgers        int64 // ledgers with at least one entry
+	Entries        int64 // entries read
+	EntryBytes     int64
+	TopicEntries   int64 // entries parsed as topic entry frames
+}
+
+// Table renders the stats as a two-column table.
+func (s *CheckStats) Table() *report.Table {
+	t := report.NewTable("stats", "Scanned", "ITEM", "item", "COUNT", "count")
+	t.Add("metadata nodes", s.Nodes)
+	t.Add("managed ledgers", s.ManagedLedgers)
+	t.Add("cursors", s.Cursors)
+	t.Add("schema locators", s.SchemaLocators)
+	t.Add("schema versions", s.SchemaVersions)
+	t.Add("ledger nodes", s.LedgerNodes)
+	t.Add("ledgers with entries", s.Ledgers)
+	t.Add("entries", s.Entries)
+	t.Add("entry bytes", s.EntryBytes)
+	t.Add("topic entries parsed", s.TopicEntries)
+	return t
+}
+
+// Who references a ledger.
+const (
+	refLedgerInfo = 1 << iota
+	refSchema
+	refCursor
+)
+
+// ledgerFacts is what Check keeps per ledger id: a few words, never entries.
+type ledgerFacts struct {
+	node          bool
+	badNode       bool // node exists but does not decode
+	metaEmpty     bool // metadata says the ledger holds nothing (lastEntryId -1)
+	closed        bool
+	lastEntryID   int64
+	component     string
+	owner         string // pulsar/managed-ledger or pulsar/schemaId value
+	cursorLedger  bool
+	cursorName    string // pulsar/cursor value of a cursor ledger
+	refs          int
+	openLast      bool // the open last ledger of a managed ledger (LedgerInfo.entries 0)
+	offloadedGone bool // offloaded and deleted from BookKeeper: fine without node and entries
+	stored        int64
+	entry0Indexed bool // entry 0 carries a broker index
+}
+
+// topicLedger reports whether the ledger's entries are topic entry frames.
+func (f *ledgerFacts) topicLedger() bool {
+	if f.refs&refLedgerInfo != 0 {
+		return true
+	}
+	return f.component == componentML && !f.cursorLedger && f.refs&(refSchema|refCursor) == 0
+}
+
+type mlLedger struct {
+	id            int64
+	entries       int64
+	hasFirstIndex bool
+}
+
+type mlFacts struct {
+	topic     string // persistent://...
+	path      string
+	indexProp bool
+	ledgers   []mlLedger
+}
+
+type schemaVersion struct {
+	key     string // tenant/ns/topic
+	topic   string // persistent://... of the base topic, for hints
+	path    string
+	version int64
+	ledger  int64
+	entry   int64
+	hash    []byte
+}
+
+type checker struct {
+	dd    *store.DataDir
+	opts  CheckOptions
+	prog  report.Progress
+	stats CheckStats
+
+	findings []report.Finding
+	ledgers  map[int64]*ledgerFacts
+	mls      []*mlFacts
+	schemas  []schemaVersion
+	// Owners whose metadata does not decode: their ledgers are not called orphans.
+	badMLs     map[string]bool
+	badSchemas map[string]bool
+	badCursors map[string]bool // ml name + "/" + cursor name as stored
+}
+
+// Check reads the whole data dir once, cross-checks metadata against ledgers and
+// returns the findings (errors and warnings first, then info) and what it scanned.
+// Memory grows with the number of ledgers and metadata nodes, not with entries.
+func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
+	if opts.FirstEntryIndexKey == "" {
+		opts.FirstEntryIndexKey = DefaultFirstEntryIndexKey
+	}
+	if prog == nil {
+		prog = report.NoProgress{}
+	}
+	c := &checker{
+		dd: dd, opts: opts, prog: prog,
+		ledgers:    map[int64]*ledgerFacts{},
+		badMLs:     map[string]bool{},
+		badSchemas: map[string]bool{},
+		badCursors: map[string]bool{},
+	}
+	steps := []func(context.Context) error{c.scanMetadata, c.scanLedgers, c.checkLedgers, c.checkManagedLedgers, c.checkSchemas}
+	for _, step := range steps {
+		if err := step(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	for i, src := range opts.Sources {
+		fs, err := src(ctx, dd)
+		if err != nil {
+			return nil, nil, fmt.Errorf("check source %d: %w", i+1, err)
+		}
+		c.findings = append(c.findings, fs...)
+	}
+	sortFindings(c.findings)
+	return c.findings, &c.stats, nil
+}
+
+// sortFindings orders by severity, then kind, keeping the scan's order (ledger
+// and entry ids ascending) within a kind.
+func sortFindings(fs []report.Finding) {
+	rank := map[report.Severity]int{report.SeverityError: 0, report.SeverityWarning: 1, report.SeverityInfo: 2}
+	slices.SortStableFunc(fs, func(a, b report.Finding) int {
+		if d := rank[a.Severity] - rank[b.Severity]; d != 0 {
+			return d
+		}
+		switch {
+		case a.Kind < b.Kind:
+			return -1
+		case a.Kind > b.Kind:
+			return 1
+		}
+		return 0
+	})
+}
+
+func (c *checker) add(f report.Finding) { c.findings = append(c.findings, f) }
+
+func (c *checker) fact(id int64) *ledgerFacts {
+	f := c.ledgers[id]
+	if f == nil {
+		f = &ledgerFacts{lastEntryID: -1}
+		c.ledgers[id] = f
+	}
+	return f
+}
+
+// sortedLedgerIDs returns the ids of every ledger Check has heard of, ascending.
+func (c *checker) sortedLedgerIDs() []int64 {
+	ids := make([]int64, 0, len(c.ledgers))
+	for id := range c.ledgers {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// scanMetadata walks every node once and keeps what later steps need.
+func (c *checker) scanMetadata(ctx context.Context) error {
+	c.prog.Start("metadata nodes", 0)
+	defer c.prog.Done()
+	err := walkNodes(ctx, c.dd.Metadata, "", func(n store.Node) error {
+		c.stats.Nodes++
+		c.prog.Add(1)
+		c.node(n)
+		return nil
+	}, func(path string, err error) error {
+		c.stats.Nodes++
+		f := newFinding(KindValueTruncated, "node "+path, "restore the node from a backup",
+			"%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("metadata node %q: ", path)))
+		f.Path = path
+		c.add(f)
+		c.noteBadNode(path)
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("check metadata: %w", err)
+	}
+	return nil
+}
+
+// noteBadNode records that the node at path exists but cannot be read, so its
+// ledger or owner is not reported again under another kind.
+func (c *checker) noteBadNode(path string) {
+	switch formats.ClassifyPath(path) {
+	case formats.NodeLedgerMetadata:
+		id, _ := formats.ParseLedgerPath(path)
+		f := c.fact(id)
+		f.node, f.badNode = true, true
+		c.stats.LedgerNodes++
+	case formats.NodeManagedLedger:
+		t, _ := formats.ParseManagedLedgerPath(path)
+		c.badMLs[t.ManagedLedgerName()] = true
+	case formats.NodeSchemaLocator:
+		t, _ := formats.ParseSchemaLocatorPath(path)
+		c.badSchemas[t.SchemaKey()] = true
+	case formats.NodeCursor:
+		t, cursor, _ := formats.ParseCursorPath(path)
+		c.badCursors[t.ManagedLedgerName()+"/"+cursor] = true
+		if name, err := formats.DecodeTopicLocalName(cursor); err == nil {
+			c.badCursors[t.ManagedLedgerName()+"/"+name] = true // as pulsar/cursor holds it
+		}
+	}
+}
+
+func (c *checker) undecodable(n store.Node, kind formats.NodeKind, err error) {
+	f := newFinding(KindNodeUndecodable, "node "+n.Path, "inspect it with: ledgermedic inspect node "+n.Path,
+		"%s node (%d bytes) does not decode: %v", kind, len(n.Value), err)
+	f.Path = n.Path
+	c.add(f)
+	c.noteBadNode(n.Path)
+}
+
+// decodeChecked decodes a node and insists on its required fields: a node
+// missing them would be rejected by the broker too.
+func decodeChecked(n store.Node) (formats.DecodedNode, error) {
+	d, err := formats.DecodeNode(n.Path, n.Value)
+	if err != nil {
+		return d, err
+	}
+	if d.Message != nil {
+		if err := proto.CheckInitialized(d.Message); err != nil {
+			return d, fmt.Errorf("node %s: %w", n.Path, err)
+		}
+	}
+	return d, nil
+}
+
+func (c *checker) node(n store.Node) {
+	kind := formats.ClassifyPath(n.Path)
+	if kind == formats.NodeOther {
+		return
+	}
+	d, err := decodeChecked(n)
+	if err != nil {
+		c.undecodable(n, kind, err)
+		return
+	}
+	switch m := d.Message.(type) {
+	case *mlpb.ManagedLedgerInfo:
+		c.stats.ManagedLedgers++
+		t, _ := formats.ParseManagedLedgerPath(n.Path)
+		c.managedLedger(t, n.Path, m)
+	case *mlpb.ManagedCursorInfo:
+		c.stats.Cursors++
+		if id := m.GetCursorsLedgerId(); id >= 0 {
+			c.fact(id).refs |= refCursor
+		}
+	case *schemapb.SchemaLocator:
+		c.stats.SchemaLocators++
+		t, _ := formats.ParseSchemaLocatorPath(n.Path)
+		c.schemaLocator(t, n.Path, m)
+	case *bkpb.LedgerMetadataFormat:
+		c.stats.LedgerNodes++
+		id, _ := formats.ParseLedgerPath(n.Path)
+		c.ledgerNode(id, m)
+	}
+}
+
+func (c *checker) managedLedger(t formats.TopicName, path string, info *mlpb.ManagedLedgerInfo) {
+	_, indexed := formats.MLProperty(info, mlIndexProperty)
+	ml := &mlFacts{topic: t.String(), path: path, indexProp: indexed}
+	lis := info.GetLedgerInfo()
+	for i, li := range lis {
+		id := li.GetLedgerId()
+		f := c.fact(id)
+		f.refs |= refLedgerInfo
+		if i == len(lis)-1 && li.GetEntries() == 0 {
+			f.openLast = true
+		}
+		if oc := li.GetOffloadContext(); oc.GetComplete() && oc.GetBookkeeperDeleted() {
+			f.offloadedGone = true
+		}
+		_, has := formats.LedgerProperty(li, c.opts.FirstEntryIndexKey)
+		ml.ledgers = append(ml.ledgers, mlLedger{id: id, entries: li.GetEntries(), hasFirstIndex: has})
+	}
+	c.mls = append(c.mls, ml)
+}
+
+func (c *checker) schemaLocator(t formats.TopicName, path string, loc *schemapb.SchemaLocator) {
+	for _, ie := range locatorVersions(loc) {
+		c.stats.SchemaVersions++
+		id := ie.GetPosition().GetLedgerId()
+		c.fact(id).refs |= refSchema
+		c.schemas = append(c.schemas, schemaVersion{
+			key: t.SchemaKey(), topic: t.String(), path: path, version: ie.GetVersion(),
+			ledger: id, entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash(),
+		})
+	}
+}
+
+// locatorVersions returns every version a locator names, ascending and once each:
+// the index, plus info when the index lacks it.
+func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
+	out := slices.Clone(loc.GetIndex())
+	if info := loc.GetInfo(); info != nil && !slices.ContainsFunc(out, func(ie *schemapb.IndexEntry) bool {
+		return ie.GetVersion() == info.GetVersion()
+	}) {
+		out = append(out, info)
+	}
+	slices.SortStableFunc(out, func(a, b *schemapb.IndexEntry) int {
+		switch {
+		case a.GetVersion() < b.GetVersion():
+			return -1
+		case a.GetVersion() > b.GetVersion():
+			return 1
+		}
+		return 0
+	})
+	return slices.CompactFunc(out, func(a, b *schemapb.IndexEntry) bool { return a.GetVersion() == b.GetVersion() })
+}
+
+func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
+	f := c.fact(id)
+	f.node = true
+	f.lastEntryID = m.GetLastEntryId()
+	// BookKeeper keeps lastEntryId -1 (and length 0) until a ledger holds an entry
+	// and is closed: such a ledger may rightly have no entries.
+	f.metaEmpty = (m.LastEntryId != nil && m.GetLastEntryId() < 0) || (m.LastEntryId == nil && m.GetLength() == 0)
+	f.closed = m.GetState() == bkpb.LedgerMetadataFormat_CLOSED
+	f.component, _ = formats.CustomMetadata(m, cmComponent)
+	switch f.component {
+	case componentML:
+		f.owner, _ = formats.CustomMetadata(m, cmManagedLedger)
+		f.cursorName, f.cursorLedger = formats.CustomMetadata(m, cmCursor)
+	case componentSchema:
+		f.owner, _ = formats.CustomMetadata(m, cmSchemaID)
+	}
+}
+
+// scanLedgers reads every entry once: counts per ledger, CRC and frame checks of
+// topic entries, and whether entry 0 carries a broker index.
+func (c *checker) scanLedgers(ctx context.Context) error {
+	var ids []int64
+	var total int64
+	err := c.dd.Ledgers.LedgerIDs(ctx, func(id, n int64) error {
+		c.fact(id).stored = n
+		ids = append(ids, id)
+		total += n
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("check ledgers: %w", err)
+	}
+	c.stats.Ledgers = int64(len(ids))
+	c.prog.Start("entries", total)
+	defer c.prog.Done()
+	var (
+		e       formats.Entry
+		md      pulsarpb.MessageMetadata
+		bm      pulsarpb.BrokerEntryMetadata
+		pending int64
+	)
+	for _, id := range ids {
+		f := c.ledgers[id]
+		topic := f.topicLedger()
+		err := streamLedger(ctx, c.dd.Ledgers, id, 0, func(entryID int64, v []byte) error {
+			c.stats.Entries++
+			c.stats.EntryBytes += int64(len(v))
+			if pending++; pending == 1024 {
+				c.prog.Add(pending)
+				pending = 0
+			}
+			if topic {
+				c.topicEntry(id, entryID, v, f, &e, &md, &bm)
+			}
+			return nil
+		}, func(entryID int64, err error) error {
+			c.stats.Entries++
+			fd := newFinding(KindValueTruncated, entryLoc(id, entryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
+				"%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("ledger %d entry %d: ", id, entryID)))
+			fd.LedgerID, fd.EntryID = report.Int64(id), report.Int64(entryID)
+			c.add(fd)
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("check ledger %d: %w", id, err)
+		}
+	}
+	c.prog.Add(pending)
+	return nil
+}
+
+func (c *checker) topicEntry(ledgerID, entryID int64, v []byte, f *ledgerFacts, e *formats.Entry, md *pulsarpb.MessageMetadata, bm *pulsarpb.BrokerEntryMetadata) {
+	c.stats.TopicEntries++
+	if err := formats.ParseEntryInto(v, e, md, bm); err != nil {
+		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
+			"%v", err)
+		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
+		c.add(fd)
+		return
+	}
+	if e.HasChecksum && !e.ChecksumOK {
+		fd := newFinding(KindEntryCRCMismatch, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
+			"stored CRC32C %08x does not match the entry's %d bytes from offset %d", e.Checksum, len(v)-e.MetadataOffset, e.MetadataOffset)
+		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
+		c.add(fd)
+	}
+	if entryID == 0 && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
+		f.entry0Indexed = true
+	}
+}
+
+func entriesHint(ledgerID, entryID int64) string {
+	return fmt.Sprintf("ledgermedic inspect entries --ledger %d --from %d --to %d", ledgerID, entryID, entryID)
+}
+
+// checkLedgers compares each ledger's node with its entries and its referrers.
+func (c *checker) checkLedgers(context.Context) error {
+	for _, id := range c.sortedLedgerIDs() {
+		f := c.ledgers[id]
+		if f.offloadedGone {
+			continue // offloaded to tiered storage and deleted from BookKeeper: as expected
+		}
+		path := formats.LedgerPath(id)
+		orphan := f.node && !f.badNode && f.refs == 0 && c.ownedByPulsar(f)
+		switch {
+		case orphan:
+			fd := newFinding(KindOrphanLedger, ledgerLoc(id), "nothing points at it; keep it until repairs are done, it may hold a lost schema or topic data",
+				"%s ledger of %q (%d entries) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, f.stored)
+			fd.LedgerID, fd.Path = report.Int64(id), path
+			c.add(fd)
+		case f.node && !f.badNode && f.stored == 0 && !f.metaEmpty && !f.openLast && f.refs&refSchema == 0:
+			fd := newFinding(KindLedgerNodeWithoutEntries, ledgerLoc(id), "the ledger's entries are lost; restore them from a bookie replica",
+				"ledger node %s exists (lastEntryId %d) but the ledger store holds no entry of it", path, f.lastEntryID)
+			fd.LedgerID, fd.Path = report.Int64(id), path
+			c.add(fd)
+		case !f.node && f.stored > 0:
+			fd := newFinding(KindEntriesWithoutNode, ledgerLoc(id), "BookKeeper will not serve a ledger without metadata; recreate "+path+" or remove the entries",
+				"%d entries are stored but ledger node %s does not exist", f.stored, path)
+			fd.LedgerID, fd.Path = report.Int64(id), path
+			c.add(fd)
+		case f.node && !f.badNode && f.closed && f.stored > 0 && f.lastEntryID+1 > f.stored:
+			fd := newFinding(KindLedgerEntriesMissing, ledgerLoc(id), "the missing entries are lost; restore them from a bookie replica",
+				"closed ledger has lastEntryId %d (%d entries) but the ledger store holds %d", f.lastEntryID, f.lastEntryID+1, f.stored)
+			fd.LedgerID, fd.Path = report.Int64(id), path
+			c.add(fd)
+		}
+	}
+	return nil
+}
+
+// ownedByPulsar reports whether a ledger's custom metadata says a topic or a schema
+// owns it, and that owner's metadata decoded (else it cannot be known unreferenced).
+func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
+	switch f.component {
+	case componentML:
+		if f.cursorLedger && c.badCursors[f.owner+"/"+f.cursorName] {
+			return false
+		}
+		return !c.badMLs[f.owner]
+	case componentSchema:
+		return !c.badSchemas[f.owner]
+	}
+	return false
+}
+
+// checkManagedLedgers reports LedgerInfos of lost ledgers and, per indexed topic,
+// how many LedgerInfos lack firstEntryIndex.
+func (c *checker) checkManagedLedgers(context.Context) error {
+	for _, ml := range c.mls {
+		indexed := ml.indexProp
+		var lacking, withEntries int
+		for _, l := range ml.ledgers {
+			f := c.ledgers[l.id]
+			if !f.offloadedGone && !f.node && f.stored == 0 {
+				fd := newFinding(KindLedgerMissing, ml.topic+" "+ledgerLoc(l.id), "the ledger's messages are lost; remove the LedgerInfo only after confirming no bookie holds the ledger",
+					"LedgerInfo names ledger %d (%d entries) but it has neither a node nor entries", l.id, l.entries)
+				fd.Topic, fd.Path, fd.LedgerID = ml.topic, ml.path, report.Int64(l.id)
+				c.add(fd)
+			}
+			indexed = indexed || f.entry0Indexed
+			if l.entries > 0 {
+				withEntries++
+				if !l.hasFirstIndex {
+					lacking++
+				}
+			}
+		}
+		if indexed && lacking > 0 {
+			fd := newFinding(KindFirstEntryIndexMissing, ml.topic, "back-fill it so find-by-offset reads one ledger instead of all",
+				"%d of %d ledgers with entries have no %s property", lacking, withEntries, c.opts.FirstEntryIndexKey)
+			fd.Topic, fd.Path = ml.topic, ml.path
+			c.add(fd)
+		}
+	}
+	return nil
+}
+
+// checkSchemas reads the entry of every schema version the locators name.
+func (c *checker) checkSchemas(context.Context) error {
+	c.prog.Start("schema versions", int64(len(c.schemas)))
+	defer c.prog.Done()
+	for _, sv := range c.schemas {
+		c.prog.Add(1)
+		st, detail, _ := schemaState(c.dd.Ledgers, c.ledgers[sv.ledger], sv)
+		var kind string
+		switch st {
+		case StateLedgerLost:
+			kind = KindSchemaLedgerLost
+		case StateEntryLost:
+			kind = KindSchemaEntryLost
+		case StateUndecodable:
+			kind = KindSchemaEntryUndecodable
+		case StateHashMismatch:
+			kind = KindSchemaHashMismatch
+		default:
+			continue
+		}
+		fd := newFinding(kind, schemaLoc(sv.key, sv.version), schemaRepairHint(sv.topic),
+			"ledger %d entry %d: %s", sv.ledger, sv.entry, detail)
+		fd.Topic, fd.Path = sv.topic, sv.path
+		fd.LedgerID, fd.EntryID, fd.Version = report.Int64(sv.ledger), report.Int64(sv.entry), report.Int64(sv.version)
+		c.add(fd)
+	}
+	return nil
+}
+
+// Schema version states shown by the schemas view and used by Check.
+const (
+	StateOK           = "ok"
+	StateLedgerLost   = "ledger-lost"   // neither ledger node nor entries
+	StateEntryLost    = "entry-lost"    // the ledger exists but not the entry
+	StateUndecodable  = "undecodable"   // the entry is not a SchemaEntry holding a SchemaInfo
+	StateHashMismatch = "hash-mismatch" // SHA-256 of the stored definition differs from the locator's
+	StateTruncated    = "truncated"     // the entry's value is damaged in the store
+)
+
+// schemaState reads one schema version's entry and says what state it is in,
+// with a one-line detail and the SchemaInfo when it decoded. f may be nil
+// (nothing known of the ledger).
+func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo) {
+	const lost = "the schema ledger has neither a node nor entries"
+	if f != nil && !f.node && f.stored == 0 {
+		return StateLedgerLost, lost, nil
+	}
+	v, err := ls.Entry(sv.ledger, sv.entry)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if f == nil {
+			return StateLedgerLost, lost, nil
+		}
+		return StateEntryLost, "the schema ledger exists but this entry is gone", nil
+	case errors.Is(err, store.ErrTruncatedValue):
+		return StateTruncated, err.Error(), nil
+	case err != nil:
+		return StateUndecodable, err.Error(), nil
+	}
+	info, err = decodeSchemaValue(v)
+	if err != nil {
+		return StateUndecodable, err.Error(), nil
+	}
+	if info.GetDeleted() && len(sv.hash) == 0 {
+		return StateOK, "deleted (tombstone)", info
+	}
+	if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
+		return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info
+	}
+	return StateOK, "", info
+}
+
+// decodeSchemaValue decodes a schema ledger entry down to its SchemaInfo.
+func decodeSchemaValue(v []byte) (*schemapb.SchemaInfo, error) {
+	se, err := formats.DecodeSchemaEntry(v)
+	if err != nil {
+		return nil, err
+	}
+	if se.SchemaData == nil {
+		return nil, fmt.Errorf("schema entry: no schema_data")
+	}
+	info, err := formats.DecodeSchemaInfo(se.GetSchemaData())
+	if err != nil {
+		return nil, err
+	}
+	if err := proto.CheckInitialized(info); err != nil {
+		return nil, fmt.Errorf("schema info: %w", err)
+	}
+	return info, nil
+}

@@ -1,0 +1,867 @@
+package inspect
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/schemaid"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Finding kinds of SchemaUsage. Unreadable entries reuse Check's kinds
+// (KindEntryUndecodable, KindEntryCRCMismatch, KindValueTruncated).
+const (
+	// Stored messages use a registry schema version whose ledger or entry is lost:
+	// the versions a repair must restore first.
+	KindUsedSchemaVersionLost = "used-schema-version-lost"
+	// Stored messages use a registry schema version the topic's locator does not
+	// list (the history was deleted, or there is no locator at all).
+	KindUsedSchemaVersionMissing = "used-schema-version-missing"
+	// Stored messages carry a schema reference this tool cannot check: an external
+	// registry id (PIP-420, Confluent), a pre-2.4 version, or unrecognised bytes.
+	KindSchemaRefUnchecked = "schema-ref-unchecked"
+	// More unreadable entries than the report lists.
+	KindBadEntriesNotListed = "bad-entries-not-listed"
+)
+
+var usageKindSeverity = map[string]report.Severity{
+	KindUsedSchemaVersionLost:    report.SeverityError,
+	KindUsedSchemaVersionMissing: report.SeverityError,
+	KindSchemaRefUnchecked:       report.SeverityInfo,
+	KindBadEntriesNotListed:      report.SeverityError,
+	KindEntryUndecodable:         report.SeverityError,
+	KindEntryCRCMismatch:         report.SeverityError,
+	KindValueTruncated:           report.SeverityError,
+	KindNodeUndecodable:          report.SeverityError,
+}
+
+// Status of one schema reference after the join with the locator.
+const (
+	UseOK        = "ok"              // the locator lists the version and its entry is stored
+	UseLost      = "lost"            // listed, but its ledger or entry is gone
+	UseMissing   = "not-in-locator"  // not listed (history deleted), or no locator
+	UseUnchecked = "unchecked"       // external id, legacy version or unknown bytes
+	UseNoSchema  = "no-schema"       // the messages carry no schema reference
+	UseNoLocator = "locator-damaged" // the locator cannot be read
+)
+
+// DefaultMaxListedBadEntries bounds the unreadable entries listed one by one.
+const DefaultMaxListedBadEntries = 20
+
+// UsageOptions configures SchemaUsage.
+type UsageOptions struct {
+	// Topic limits the scan to one topic; a partitioned topic's base name takes all
+	// its partitions. nil scans every topic.
+	Topic *formats.TopicName
+	// Workers decode entries in parallel; 0 means GOMAXPROCS.
+	Workers int
+	// MaxListedBadEntries bounds the unreadable entries listed as findings (the
+	// rest are counted in one more finding); 0 means DefaultMaxListedBadEntries.
+	MaxListedBadEntries int
+}
+
+// Position is one entry, ledger:entry.
+type Position struct {
+	Ledger int64 `json:"ledger"`
+	Entry  int64 `json:"entry"`
+}
+
+func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Ledger, p.Entry) }
+
+func (p Position) less(q Position) bool {
+	return p.Ledger < q.Ledger || p.Ledger == q.Ledger && p.Entry < q.Entry
+}
+
+// SchemaUse counts the stored messages of one topic that carry one schema
+// reference: a schema_version or a schema_id value (a message carrying both
+// counts under each). Messages without either are one use with Field
+// FieldUnknown and an empty ID.
+type SchemaUse struct {
+	Field    schemaid.Field
+	ID       schemaid.ID
+	Messages int64 // num_messages_in_batch summed
+	Entries  int64
+	// First and Last are the entries with the lowest and highest publish time
+	// (ties go to the lower position); the publish times are in milliseconds.
+	First, Last                   Position
+	FirstPublishMs, LastPublishMs uint64
+	Status                        string // Use* constants
+	Detail                        string // why, for lost and missing versions
+}
+
+// TopicUsage is the schema usage of one base topic, partitions together.
+type TopicUsage struct {
+	Topic          string // base topic, persistent://tenant/ns/name
+	SchemaKey      string // tenant/ns/<encoded base name>, as in the locator path
+	ManagedLedgers int    // the topic's managed ledgers scanned (partitions)
+	Entries        int64  // entries read, unreadable ones included
+	Messages       int64  // messages in readable entries
+	BadEntries     int64  // entries that did not parse or failed their CRC
+	Uses           []SchemaUse
+}
+
+// UsageReport is what SchemaUsage found.
+type UsageReport struct {
+	Topics     []TopicUsage // by topic name
+	Findings   []report.Finding
+	Entries    int64
+	BadEntries int64
+}
+
+// MessagesNeeding returns how many stored messages of the topics with this
+// schema key carry registry version version: what a repair of that version
+// brings back to life.
+func (r *UsageReport) MessagesNeeding(schemaKey string, version int64) int64 {
+	var n int64
+	for _, t := range r.Topics {
+		if t.SchemaKey != schemaKey {
+			continue
+		}
+		for _, u := range t.Uses {
+			if u.Field == schemaid.FieldSchemaVersion && u.ID.Kind == schemaid.KindPulsarVersion && u.ID.Version == version {
+				n += u.Messages
+			}
+		}
+	}
+	return n
+}
+
+// Table is the per-topic, per-reference usage view.
+func (r *UsageReport) Table() *report.Table {
+	t := report.NewTable("schema_usage", "Schema usage",
+		"TOPIC", "topic", "FIELD", "field", "SCHEMA ID", "schema_id", "MESSAGES", "messages", "ENTRIES", "entries",
+		"FIRST", "first", "LAST", "last", "FIRST PUBLISH", "first_publish", "LAST PUBLISH", "last_publish",
+		"STATUS", "status")
+	for _, tu := range r.Topics {
+		for _, u := range tu.Uses {
+			field := u.Field.String()
+			if u.Field == schemaid.FieldUnknown {
+				field = ""
+			}
+			t.Add(tu.Topic, field, u.ID.String(), u.Messages, u.Entries, u.First.String(), u.Last.String(),
+				usageTime(u.FirstPublishMs), usageTime(u.LastPublishMs), u.Status)
+		}
+	}
+	return t
+}
+
+// TopicsTable is one row per topic: totals.
+func (r *UsageReport) TopicsTable() *report.Table {
+	t := report.NewTable("topics", "Topics",
+		"TOPIC", "topic", "MANAGED LEDGERS", "managed_ledgers", "ENTRIES", "entries", "MESSAGES", "messages",
+		"SCHEMA REFS", "schema_refs", "BAD ENTRIES", "bad_entries")
+	for _, tu := range r.Topics {
+		t.Add(tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries)
+	}
+	return t
+}
+
+func usageTime(ms uint64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+// SchemaUsageFindings is a Check finding source: the schema-usage findings that
+// Check's own scan does not make (it already reports unreadable entries).
+func SchemaUsageFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
+	r, err := SchemaUsage(ctx, dd, UsageOptions{}, report.NoProgress{})
+	if err != nil {
+		return nil, err
+	}
+	var out []report.Finding
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked:
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+// usageTopic is one base topic being scanned.
+type usageTopic struct {
+	name      formats.TopicName // base
+	mls       int
+	truncated []badEntry // truncated values met by the reader
+}
+
+// usageLedger is one ledger to read and the topic it belongs to.
+type usageLedger struct {
+	id    int64
+	topic int32
+}
+
+// SchemaUsage reads every stored entry of the topics' ledgers once and counts,
+// per topic and schema reference, the messages and entries that carry it; then
+// it joins the registry versions with the topic's schema locator.
+//
+// One goroutine reads Badger and hands copies of the values, in batches, to
+// Workers decoders; each keeps its own counters (a few per topic and schema
+// reference, never entries), merged at the end, so memory stays flat however
+// many entries there are.
+func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, progress report.Progress) (*UsageReport, error) {
+	if progress == nil {
+		progress = report.NoProgress{}
+	}
+	topics, ledgers, findings, err := usageTargets(ctx, dd.Metadata, opts.Topic)
+	if err != nil {
+		return nil, err
+	}
+	workers := opts.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	maxBad := opts.MaxListedBadEntries
+	if maxBad <= 0 {
+		maxBad = DefaultMaxListedBadEntries
+	}
+	progress.Start("schema usage", 0)
+	states, err := scanUsage(ctx, dd.Ledgers, topics, ledgers, workers, maxBad, progress)
+	progress.Done()
+	if err != nil {
+		return nil, err
+	}
+	r := mergeUsage(topics, states, maxBad)
+	for i := range r.Topics {
+		fs, err := joinLocator(dd, &r.Topics[i], topics[i].name)
+		if err != nil {
+			return nil, err
+		}
+		findings = append(findings, fs...)
+	}
+	r.Findings = append(findings, r.Findings...)
+	report.SortFindings(r.Findings)
+	return r, nil
+}
+
+// usageTargets lists the topics (by base name) and the ledgers of their managed
+// ledgers, in ledger id order so the store is read front to back. Managed-ledger
+// nodes that cannot be read become findings.
+func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.TopicName) ([]usageTopic, []usageLedger, []report.Finding, error) {
+	var (
+		topics   []usageTopic
+		byName   = map[formats.TopicName]int32{}
+		ledgers  []usageLedger
+		findings []report.Finding
+		matched  bool
+	)
+	want := func(t formats.TopicName) bool {
+		if only == nil {
+			return true
+		}
+		if only.PartitionIndex() >= 0 {
+			return t == *only
+		}
+		return t.Base() == *only
+	}
+	topicIdx := func(t formats.TopicName) int32 {
+		base := t.Base()
+		i, ok := byName[base]
+		if !ok {
+			i = int32(len(topics))
+			byName[base] = i
+			topics = append(topics, usageTopic{name: base})
+		}
+		return i
+	}
+	visit := func(n store.Node) error {
+		t, ok := formats.ParseManagedLedgerPath(n.Path)
+		if !ok || !want(t) {
+			return nil
+		}
+		matched = true
+		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
+		if err != nil {
+			findings = append(findings, usageFinding(KindNodeUndecodable, n.Path,
+				"its ledgers were not scanned; inspect it with: ledgermedic inspect node "+n.Path,
+				"managed-ledger info does not decode: %v", err))
+			return nil
+		}
+		i := topicIdx(t)
+		topics[i].mls++
+		for _, li := range info.GetLedgerInfo() {
+			ledgers = append(ledgers, usageLedger{id: li.GetLedgerId(), topic: i})
+		}
+		return nil
+	}
+	bad := func(path string, err error) error {
+		if t, ok := formats.ParseManagedLedgerPath(path); ok && want(t) {
+			matched = true
+			findings = append(findings, usageFinding(KindValueTruncated, path, "its ledgers were not scanned",
+				"managed-ledger info is unreadable: %v", err))
+		}
+		return nil
+	}
+	prefix := formats.ManagedLedgersRoot + "/"
+	if only != nil {
+		// Narrow the walk to the namespace's persistent topics.
+		prefix = formats.ManagedLedgersRoot + "/" + only.Tenant + "/" + only.Namespace + "/" + formats.DomainPersistent + "/"
+	}
+	if err := walkNodes(ctx, ms, prefix, visit, bad); err != nil {
+		return nil, nil, nil, fmt.Errorf("schema usage: list managed ledgers: %w", err)
+	}
+	if only != nil && !matched {
+		return nil, nil, nil, fmt.Errorf("schema usage: topic %s: no managed ledger at %s nor partitions of it: %w",
+			only, only.ManagedLedgerPath(), ErrNoSuchTopic)
+	}
+	// Sort topics by name and renumber, so the report's order does not depend on
+	// the walk's.
+	order := make([]int32, len(topics))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(topics[a].name.String(), topics[b].name.String()) })
+	renum := make([]int32, len(topics))
+	sorted := make([]usageTopic, len(topics))
+	for newI, oldI := range order {
+		renum[oldI] = int32(newI)
+		sorted[newI] = topics[oldI]
+	}
+	for i := range ledgers {
+		ledgers[i].topic = renum[ledgers[i].topic]
+	}
+	slices.SortFunc(ledgers, func(a, b usageLedger) int {
+		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.topic, b.topic))
+	})
+	ledgers = slices.Compact(ledgers)
+	return sorted, ledgers, findings, nil
+}
+
+// Batches carry copies of entry values from the reader to the decoders.
+const (
+	usageBatchEntries = 512
+	usageBatchBytes   = 1 << 20
+)
+
+type usageItem struct {
+	topic  int32
+	pos    Position
+	offset int // end of the value in data
+}
+
+type usageBatch struct {
+	data  []byte
+	items []usageItem
+}
+
+// scanUsage reads the ledgers and decodes their entries on workers goroutines,
+// returning each worker's counters.
+func scanUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, ledgers []usageLedger, workers, maxBad int, progress report.Progress) ([]*usageState, error) {
+	// A fixed set of batches circulates between reader and decoders: memory is
+	// bounded by their number, whatever the data dir holds.
+	nBatches := 2 * workers
+	free := make(chan *usageBatch, nBatches)
+	for range nBatches {
+		free <- &usageBatch{data: make([]byte, 0, usageBatchBytes), items: make([]usageItem, 0, usageBatchEntries)}
+	}
+	work := make(chan *usageBatch, nBatches)
+	states := make([]*usageState, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		st := newUsageState(len(topics), maxBad)
+		states[w] = st
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for b := range work {
+				st.decodeBatch(b)
+				progress.Add(int64(len(b.items)))
+				b.data, b.items = b.data[:0], b.items[:0]
+				free <- b
+			}
+		}()
+	}
+
+	err := readUsage(ctx, ls, topics, ledgers, free, work)
+	close(work)
+	wg.Wait()
+	if err != nil {
+		return nil, err
+	}
+	return states, nil
+}
+
+// readUsage is the reader: it copies values into batches and sends them on.
+func readUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, ledgers []usageLedger, free <-chan *usageBatch, work chan<- *usageBatch) error {
+	var b *usageBatch
+	next := func() error {
+		select {
+		case b = <-free:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	if err := next(); err != nil {
+		return err
+	}
+	for _, l := range ledgers {
+		err := streamLedger(ctx, ls, l.id, 0, func(entryID int64, v []byte) error {
+			if len(b.items) == cap(b.items) || len(b.data)+len(v) > cap(b.data) && len(b.items) > 0 {
+				work <- b
+				if err := next(); err != nil {
+					return err
+				}
+			}
+			b.data = append(b.data, v...)
+			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{l.id, entryID}, offset: len(b.data)})
+			return nil
+		}, func(entryID int64, err error) error {
+			t := &topics[l.topic]
+			t.truncated = append(t.truncated, badEntry{pos: Position{l.id, entryID}, kind: KindValueTruncated,
+				detail: fmt.Sprintf("entry value is truncated: %v", err)})
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("schema usage: ledger %d: %w", l.id, err)
+		}
+	}
+	if len(b.items) > 0 {
+		work <- b
+	}
+	return nil
+}
+
+// useCounter is what a decoder keeps per topic and schema reference.
+type useCounter struct {
+	messages, entries int64
+	first, last       Position
+	firstMs, lastMs   uint64
+}
+
+func (c *useCounter) add(pos Position, publishMs uint64, messages int64) {
+	if c.entries == 0 || publishMs < c.firstMs || publishMs == c.firstMs && pos.less(c.first) {
+		c.first, c.firstMs = pos, publishMs
+	}
+	if c.entries == 0 || publishMs > c.lastMs || publishMs == c.lastMs && c.last.less(pos) {
+		c.last, c.lastMs = pos, publishMs
+	}
+	c.entries++
+	c.messages += messages
+}
+
+func (c *useCounter) merge(o *useCounter) {
+	if o.entries == 0 {
+		return
+	}
+	if c.entries == 0 {
+		*c = *o
+		return
+	}
+	if o.firstMs < c.firstMs || o.firstMs == c.firstMs && o.first.less(c.first) {
+		c.first, c.firstMs = o.first, o.firstMs
+	}
+	if o.lastMs > c.lastMs || o.lastMs == c.lastMs && c.last.less(o.last) {
+		c.last, c.lastMs = o.last, o.lastMs
+	}
+	c.entries += o.entries
+	c.messages += o.messages
+}
+
+// badEntry is an entry that could not be read, parsed or checked.
+type badEntry struct {
+	topic  int32
+	pos    Position
+	kind   string
+	detail string
+}
+
+type topicTotals struct {
+	entries, messages, bad int64
+}
+
+// usageState is one decoder's counters. Reference keys are the field number
+// byte followed by the field's raw bytes (FieldUnknown and no bytes: no schema).
+type usageState struct {
+	uses   []map[string]*useCounter // per topic
+	totals []topicTotals
+	bad    []badEntry // the lowest positions, at most 2*maxBad before trimming
+	maxBad int
+
+	refs  entryRefs
+	entry formats.Entry // the slow path's
+	md    pulsarpb.MessageMetadata
+	bm    pulsarpb.BrokerEntryMetadata
+	key   []byte
+}
+
+func newUsageState(topics, maxBad int) *usageState {
+	st := &usageState{uses: make([]map[string]*useCounter, topics), totals: make([]topicTotals, topics), maxBad: maxBad}
+	for i := range st.uses {
+		st.uses[i] = map[string]*useCounter{}
+	}
+	return st
+}
+
+func (st *usageState) decodeBatch(b *usageBatch) {
+	start := 0
+	for _, it := range b.items {
+		st.decode(it.topic, it.pos, b.data[start:it.offset])
+		start = it.offset
+	}
+}
+
+func (st *usageState) decode(topic int32, pos Position, v []byte) {
+	tot := &st.totals[topic]
+	tot.entries++
+	r := &st.refs
+	if !scanEntry(v, r) {
+		// The fast path declined: the full parser says what is wrong, or reads
+		// what the fast path did not accept.
+		if err := formats.ParseEntryInto(v, &st.entry, &st.md, &st.bm); err != nil {
+			st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
+			return
+		}
+		st.refsFromEntry(v)
+	}
+	if r.hasChecksum && !r.crcOK {
+		// The metadata parsed, so the entry still counts; the bytes are damaged.
+		st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryCRCMismatch,
+			detail: fmt.Sprintf("stored CRC32C %08x does not match the entry's %d bytes from offset %d",
+				r.checksum, len(v)-r.metadataOffset, r.metadataOffset)})
+	}
+	tot.messages += r.messages
+	if r.hasVersion {
+		st.count(topic, schemaid.FieldSchemaVersion, r.version, pos, r.publishMs, r.messages)
+	}
+	if r.hasID {
+		st.count(topic, schemaid.FieldSchemaID, r.id, pos, r.publishMs, r.messages)
+	}
+	if !r.hasVersion && !r.hasID {
+		st.count(topic, schemaid.FieldUnknown, nil, pos, r.publishMs, r.messages)
+	}
+}
+
+// refsFromEntry fills st.refs from a full parse.
+func (st *usageState) refsFromEntry(v []byte) {
+	md := &st.md
+	st.refs = entryRefs{
+		publishMs: md.GetPublishTime(), messages: int64(md.GetNumMessagesInBatch()),
+		version: md.SchemaVersion, hasVersion: md.SchemaVersion != nil,
+		id: md.SchemaId, hasID: md.SchemaId != nil,
+		hasChecksum: st.entry.HasChecksum, crcOK: st.entry.ChecksumOK, checksum: st.entry.Checksum,
+		metadataOffset: st.entry.MetadataOffset,
+	}
+}
+
+func (st *usageState) count(topic int32, field schemaid.Field, raw []byte, pos Position, publishMs uint64, messages int64) {
+	st.key = append(append(st.key[:0], byte(field)), raw...)
+	m := st.uses[topic]
+	c := m[string(st.key)] // no allocation for the lookup
+	if c == nil {
+		c = &useCounter{}
+		m[string(st.key)] = c
+	}
+	c.add(pos, publishMs, messages)
+}
+
+func (st *usageState) addBad(e badEntry) {
+	st.totals[e.topic].bad++
+	st.bad = append(st.bad, e)
+	if len(st.bad) >= 2*st.maxBad {
+		st.bad = lowestBad(st.bad, st.maxBad)
+	}
+}
+
+// lowestBad keeps the n entries with the lowest positions, so the list does not
+// depend on which decoder saw what.
+func lowestBad(es []badEntry, n int) []badEntry {
+	sort.Slice(es, func(i, j int) bool { return es[i].pos.less(es[j].pos) })
+	if len(es) > n {
+		es = es[:n]
+	}
+	return es
+}
+
+// mergeUsage adds up the decoders' counters into the report and lists the
+// unreadable entries as findings.
+func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageReport {
+	r := &UsageReport{Topics: make([]TopicUsage, len(topics))}
+	var bad []badEntry
+	var badTotal int64
+	for i, t := range topics {
+		tu := &r.Topics[i]
+		tu.Topic, tu.SchemaKey, tu.ManagedLedgers = t.name.String(), t.name.SchemaKey(), t.mls
+		merged := map[string]*useCounter{}
+		for _, st := range states {
+			tot := st.totals[i]
+			tu.Entries += tot.entries
+			tu.Messages += tot.messages
+			tu.BadEntries += tot.bad
+			for k, c := range st.uses[i] {
+				if m := merged[k]; m != nil {
+					m.merge(c)
+				} else {
+					cc := *c
+					merged[k] = &cc
+				}
+			}
+		}
+		for _, e := range t.truncated {
+			e.topic = int32(i)
+			bad = append(bad, e)
+			tu.Entries++
+			tu.BadEntries++
+		}
+		for k, c := range merged {
+			tu.Uses = append(tu.Uses, newSchemaUse(k, c))
+		}
+		sortUses(tu.Uses)
+		r.Entries += tu.Entries
+		badTotal += tu.BadEntries
+	}
+	for _, st := range states {
+		bad = append(bad, st.bad...)
+	}
+	r.BadEntries = badTotal
+	bad = lowestBad(bad, maxBad)
+	for _, e := range bad {
+		topic := r.Topics[e.topic].Topic
+		f := usageFinding(e.kind, entryLoc(e.pos.Ledger, e.pos.Entry),
+			"inspect it with: "+entriesHint(e.pos.Ledger, e.pos.Entry), "%s: %s", topic, e.detail)
+		f.Topic, f.LedgerID, f.EntryID = topic, report.Int64(e.pos.Ledger), report.Int64(e.pos.Entry)
+		r.Findings = append(r.Findings, f)
+	}
+	if more := badTotal - int64(len(bad)); more > 0 {
+		r.Findings = append(r.Findings, usageFinding(KindBadEntriesNotListed, "ledger store",
+			"list them with: ledgermedic check", "%d more unreadable entries are not listed (%d in all; the %d lowest positions are)",
+			more, badTotal, len(bad)))
+	}
+	return r
+}
+
+func newSchemaUse(key string, c *useCounter) SchemaUse {
+	field := schemaid.Field(key[0])
+	u := SchemaUse{Field: field, Messages: c.messages, Entries: c.entries,
+		First: c.first, Last: c.last, FirstPublishMs: c.firstMs, LastPublishMs: c.lastMs}
+	if field == schemaid.FieldUnknown {
+		u.ID, u.Status = schemaid.ID{Kind: schemaid.KindEmpty}, UseNoSchema
+		return u
+	}
+	// Decode errors leave an unknown ID holding the bytes: reported, not fatal.
+	u.ID, _ = schemaid.Decode(field, []byte(key[1:]))
+	return u
+}
+
+// sortUses orders by field, then registry versions numerically, then the id text.
+func sortUses(us []SchemaUse) {
+	slices.SortFunc(us, func(a, b SchemaUse) int {
+		if c := cmp.Compare(a.Field, b.Field); c != 0 {
+			return c
+		}
+		av, bv := a.ID.Kind == schemaid.KindPulsarVersion, b.ID.Kind == schemaid.KindPulsarVersion
+		if av && bv {
+			return cmp.Compare(a.ID.Version, b.ID.Version)
+		}
+		if av != bv {
+			if av {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.ID.String(), b.ID.String())
+	})
+}
+
+// joinLocator sets the status of each schema reference of a topic from its
+// schema locator and returns the findings.
+func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
+	var (
+		findings []report.Finding
+		loc      *schemapb.SchemaLocator
+		locErr   error // why the locator cannot be used; nil when it was read
+		locRead  bool
+	)
+	path := base.SchemaLocatorPath()
+	readLocator := func() error {
+		if locRead {
+			return nil
+		}
+		locRead = true
+		n, err := dd.Metadata.Get(path)
+		switch {
+		case err == nil:
+			if loc, err = formats.DecodeSchemaLocator(n.Value); err != nil {
+				locErr = err
+			}
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTruncatedValue):
+			locErr = err
+		default:
+			return fmt.Errorf("schema usage: %s: %w", path, err)
+		}
+		return nil
+	}
+	for i := range tu.Uses {
+		u := &tu.Uses[i]
+		switch {
+		case u.Status == UseNoSchema:
+			continue
+		case u.Field == schemaid.FieldSchemaVersion && u.ID.Kind == schemaid.KindPulsarVersion:
+			if err := readLocator(); err != nil {
+				return nil, err
+			}
+			f, err := checkVersion(dd, tu, u, loc, locErr, path)
+			if err != nil {
+				return nil, err
+			}
+			if f != nil {
+				findings = append(findings, *f)
+			}
+		default:
+			u.Status = UseUnchecked
+			findings = append(findings, uncheckedFinding(tu, u))
+		}
+	}
+	if locErr != nil && !errors.Is(locErr, store.ErrNotFound) {
+		kind := KindNodeUndecodable
+		if errors.Is(locErr, store.ErrTruncatedValue) {
+			kind = KindValueTruncated
+		}
+		f := usageFinding(kind, path, "inspect it with: ledgermedic inspect node "+path,
+			"the schema locator of %s cannot be read, so its versions in use are not checked: %v", tu.Topic, locErr)
+		f.Topic, f.Path = tu.Topic, path
+		findings = append(findings, f)
+	}
+	return findings, nil
+}
+
+// checkVersion joins one registry version with the locator.
+func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
+	v := u.ID.Version
+	where := fmt.Sprintf("%s schema version %d", tu.Topic, v)
+	used := usedBy(u)
+	switch {
+	case errors.Is(locErr, store.ErrNotFound):
+		u.Status, u.Detail = UseMissing, "the topic has no schema locator ("+path+")"
+		f := usageFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
+			"%s version %d, but the topic has no schema locator at %s: its schema history was deleted", used, v, path)
+		return withSchema(f, tu, path, v, nil), nil
+	case locErr != nil:
+		// The node is damaged: Check reports it once; here the version stays unjoined.
+		u.Status, u.Detail = UseNoLocator, locErr.Error()
+		return nil, nil
+	}
+	ie := findVersion(loc, v)
+	if ie == nil {
+		u.Status, u.Detail = UseMissing, "not in the locator "+path
+		f := usageFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
+			"%s version %d, which the schema locator %s does not list (versions %s): that history was deleted",
+			used, v, path, locatorRange(loc))
+		return withSchema(f, tu, path, v, nil), nil
+	}
+	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
+	_, err := dd.Ledgers.Entry(ledger, entry)
+	switch {
+	case err == nil:
+		u.Status = UseOK
+		return nil, nil
+	case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue):
+		return nil, fmt.Errorf("schema usage: %s version %d: %w", path, v, err)
+	}
+	var what string
+	switch {
+	case errors.Is(err, store.ErrTruncatedValue):
+		what = fmt.Sprintf("entry %d of ledger %d is truncated (value log damaged)", entry, ledger)
+	default:
+		_, nerr := dd.Metadata.Get(formats.LedgerPath(ledger))
+		switch {
+		case errors.Is(nerr, store.ErrNotFound):
+			what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
+		case nerr == nil || errors.Is(nerr, store.ErrTruncatedValue):
+			what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
+		default:
+			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)
+		}
+	}
+	u.Status, u.Detail = UseLost, what
+	f := usageFinding(KindUsedSchemaVersionLost, where, "ledgermedic schema repair --topic "+tu.Topic,
+		"%s version %d, whose schema is lost: %s; restore it first", used, v, what)
+	return withSchema(f, tu, path, v, &ledger), nil
+}
+
+func usedBy(u *SchemaUse) string {
+	return fmt.Sprintf("%d messages in %d entries (ledger:entry %s to %s, published %s to %s) use schema",
+		u.Messages, u.Entries, u.First, u.Last, usageTime(u.FirstPublishMs), usageTime(u.LastPublishMs))
+}
+
+func restoreHint(topic string) string {
+	return "restore the version from a schema capture or a pulsar-admin export: ledgermedic schema repair --topic " + topic
+}
+
+func withSchema(f report.Finding, tu *TopicUsage, path string, v int64, ledger *int64) *report.Finding {
+	f.Topic, f.Path, f.Version, f.LedgerID = tu.Topic, path, report.Int64(v), ledger
+	return &f
+}
+
+func uncheckedFinding(tu *TopicUsage, u *SchemaUse) report.Finding {
+	var why string
+	switch u.ID.Kind {
+	case schemaid.KindPulsarVersionLegacy:
+		why = "a pre-2.4 schema_version this tool cannot join with the locator"
+	case schemaid.KindUnknown:
+		why = "bytes that fit no known schema id layout"
+	default:
+		why = "an external registry id; there is no registry here to check it against"
+	}
+	f := usageFinding(KindSchemaRefUnchecked, fmt.Sprintf("%s %s %s", tu.Topic, u.Field, u.ID.String()), "",
+		"%d messages in %d entries (ledger:entry %s to %s) carry %s %s: %s",
+		u.Messages, u.Entries, u.First, u.Last, u.Field, u.ID.String(), why)
+	f.Topic = tu.Topic
+	return f
+}
+
+// findVersion returns the locator's IndexEntry of version v, from the index or
+// the latest info.
+func findVersion(loc *schemapb.SchemaLocator, v int64) *schemapb.IndexEntry {
+	for _, ie := range loc.GetIndex() {
+		if ie.GetVersion() == v {
+			return ie
+		}
+	}
+	if info := loc.GetInfo(); info != nil && info.Version != nil && info.GetVersion() == v {
+		return info
+	}
+	return nil
+}
+
+func locatorRange(loc *schemapb.SchemaLocator) string {
+	var vs []int64
+	for _, ie := range loc.GetIndex() {
+		vs = append(vs, ie.GetVersion())
+	}
+	if info := loc.GetInfo(); info != nil && info.Version != nil {
+		vs = append(vs, info.GetVersion())
+	}
+	slices.Sort(vs)
+	vs = slices.Compact(vs)
+	if len(vs) == 0 {
+		return "none"
+	}
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = fmt.Sprint(v)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func usageFinding(kind, location, hint, format string, args ...any) report.Finding {
+	sev, ok := usageKindSeverity[kind]
+	if !ok {
+		sev = report.SeverityError
+	}
+	return report.Finding{Kind: kind, Severity: sev, Location: location, Message: fmt.Sprintf(format, args...), Hint: hint}
+}

@@ -1,0 +1,427 @@
+package inspect
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// ErrNoSuchTopic means no managed ledger (or schema locator) exists for a topic.
+var ErrNoSuchTopic = errors.New("no such topic in the metadata store")
+
+// Topics lists every managed ledger: its ledgers, entries and size, the encoding
+// of its node, whether the topic is indexed and how many of its ledgers carry
+// firstEntryIndex (indexKey; "" means DefaultFirstEntryIndexKey).
+func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Table, error) {
+	if indexKey == "" {
+		indexKey = DefaultFirstEntryIndexKey
+	}
+	t := report.NewTable("topics", "",
+		"TOPIC", "topic", "LEDGERS", "ledgers", "ENTRIES", "entries", "SIZE", "size", "ENCODING", "encoding",
+		"INDEXED", "indexed", "FIRST_ENTRY_INDEX", "first_entry_index", "ERROR", "error")
+	err := walkNodes(ctx, dd.Metadata, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
+		topic, ok := formats.ParseManagedLedgerPath(n.Path)
+		if !ok {
+			return nil // a cursor or an intermediate node
+		}
+		info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
+		if err != nil {
+			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, err.Error())
+			return nil
+		}
+		var entries, size int64
+		var withEntries, covered int
+		for _, li := range info.GetLedgerInfo() {
+			entries += li.GetEntries()
+			size += li.GetSize()
+			if li.GetEntries() > 0 {
+				withEntries++
+				if _, ok := formats.LedgerProperty(li, indexKey); ok {
+					covered++
+				}
+			}
+		}
+		t.Add(topic.String(), len(info.GetLedgerInfo()), entries, size, enc.String(),
+			indexedBy(dd.Ledgers, info), fmt.Sprintf("%d/%d", covered, withEntries), "")
+		return nil
+	}, func(path string, err error) error {
+		topic, ok := formats.ParseManagedLedgerPath(path)
+		if ok {
+			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, err.Error())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	return t, nil
+}
+
+// indexedBy says how a topic is known to be indexed: the ML property `index`,
+// broker entry metadata in entry 0 of one of its ledgers (newest first), or "no".
+func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) string {
+	if v, ok := formats.MLProperty(info, mlIndexProperty); ok {
+		return "ml-property(" + v + ")"
+	}
+	lis := info.GetLedgerInfo()
+	for i := len(lis) - 1; i >= 0; i-- {
+		v, err := ls.Entry(lis[i].GetLedgerId(), 0)
+		if err != nil {
+			continue
+		}
+		if e, err := formats.ParseEntry(v); err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
+			return "entry-metadata"
+		}
+	}
+	return "no"
+}
+
+// managedLedgersOf returns the managed-ledger paths of a topic: the topic's own
+// node, or for a partitioned topic every partition's, in partition order.
+func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats.TopicName) ([]string, error) {
+	if _, err := ms.Get(topic.ManagedLedgerPath()); err == nil || errors.Is(err, store.ErrTruncatedValue) {
+		return []string{topic.ManagedLedgerPath()}, nil
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return nil, err
+	}
+	type part struct {
+		i    int
+		path string
+	}
+	var parts []part
+	prefix := topic.Partition(0).ManagedLedgerPath()
+	prefix = prefix[:len(prefix)-1]
+	err := walkNodes(ctx, ms, prefix, func(n store.Node) error {
+		if p, ok := formats.ParseManagedLedgerPath(n.Path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
+			parts = append(parts, part{p.PartitionIndex(), n.Path})
+		}
+		return nil
+	}, func(path string, _ error) error {
+		if p, ok := formats.ParseManagedLedgerPath(path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
+			parts = append(parts, part{p.PartitionIndex(), path})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(parts) == 0 || topic.PartitionIndex() >= 0 {
+		return nil, fmt.Errorf("topic %s: no managed ledger at %s nor partitions of it: %w", topic, topic.ManagedLedgerPath(), ErrNoSuchTopic)
+	}
+	slices.SortFunc(parts, func(a, b part) int { return a.i - b.i })
+	paths := make([]string, len(parts))
+	for i, p := range parts {
+		paths[i] = p.path
+	}
+	return paths, nil
+}
+
+// Ledgers lists every LedgerInfo of a topic (every partition of a partitioned
+// topic) beside what the data dir holds: the ledger node and the stored entries.
+func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*report.Table, error) {
+	paths, err := managedLedgersOf(ctx, dd.Metadata, topic)
+	if err != nil {
+		return nil, err
+	}
+	type row struct {
+		topic string
+		li    *mlpb.ManagedLedgerInfo_LedgerInfo
+	}
+	var rows []row
+	want := map[int64]int64{}
+	for _, p := range paths {
+		n, err := dd.Metadata.Get(p)
+		if err != nil {
+			return nil, err
+		}
+		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		tn, _ := formats.ParseManagedLedgerPath(p)
+		for _, li := range info.GetLedgerInfo() {
+			rows = append(rows, row{tn.String(), li})
+			want[li.GetLedgerId()] = 0
+		}
+	}
+	if err := countEntries(ctx, dd.Ledgers, want); err != nil {
+		return nil, err
+	}
+	t := report.NewTable("ledgers", "",
+		"TOPIC", "topic", "LEDGER", "ledger_id", "ENTRIES", "entries", "SIZE", "size", "TIMESTAMP", "timestamp",
+		"OFFLOADED", "offloaded", "PROPERTIES", "properties", "NODE", "node_exists", "STORED", "stored_entries")
+	for _, r := range rows {
+		id := r.li.GetLedgerId()
+		_, nerr := dd.Metadata.Get(formats.LedgerPath(id))
+		node := nerr == nil || errors.Is(nerr, store.ErrTruncatedValue)
+		if nerr != nil && !node && !errors.Is(nerr, store.ErrNotFound) {
+			return nil, nerr
+		}
+		t.Add(r.topic, id, r.li.GetEntries(), r.li.GetSize(), msTime(r.li.GetTimestamp()),
+			offloadState(r.li.GetOffloadContext()), kvString(r.li.GetProperties()), node, want[id])
+	}
+	return t, nil
+}
+
+// countEntries fills want[id] with each wanted ledger's stored entry count, with
+// one key-only pass that stops after the largest wanted id.
+func countEntries(ctx context.Context, ls store.LedgerStore, want map[int64]int64) error {
+	if len(want) == 0 {
+		return nil
+	}
+	maxID := int64(-1)
+	for id := range want {
+		maxID = max(maxID, id)
+	}
+	errStop := errors.New("stop")
+	err := ls.LedgerIDs(ctx, func(id, n int64) error {
+		if _, ok := want[id]; ok {
+			want[id] = n
+		}
+		if id >= maxID {
+			return errStop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errStop) {
+		return fmt.Errorf("count entries: %w", err)
+	}
+	return nil
+}
+
+func msTime(ms int64) string {
+	if ms == 0 {
+		return ""
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func offloadState(oc *mlpb.OffloadContext) string {
+	switch {
+	case oc == nil:
+		return "no"
+	case oc.GetComplete() && oc.GetBookkeeperDeleted():
+		return "complete,bk-deleted"
+	case oc.GetComplete():
+		return "complete"
+	}
+	return "in-progress"
+}
+
+func kvString(kvs []*mlpb.KeyValue) string {
+	parts := make([]string, len(kvs))
+	for i, kv := range kvs {
+		parts[i] = kv.GetKey() + "=" + kv.GetValue()
+	}
+	return strings.Join(parts, ",")
+}
+
+// Schemas lists every version of every schema locator (or of one topic's):
+// where it is stored and what state its entry is in.
+func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (*report.Table, error) {
+	t := report.NewTable("schemas", "",
+		"SCHEMA", "schema", "VERSION", "version", "TYPE", "type", "HASH", "hash", "LEDGER", "ledger_id",
+		"ENTRY", "entry_id", "STATE", "state", "LATEST", "latest", "DETAIL", "detail")
+	visit := func(n store.Node) error {
+		tn, ok := formats.ParseSchemaLocatorPath(n.Path)
+		if !ok {
+			return nil
+		}
+		loc, err := formats.DecodeSchemaLocator(n.Value)
+		if err != nil {
+			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateUndecodable, false, err.Error())
+			return nil
+		}
+		for _, ie := range locatorVersions(loc) {
+			sv := schemaVersion{key: tn.SchemaKey(), version: ie.GetVersion(),
+				ledger: ie.GetPosition().GetLedgerId(), entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash()}
+			f, err := ledgerPresence(dd, sv.ledger)
+			if err != nil {
+				return err
+			}
+			state, detail, info := schemaState(dd.Ledgers, f, sv)
+			var typ any
+			if info != nil {
+				typ = info.GetType().String()
+			}
+			t.Add(sv.key, sv.version, typ, sv.hash, sv.ledger, sv.entry, state,
+				loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion(), detail)
+		}
+		return nil
+	}
+	bad := func(path string, err error) error {
+		if tn, ok := formats.ParseSchemaLocatorPath(path); ok {
+			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateTruncated, false, err.Error())
+		}
+		return nil
+	}
+	if topic != nil {
+		n, err := dd.Metadata.Get(topic.SchemaLocatorPath())
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return nil, fmt.Errorf("topic %s: no schema locator at %s: %w", topic, topic.SchemaLocatorPath(), ErrNoSuchTopic)
+		case errors.Is(err, store.ErrTruncatedValue):
+			return t, bad(topic.SchemaLocatorPath(), err)
+		case err != nil:
+			return nil, err
+		}
+		return t, visit(n)
+	}
+	if err := walkNodes(ctx, dd.Metadata, formats.SchemasRoot+"/", visit, bad); err != nil {
+		return nil, fmt.Errorf("list schemas: %w", err)
+	}
+	return t, nil
+}
+
+// ledgerPresence learns of one ledger what schemaState needs: whether its node
+// exists and whether it has any entry.
+func ledgerPresence(dd *store.DataDir, id int64) (*ledgerFacts, error) {
+	f := &ledgerFacts{}
+	_, err := dd.Metadata.Get(formats.LedgerPath(id))
+	switch {
+	case err == nil, errors.Is(err, store.ErrTruncatedValue):
+		f.node = true
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	_, err = dd.Ledgers.LastEntry(id)
+	switch {
+	case err == nil:
+		f.stored = 1
+	case !errors.Is(err, store.ErrNotFound):
+		return nil, err
+	}
+	return f, nil
+}
+
+// EntriesOptions selects entries of one ledger.
+type EntriesOptions struct {
+	Ledger int64
+	From   int64 // first entry id
+	To     int64 // last entry id, inclusive; -1 (any negative) means to the end, 0 is entry 0
+	Limit  int   // at most this many rows; <= 0 means DefaultEntriesLimit
+}
+
+// DefaultEntriesLimit caps the entries view unless told otherwise.
+const DefaultEntriesLimit = 1000
+
+// Entries lists a ledger's entries one row each, every field named; an entry that
+// does not parse gets its error with the byte offset. more is true when Limit
+// stopped the listing before To.
+func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *report.Table, more bool, err error) {
+	if o.Limit <= 0 {
+		o.Limit = DefaultEntriesLimit
+	}
+	t = report.NewTable("entries", "",
+		"ENTRY", "entry_id", "INDEX", "broker_index", "BROKER_TS", "broker_timestamp", "PUBLISH_TIME", "publish_time",
+		"PRODUCER", "producer", "SEQUENCE", "sequence_id", "BATCH", "batch_size", "SCHEMA_VERSION", "schema_version",
+		"SCHEMA_ID", "schema_id", "CRC", "crc", "ERROR", "error")
+	errLimit := errors.New("limit reached")
+	var e formats.Entry
+	full := func() error {
+		if len(t.Rows) >= o.Limit {
+			more = true
+			return errLimit
+		}
+		return nil
+	}
+	err = streamLedger(ctx, dd.Ledgers, o.Ledger, max(o.From, 0), func(id int64, v []byte) error {
+		if o.To >= 0 && id > o.To {
+			return errLimit
+		}
+		if id < o.From {
+			return nil
+		}
+		if err := full(); err != nil {
+			return err
+		}
+		t.Add(entryRow(id, v, &e)...)
+		return nil
+	}, func(id int64, err error) error {
+		if id < o.From || (o.To >= 0 && id > o.To) {
+			return nil
+		}
+		if err := full(); err != nil {
+			return err
+		}
+		t.Add(id, nil, nil, nil, nil, nil, nil, nil, nil, nil, err.Error())
+		return nil
+	})
+	if errors.Is(err, errLimit) {
+		err = nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("ledger %d entries: %w", o.Ledger, err)
+	}
+	if len(t.Rows) == 0 {
+		if _, nerr := dd.Metadata.Get(formats.LedgerPath(o.Ledger)); errors.Is(nerr, store.ErrNotFound) {
+			return nil, false, fmt.Errorf("ledger %d: no node at %s and no entries: %w", o.Ledger, formats.LedgerPath(o.Ledger), store.ErrNotFound)
+		}
+	}
+	return t, more, nil
+}
+
+func entryRow(id int64, v []byte, e *formats.Entry) []any {
+	if err := formats.ParseEntryInto(v, e, nil, nil); err != nil {
+		return []any{id, nil, nil, nil, nil, nil, nil, nil, nil, nil, err.Error()}
+	}
+	var index, ts any
+	if bm := e.BrokerMeta; bm != nil {
+		if bm.Index != nil {
+			index = bm.GetIndex()
+		}
+		if bm.BrokerTimestamp != nil {
+			ts = bm.GetBrokerTimestamp()
+		}
+	}
+	crc := "none"
+	if e.HasChecksum {
+		crc = "ok"
+		if !e.ChecksumOK {
+			crc = "bad"
+		}
+	}
+	md := e.Metadata
+	return []any{id, index, ts, md.GetPublishTime(), md.GetProducerName(), md.GetSequenceId(),
+		md.GetNumMessagesInBatch(), nilIfEmpty(md.GetSchemaVersion()), nilIfEmpty(md.GetSchemaId()), crc, ""}
+}
+
+func nilIfEmpty(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return b
+}
+
+// Node decodes one metadata node by what its path says it is and returns it as
+// field/value rows; a node that does not decode (or is of no known kind) is shown
+// as raw hex, with the decode error.
+func Node(dd *store.DataDir, path string) (*report.Table, error) {
+	n, err := dd.Metadata.Get(path)
+	if err != nil {
+		return nil, err
+	}
+	t := report.NewTable("node", "", "FIELD", "field", "VALUE", "value")
+	t.Add("path", path)
+	d, derr := formats.DecodeNode(path, n.Value)
+	t.Add("kind", d.Kind.String())
+	t.Add("size", len(n.Value))
+	if derr != nil || d.Message == nil {
+		if derr != nil {
+			t.Add("error", derr.Error())
+		}
+		t.Add("raw", n.Value)
+		return t, nil
+	}
+	t.Add("encoding", d.Encoding)
+	flatten(d.Message.ProtoReflect(), "", func(field, value string) { t.Add(field, value) })
+	return t, nil
+}

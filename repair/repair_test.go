@@ -1,0 +1,412 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// lostVersion names a version the test destroys.
+type lostVersion struct {
+	key     string
+	version int64
+	ledger  int64
+	node    bool
+	deleted bool
+}
+
+// pickLosses chooses versions to destroy: a real version with node and entries, a
+// tombstone, one whose node stays, and a KEY_VALUE version when there is one.
+func pickLosses(m *fixtures.Manifest) []lostVersion {
+	var out []lostVersion
+	haveTomb, haveKV, haveEntryOnly := false, false, false
+	for _, s := range m.Schemas {
+		for _, v := range s.Versions {
+			switch {
+			case v.Deleted && !haveTomb:
+				haveTomb = true
+				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, true, true})
+			case v.Type == "KEYVALUE" && !haveKV:
+				haveKV = true
+				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, true, false})
+			case v.Version == 0 && !v.Deleted && !haveEntryOnly:
+				haveEntryOnly = true
+				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, false, false})
+			case v.Version == 1 && !v.Deleted && len(out) < 6:
+				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, true, false})
+			}
+		}
+	}
+	return out
+}
+
+func TestCaptureLoseRepair(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 7})
+	capPath, st := captureFile(t, dir)
+	if len(st.Skipped) != 0 || st.Written != m.Totals.SchemaVersions {
+		t.Fatalf("capture of a healthy dir: wrote %d of %d versions, skipped %v", st.Written, m.Totals.SchemaVersions, st.Skipped)
+	}
+
+	dd := openRO(t, dir)
+	before := nodes(t, dd)
+	beforeEntries := entries(t, dd)
+	closeDD(t, dd)
+
+	losses := pickLosses(m)
+	if len(losses) < 4 {
+		t.Fatalf("fixture offers only %d losses", len(losses))
+	}
+	lostKeys := map[string]bool{}
+	for _, l := range losses {
+		loseLedger(t, dir, l.ledger, l.node)
+		lostKeys[formats.SchemasRoot+"/"+l.key] = true
+	}
+
+	rp, res, err := planAndApply(t, dir, loadCands(t, capPath), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Unresolved() != 0 || rp.Restored() != len(losses) {
+		t.Fatalf("restored %d, unresolved %d; want %d restored: %+v", rp.Restored(), rp.Unresolved(), len(losses), rp.Versions)
+	}
+	if res == nil || res.State != mutate.StateCommitted || !res.Verified {
+		t.Fatalf("result %+v", res)
+	}
+
+	dd = openRO(t, dir)
+	after := nodes(t, dd)
+	assertAllReadable(t, dd)
+	for _, l := range losses {
+		sv, _ := manifestVersion(m, l.key, l.version)
+		got := storedInfo(t, dd, l.key, l.version)
+		want := &schemapb.SchemaInfo{}
+		// The manifest holds what the generator wrote; the capture held the same.
+		want.SchemaId, want.User, want.Type = proto.String(l.key), proto.String(sv.User), typeOf(t, sv.Type).Enum()
+		want.Schema, want.Timestamp, want.Deleted = sv.Definition, proto.Int64(sv.Timestamp), proto.Bool(sv.Deleted)
+		if want.Schema == nil {
+			want.Schema = []byte{}
+		}
+		for _, p := range propsOf(t, sv) {
+			want.Props = append(want.Props, &schemapb.SchemaInfo_KeyValuePair{Key: proto.String(p.Key), Value: proto.String(p.Value)})
+		}
+		if !proto.Equal(got, want) {
+			t.Errorf("%s version %d restored as\n%v\nwant\n%v", l.key, l.version, got, want)
+		}
+	}
+	// Untouched nodes are byte-identical; repaired locators keep versions and hashes.
+	for p, b := range before {
+		if formats.ClassifyPath(p) == formats.NodeLedgerMetadata {
+			continue
+		}
+		if lostKeys[p] {
+			assertSameVersionsAndHashes(t, p, b, after[p])
+			continue
+		}
+		if !bytes.Equal(after[p], b) {
+			t.Errorf("node %s changed", p)
+		}
+	}
+	afterEntries := entries(t, dd)
+	closeDD(t, dd)
+	for k, v := range afterEntries {
+		if old, ok := beforeEntries[k]; ok && !bytes.Equal(old, v) {
+			t.Errorf("entry %x changed", k)
+		}
+	}
+
+	// Idempotent: a second run finds nothing to do.
+	rp2, res2, err := planAndApply(t, dir, loadCands(t, capPath), Options{})
+	if err != nil || rp2.Plan != nil || res2 != nil || len(rp2.Versions) != 0 {
+		t.Fatalf("second run: plan %+v, result %+v, err %v", rp2.Plan, res2, err)
+	}
+
+	// Undo returns every touched node byte-identical to its state after the loss.
+	dd = openRW(t, dir)
+	eng, err := mutate.New(dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.Undo(context.Background(), res.RunID, mutate.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	undone := nodes(t, dd)
+	closeDD(t, dd)
+	for _, l := range losses {
+		if l.node {
+			delete(before, formats.LedgerPath(l.ledger))
+		}
+	}
+	for p := range lostKeys {
+		if !bytes.Equal(undone[p], before[p]) {
+			t.Errorf("undo: locator %s differs from before the repair", p)
+		}
+	}
+	if len(undone) != len(before) {
+		t.Errorf("undo: %d nodes, want %d", len(undone), len(before))
+	}
+}
+
+func typeOf(t *testing.T, name string) schemapb.SchemaInfo_SchemaType {
+	t.Helper()
+	v, ok := schemapb.SchemaInfo_SchemaType_value[name]
+	if !ok {
+		t.Fatalf("type %q", name)
+	}
+	return schemapb.SchemaInfo_SchemaType(v)
+}
+
+func propsOf(t *testing.T, sv fixtures.SchemaVersion) Properties {
+	t.Helper()
+	b, err := jsonMarshal(sv.Props)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var raw []struct{ Key, Value string }
+	if err := jsonUnmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	var out Properties
+	for _, p := range raw {
+		out = append(out, Property{p.Key, p.Value})
+	}
+	return out
+}
+
+func assertSameVersionsAndHashes(t *testing.T, path string, before, after []byte) {
+	t.Helper()
+	a, err := formats.DecodeSchemaLocator(before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := formats.DecodeSchemaLocator(after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.GetIndex()) != len(b.GetIndex()) {
+		t.Fatalf("%s: index has %d entries, was %d", path, len(b.GetIndex()), len(a.GetIndex()))
+	}
+	for i := range a.GetIndex() {
+		x, y := a.GetIndex()[i], b.GetIndex()[i]
+		if x.GetVersion() != y.GetVersion() || !bytes.Equal(x.GetHash(), y.GetHash()) {
+			t.Errorf("%s index %d: version/hash %d/%x became %d/%x", path, i, x.GetVersion(), x.GetHash(), y.GetVersion(), y.GetHash())
+		}
+	}
+	if a.GetInfo().GetVersion() != b.GetInfo().GetVersion() || !bytes.Equal(a.GetInfo().GetHash(), b.GetInfo().GetHash()) {
+		t.Errorf("%s: info changed version or hash", path)
+	}
+}
+
+func TestRepairFixtureFaults(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 3, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
+	if len(m.Faults) != 4 {
+		t.Fatalf("faults %+v", m.Faults)
+	}
+	// Inputs: a capture built from what the generator wrote.
+	capPath := manifestCapture(t, m, nil)
+	rp, res, err := planAndApply(t, dir, loadCands(t, capPath), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Restored() != 4 || rp.Unresolved() != 0 || res.State != mutate.StateCommitted {
+		t.Fatalf("restored %d unresolved %d: %+v", rp.Restored(), rp.Unresolved(), rp.Versions)
+	}
+	dd := openRO(t, dir)
+	defer closeDD(t, dd)
+	assertAllReadable(t, dd)
+	for _, v := range rp.Versions {
+		if v.NewLedgerID < m.NextLedgerID {
+			t.Errorf("new ledger %d is below the manifest's next free id %d", v.NewLedgerID, m.NextLedgerID)
+		}
+		n, err := dd.Metadata.Get(formats.LedgerPath(v.NewLedgerID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		md, err := formats.DecodeLedgerMetadata(n.Value)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, _ := formats.CustomMetadata(md, "pulsar/schemaId"); id != v.SchemaKey {
+			t.Errorf("ledger %d schemaId %q", v.NewLedgerID, id)
+		}
+		if md.GetState() != 3 || md.GetEnsembleSize() != 3 || md.GetQuorumSize() != 2 || md.GetAckQuorumSize() != 2 ||
+			len(md.GetSegment()) != 1 || len(md.GetSegment()[0].GetEnsembleMember()) != 3 || md.Password == nil {
+			t.Errorf("ledger %d metadata %v", v.NewLedgerID, md)
+		}
+	}
+}
+
+// manifestCapture writes a capture file from a fixture manifest; keep, when set,
+// chooses the versions written.
+func manifestCapture(t *testing.T, m *fixtures.Manifest, keep func(key string, v int64) bool) string {
+	t.Helper()
+	var buf bytes.Buffer
+	for _, s := range m.Schemas {
+		for _, sv := range s.Versions {
+			if keep != nil && !keep(s.Key, sv.Version) {
+				continue
+			}
+			info := &schemapb.SchemaInfo{User: proto.String(sv.User), Type: typeOf(t, sv.Type).Enum(), Schema: sv.Definition,
+				Timestamp: proto.Int64(sv.Timestamp), Deleted: proto.Bool(sv.Deleted), Props: propsOf(t, sv).toInfo()}
+			ie := &schemapb.IndexEntry{Version: proto.Int64(sv.Version),
+				Position: &schemapb.PositionInfo{LedgerId: proto.Int64(sv.Ledger), EntryId: proto.Int64(0)}}
+			b, err := jsonMarshal(recordOf(s.Key, ie, info, "2024-01-01T00:00:00Z"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			buf.Write(append(b, '\n'))
+		}
+	}
+	return writeTemp(t, "manifest.jsonl", buf.Bytes())
+}
+
+func TestPartialInputsLeaveExactlyTheRestUnresolved(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 5, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
+	var real []fixtures.Fault
+	for _, f := range m.Faults {
+		if !f.Deleted {
+			real = append(real, f)
+		}
+	}
+	if len(real) < 2 {
+		t.Fatalf("need two lost real versions: %+v", m.Faults)
+	}
+	skip := real[0]
+	capPath := manifestCapture(t, m, func(key string, v int64) bool { return !(key == skip.SchemaKey && v == *skip.Version) })
+	rp, _, err := planAndApply(t, dir, loadCands(t, capPath), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var unresolved []VersionRepair
+	for _, v := range rp.Versions {
+		if v.Action == ActionUnresolved {
+			unresolved = append(unresolved, v)
+		}
+	}
+	if len(unresolved) != 1 || unresolved[0].SchemaKey != skip.SchemaKey || unresolved[0].Version != *skip.Version {
+		t.Fatalf("unresolved %+v, want only %s version %d", unresolved, skip.SchemaKey, *skip.Version)
+	}
+	if rp.Restored() != len(m.Faults)-1 {
+		t.Fatalf("restored %d, want %d", rp.Restored(), len(m.Faults)-1)
+	}
+	// The rest was written; a second run still lists exactly that version.
+	rp2, _, err := planAndApply(t, dir, nil, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp2.Versions) != 1 || rp2.Versions[0].Version != *skip.Version || rp2.Plan != nil {
+		t.Fatalf("second run: %+v", rp2.Versions)
+	}
+}
+
+func TestDryRunChangesNothing(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
+	capPath := manifestCapture(t, m, nil)
+	cands := loadCands(t, capPath)
+	before := hashFiles(t, dir)
+	dd := openRO(t, dir)
+	rp, err := Plan(context.Background(), dd, cands, Options{})
+	closeDD(t, dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Plan == nil || rp.Restored() != 3 {
+		t.Fatalf("plan restores %d", rp.Restored())
+	}
+	after := hashFiles(t, dir)
+	if len(before) != len(after) {
+		t.Fatalf("dry run changed the file set: %d -> %d files", len(before), len(after))
+	}
+	for p, h := range before {
+		if after[p] != h {
+			t.Errorf("dry run changed %s", p)
+		}
+	}
+}
+
+func TestHashMismatch(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 1})
+	f := m.Faults[0]
+	sv, _ := manifestVersion(m, f.SchemaKey, *f.Version)
+	// Same key and version, a different (valid) definition.
+	other := bytes.Replace(sv.Definition, []byte(`"name"`), []byte(`"doc":"edited","name"`), 1)
+	if bytes.Equal(other, sv.Definition) {
+		other = append(bytes.Clone(sv.Definition), ' ')
+	}
+	rec := recordOf(f.SchemaKey, &schemapb.IndexEntry{Version: f.Version, Position: &schemapb.PositionInfo{LedgerId: proto.Int64(f.Ledger), EntryId: proto.Int64(0)}},
+		&schemapb.SchemaInfo{Type: typeOf(t, sv.Type).Enum(), Schema: other, User: proto.String(sv.User)}, "x")
+	b, _ := jsonMarshal(rec)
+	cands := loadCands(t, writeTemp(t, "bad.jsonl", b))
+
+	dd := openRO(t, dir)
+	rp, err := Plan(context.Background(), dd, cands, Options{})
+	closeDD(t, dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Unresolved() != 1 || rp.Plan != nil || len(rp.Refusals) != 1 || !bytes.Contains([]byte(rp.Refusals[0].Reason), []byte("hash mismatch")) {
+		t.Fatalf("unresolved %d, refusals %+v", rp.Unresolved(), rp.Refusals)
+	}
+
+	rp, res, err := planAndApply(t, dir, cands, Options{AllowHashMismatch: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Versions[0].Action != ActionRestoreMismatch || len(rp.Warnings) == 0 {
+		t.Fatalf("allowed mismatch: %+v warnings %v", rp.Versions[0], rp.Warnings)
+	}
+	dd = openRO(t, dir)
+	defer closeDD(t, dd)
+	rec2, err := mutate.Show(mutate.JournalDir(dir), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec2.Flags["allow-hash-mismatch"] != "true" || rec2.Flags["hash-mismatch-versions"] == "" {
+		t.Errorf("journal flags %v", rec2.Flags)
+	}
+}
+
+func TestConcurrentLocatorChangeIsNotOverwritten(t *testing.T) {
+	dir, m := generate(t, fixtures.Options{Seed: 13, LoseSchemaLedgers: 2})
+	cands := loadCands(t, manifestCapture(t, m, nil))
+	dd := openRW(t, dir)
+	defer closeDD(t, dd)
+	eng, err := mutate.New(dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp, err := Plan(context.Background(), dd, cands, Options{})
+	if err != nil || rp.Plan == nil {
+		t.Fatalf("plan: %v", err)
+	}
+	// A broker writes a new schema version between plan and apply.
+	path := formats.SchemasRoot + "/" + m.Faults[0].SchemaKey
+	n, err := dd.Metadata.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := append(bytes.Clone(n.Value), 0x10, 0x01) // an extra unknown varint field
+	if _, err := dd.Metadata.CompareAndSet(path, n.Version, changed); err != nil {
+		t.Fatal(err)
+	}
+	ledgersBefore := entries(t, dd)
+	_, err = Apply(context.Background(), eng, rp, mutate.ApplyOptions{})
+	if !errors.Is(err, store.ErrVersionMismatch) {
+		t.Fatalf("apply after a concurrent change: %v", err)
+	}
+	n2, err := dd.Metadata.Get(path)
+	if err != nil || !bytes.Equal(n2.Value, changed) {
+		t.Fatalf("the concurrent change was overwritten (%v)", err)
+	}
+	if got := entries(t, dd); len(got) != len(ledgersBefore) {
+		t.Fatalf("a refused run wrote entries: %d -> %d", len(ledgersBefore), len(got))
+	}
+}
