@@ -131,11 +131,11 @@ func fixturesDocument(dir string, m *fixtures.Manifest) *report.Document {
 		faults.Add(f.Kind, f.Ledger, entries, where, f.NodeLost)
 	}
 	for _, o := range m.Orphans {
-		where := o.ManagedLedger
+		where := "managed ledger " + o.ManagedLedger
 		if o.Kind == fixtures.OrphanSchema {
-			where = fmt.Sprintf("%s version %d", o.SchemaKey, *o.Version)
+			where = fmt.Sprintf("schema %s version %d", o.SchemaKey, *o.Version)
 		}
-		faults.Add("orphan-"+o.Kind+"-ledger", o.Ledger, fmt.Sprintf("0-%d", o.Entries-1), where, false)
+		faults.Add("orphan-ledger", o.Ledger, fmt.Sprintf("0-%d", o.Entries-1), where, false)
 	}
 	doc := &report.Document{}
 	doc.Add(summary, faults)

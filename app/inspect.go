@@ -38,7 +38,7 @@ func (e *env) inspectCommand() *cli.Command {
 			},
 			{
 				Name:      "node",
-				Usage:     "decode one metadata node by what its path is (managed ledger, cursor, schema locator, ledger metadata; raw hex otherwise)",
+				Usage:     "decode one metadata node by what its path is (managed ledger, cursor, schema locator, ledger metadata; raw hex otherwise); exits 1 when a known kind does not decode",
 				ArgsUsage: "PATH",
 				Action:    e.inspectNode,
 			},
@@ -53,6 +53,7 @@ func (e *env) inspectCommand() *cli.Command {
 				},
 				Action: e.inspectEntries,
 			},
+			e.schemaUsageCommand(),
 		},
 	}
 }
@@ -137,11 +138,17 @@ func (e *env) inspectNode(c *cli.Context) error {
 		return report.BadInputf("inspect node: want exactly one PATH, got %d arguments", c.NArg())
 	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		t, err := inspect.Node(dd, c.Args().First())
+		t, undecodable, err := inspect.Node(dd, c.Args().First())
 		if err != nil {
 			return notFound(err)
 		}
-		return e.printTable(c, t)
+		if err := e.printTable(c, t); err != nil {
+			return err
+		}
+		if undecodable {
+			return report.ErrFindings // the table shows the error and the raw bytes
+		}
+		return nil
 	})
 }
 

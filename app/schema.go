@@ -246,7 +246,8 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 				doc.Note("metadata backup: %s", res.Backup)
 			}
 			if err == nil {
-				doc.Note("undo with: ledgermedic --data-dir %s journal undo %s", c.String("data-dir"), res.RunID)
+				doc.Note("undo with: ledgermedic --data-dir %s journal undo --apply %s (without --apply it shows what it would restore)",
+					c.String("data-dir"), res.RunID)
 			}
 		}
 		applyErr = err

@@ -230,4 +230,3 @@ func (s *scanned) time(target uint64) (Position, bool) {
 	}
 	return Position{}, false
 }
-

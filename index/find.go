@@ -63,26 +63,65 @@ func (a *Answer) land(p Position, e EntryInfo) {
 	a.Base, a.Last, a.PublishTime, a.BrokerTime = e.Base, e.Last, e.PublishTime, e.BrokerTime
 }
 
-// searcher carries one search's reader and answer.
-type searcher struct {
-	ctx  context.Context
-	r    *reader
-	ans  *Answer
+// Finder answers searches on one managed ledger. It holds what metadata says
+// (ledger order, entry counts, firstEntryIndex values), worked out once, so each
+// search costs only its entry reads and a binary search in memory.
+type Finder struct {
+	ls   store.LedgerStore
+	key  string
 	refs []ledgerRef // non-empty ledgers, in order
+	// known lists the positions in refs with a firstEntryIndex, when they increase.
+	known []int
+	// legacyWhy, when set, is why searches by offset must use the legacy search.
+	legacyWhy string
+	notes     []string // said with every answer
+	all       *span    // every local entry, for the legacy search
 }
 
-func newSearcher(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, key string) (*searcher, error) {
-	all, err := ledgerRefs(info, ls, key)
+// NewFinder reads the managed ledger's metadata; it reads no entry (only the
+// open last ledger's last entry id, a key lookup).
+func NewFinder(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, opts FindOptions) (*Finder, error) {
+	refs, err := ledgerRefs(info, ls, opts.key())
 	if err != nil {
 		return nil, err
 	}
-	s := &searcher{ctx: ctx, r: newReader(ls), ans: &Answer{}}
-	for _, ref := range all {
+	f := &Finder{ls: ls, key: opts.key()}
+	for _, ref := range refs {
 		if ref.Entries > 0 {
-			s.refs = append(s.refs, ref)
+			f.refs = append(f.refs, ref)
 		}
 	}
-	return s, nil
+	for i, ref := range f.refs {
+		if ref.BadFirst != "" {
+			f.notes = append(f.notes, fmt.Sprintf("ledger %d: %s %q is not a decimal index; treated as missing", ref.ID, f.key, ref.BadFirst))
+		}
+		if !ref.HasFirst {
+			continue
+		}
+		if n := len(f.known); n > 0 && f.refs[f.known[n-1]].First >= ref.First && f.legacyWhy == "" {
+			prev := f.refs[f.known[n-1]]
+			f.legacyWhy = fmt.Sprintf("%s does not increase (ledger %d: %d, ledger %d: %d); used the legacy search; run index backfill --verify",
+				f.key, prev.ID, prev.First, ref.ID, ref.First)
+		}
+		f.known = append(f.known, i)
+	}
+	if len(f.known) == 0 && len(f.refs) > 0 {
+		f.legacyWhy = fmt.Sprintf("no ledger has %s: legacy search over all %d ledgers", f.key, len(f.refs))
+	}
+	f.all = f.localSpan(0, len(f.refs), nil)
+	return f, nil
+}
+
+// searcher carries one search's reader and answer.
+type searcher struct {
+	*Finder
+	ctx context.Context
+	r   *reader
+	ans *Answer
+}
+
+func (f *Finder) newSearcher(ctx context.Context) *searcher {
+	return &searcher{Finder: f, ctx: ctx, r: newReader(f.ls), ans: &Answer{Notes: append([]string(nil), f.notes...)}}
 }
 
 func (s *searcher) finish(start time.Time) *Answer {
@@ -92,59 +131,48 @@ func (s *searcher) finish(start time.Time) *Answer {
 	return s.ans
 }
 
-// FindOffset finds the first entry whose last broker index is >= target (KoP,
+// FindOffset builds a Finder and runs one Offset search.
+func FindOffset(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, target int64, opts FindOptions) (*Answer, error) {
+	f, err := NewFinder(ls, info, opts)
+	if err != nil {
+		return nil, err
+	}
+	return f.Offset(ctx, target, opts.Legacy)
+}
+
+// Offset finds the first entry whose last broker index is >= target (KoP,
 // PIP-415). With firstEntryIndex on the ledgers, the ledger comes from metadata
 // and only that ledger's entries are read (at most ⌈log2 E⌉+1 of them). Where some
 // ledgers lack the property, the legacy search runs over just that span, and the
-// answer says so.
-func FindOffset(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, target int64, opts FindOptions) (*Answer, error) {
+// answer says so. legacy forces the search upstream runs without the property.
+func (f *Finder) Offset(ctx context.Context, target int64, legacy bool) (*Answer, error) {
 	start := time.Now()
 	if target < 0 {
 		return nil, fmt.Errorf("offset %d: offsets are not negative", target)
 	}
-	s, err := newSearcher(ctx, ls, info, opts.key())
-	if err != nil {
-		return nil, err
-	}
-	if err := s.findOffset(target, opts); err != nil {
+	s := f.newSearcher(ctx)
+	if err := s.findOffset(target, legacy); err != nil {
 		return nil, err
 	}
 	return s.finish(start), nil
 }
 
-func (s *searcher) findOffset(t int64, opts FindOptions) error {
+func (s *searcher) findOffset(t int64, legacy bool) error {
 	if len(s.refs) == 0 {
 		s.ans.Method = MethodIndex
 		s.ans.PastEnd = true
 		s.ans.note("the managed ledger has no entries")
 		return nil
 	}
-	if opts.Legacy {
+	if legacy || s.legacyWhy != "" {
 		s.ans.Method = MethodLegacy
-		return s.legacyOffset(t, 0, len(s.refs), -1)
-	}
-	var known []int // positions in s.refs with a firstEntryIndex
-	for i, ref := range s.refs {
-		if ref.BadFirst != "" {
-			s.ans.note("ledger %d: %s %q is not a decimal index; treated as missing", ref.ID, opts.key(), ref.BadFirst)
+		if !legacy {
+			s.ans.note("%s", s.legacyWhy)
 		}
-		if !ref.HasFirst {
-			continue
-		}
-		if n := len(known); n > 0 && s.refs[known[n-1]].First >= ref.First {
-			prev := s.refs[known[n-1]]
-			s.ans.Method = MethodLegacy
-			s.ans.note("%s does not increase (ledger %d: %d, ledger %d: %d); used the legacy search; run index backfill --verify",
-				opts.key(), prev.ID, prev.First, ref.ID, ref.First)
-			return s.legacyOffset(t, 0, len(s.refs), -1)
-		}
-		known = append(known, i)
+		s.noteSkipped(s.all)
+		return s.legacyOffset(t, s.all, -1)
 	}
-	if len(known) == 0 {
-		s.ans.Method = MethodLegacy
-		s.ans.note("no ledger has %s: legacy search over all %d ledgers", opts.key(), len(s.refs))
-		return s.legacyOffset(t, 0, len(s.refs), -1)
-	}
+	known := s.known
 	// k: the last ledger whose first index is <= t; j: the next ledger with a known one.
 	n := sort.Search(len(known), func(i int) bool { return s.refs[known[i]].First > t })
 	kpos, jpos := -1, -1
@@ -174,8 +202,8 @@ func (s *searcher) findOffset(t int64, opts FindOptions) error {
 		}
 	}
 	s.ans.note("%d ledger(s) lack %s (%s): the legacy search ran over ledgers %d..%d",
-		len(ids), opts.key(), idList(ids), s.refs[spanStart].ID, s.refs[spanEnd-1].ID)
-	return s.legacyOffset(t, spanStart, spanEnd, jpos)
+		len(ids), s.key, idList(ids), s.refs[spanStart].ID, s.refs[spanEnd-1].ID)
+	return s.legacyOffset(t, s.localSpan(spanStart, spanEnd, s.ans), jpos)
 }
 
 // searchOneLedger searches ledger refs[k]; refs[j] (j >= 0) is the next ledger whose
@@ -234,12 +262,11 @@ func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
 }
 
 // legacyOffset is the search upstream runs without firstEntryIndex: a binary search
-// over the positions of every entry of refs[from:to], mapped to ledgers from metadata
+// over the positions of every entry of a span of ledgers, mapped to ledgers from metadata
 // counts. Offloaded ledgers are skipped (upstream reads them from tiered storage).
 // When nothing in the span reaches t, the answer is entry 0 of refs[next] (next >= 0)
 // or past the end.
-func (s *searcher) legacyOffset(t int64, from, to, next int) error {
-	span := s.localSpan(from, to)
+func (s *searcher) legacyOffset(t int64, span *span, next int) error {
 	pos, e, ok, err := lowerBound(s.ctx, span.total(), byOffset(t), func(g int64) (EntryInfo, error) {
 		p := span.position(g)
 		return s.r.readIndexed(p.LedgerID, p.EntryID)
@@ -266,15 +293,22 @@ type span struct {
 	refs   []ledgerRef
 	starts []int64 // global number of each ledger's entry 0; one extra: the total
 	gaps   []int64 // for each ledger, an offloaded ledger skipped just before it (0: none)
+	// skipped lists offloaded ledgers left out.
+	skipped []int64
 }
 
-func (s *searcher) localSpan(from, to int) *span {
+// localSpan maps refs[from:to], leaving out offloaded ledgers; a is told about
+// them when not nil.
+func (f *Finder) localSpan(from, to int, a *Answer) *span {
 	sp := &span{}
 	var sum, gap int64
-	for _, ref := range s.refs[from:to] {
+	for _, ref := range f.refs[from:to] {
 		if ref.NotLocal {
 			gap = ref.ID
-			s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+			sp.skipped = append(sp.skipped, ref.ID)
+			if a != nil {
+				a.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+			}
 			continue
 		}
 		sp.refs = append(sp.refs, ref)
@@ -285,6 +319,12 @@ func (s *searcher) localSpan(from, to int) *span {
 	}
 	sp.starts = append(sp.starts, sum)
 	return sp
+}
+
+func (s *searcher) noteSkipped(sp *span) {
+	for _, id := range sp.skipped {
+		s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", id)
+	}
 }
 
 func (sp *span) total() int64 { return sp.starts[len(sp.starts)-1] }
@@ -307,23 +347,31 @@ func (sp *span) noteGapBefore(a *Answer, g int64) {
 	}
 }
 
-// FindTime finds the first entry whose time (broker timestamp, else publish time) is
+// FindTime builds a Finder and runs one Time search.
+func FindTime(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, targetMS int64, opts FindOptions) (*Answer, error) {
+	f, err := NewFinder(ls, info, opts)
+	if err != nil {
+		return nil, err
+	}
+	return f.Time(ctx, targetMS, opts.Legacy)
+}
+
+// Time finds the first entry whose time (broker timestamp, else publish time) is
 // >= targetMS. Ledgers are chosen by their LedgerInfo timestamp (close time): the
 // first ledger closed at or after the target (or the open one) is searched first.
-func FindTime(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, targetMS int64, opts FindOptions) (*Answer, error) {
+// legacy searches all entries of all ledgers instead.
+func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer, error) {
 	start := time.Now()
 	if targetMS < 0 {
 		return nil, fmt.Errorf("time %d: times are not negative", targetMS)
 	}
-	s, err := newSearcher(ctx, ls, info, opts.key())
-	if err != nil {
-		return nil, err
-	}
+	s := f.newSearcher(ctx)
 	t := uint64(targetMS)
 	judge := byTime(t)
-	if opts.Legacy {
+	if legacy {
 		s.ans.Method = MethodLegacy
-		sp := s.localSpan(0, len(s.refs))
+		s.noteSkipped(s.all)
+		sp := s.all
 		pos, e, ok, err := lowerBound(s.ctx, sp.total(), judge, func(g int64) (EntryInfo, error) {
 			p := sp.position(g)
 			return s.r.read(p.LedgerID, p.EntryID)
@@ -335,6 +383,8 @@ func FindTime(ctx context.Context, ls store.LedgerStore, info *mlpb.ManagedLedge
 			s.ans.land(sp.position(pos), e)
 		} else if len(s.refs) > 0 {
 			s.pastEnd()
+		} else {
+			s.ans.PastEnd = true
 		}
 		return s.finish(start), nil
 	}

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -256,6 +257,51 @@ func TestLowerBoundReadBound(t *testing.T) {
 				}
 				if reads > ceilLog2(n)+1 {
 					t.Fatalf("n=%d target=%d: %d reads > %d", n, target, reads, ceilLog2(n)+1)
+				}
+			}
+		}
+	}
+}
+
+// TestFindOnGeneratedFixtures checks every offset of every indexed managed ledger
+// of generated clusters, with the property on every ledger, on none, and after a
+// back-fill (which leaves the offloaded first ledger without one).
+func TestFindOnGeneratedFixtures(t *testing.T) {
+	for _, withProp := range []bool{false, true} {
+		dd, m := generate(t, fixtures.Options{Seed: 21, WithFirstEntryIndex: withProp})
+		if !withProp {
+			backfill(t, dd, BackfillOptions{Apply: true})
+		}
+		ctx := context.Background()
+		for _, ml := range m.ManagedLedgers {
+			if !ml.Indexed {
+				continue
+			}
+			info, _, _ := loadInfo(t, dd, ml.Path)
+			all := scanAll(t, dd, info)
+			for target := int64(0); target <= ml.LastIndex+2; target++ {
+				var offloaded *fixtures.MLLedger
+				for i, l := range ml.Ledgers {
+					if l.Offloaded && target >= l.FirstIndex && target <= l.LastIndex {
+						offloaded = &ml.Ledgers[i]
+					}
+				}
+				wantPos, _, wantOK := all.offset(target)
+				for _, legacy := range []bool{false, true} {
+					a, err := FindOffset(ctx, dd.Ledgers, info, target, FindOptions{Legacy: legacy})
+					if err != nil {
+						t.Fatalf("%s offset %d: %v", ml.Topic, target, err)
+					}
+					if a.NotLocal {
+						if offloaded == nil || a.Position.LedgerID != offloaded.ID {
+							t.Fatalf("%s offset %d: says offloaded ledger %d", ml.Topic, target, a.Position.LedgerID)
+						}
+						continue
+					}
+					if a.Found != wantOK || (wantOK && a.Position != wantPos) {
+						t.Fatalf("%s offset %d (prop=%v legacy=%v): got %v found=%v via %s, want %v found=%v",
+							ml.Topic, target, withProp, legacy, a.Position, a.Found, a.Method, wantPos, wantOK)
+					}
 				}
 			}
 		}

@@ -153,7 +153,9 @@ func TestCheckFindings(t *testing.T) {
 			[]want{{KindNodeUndecodable, "node " + cursorPath}}},
 		{"schema locator undecodable", func(_ *store.DataDir, b *testBuilder) { b.node(ordersLoc, []byte{0x0a, 0xff}) },
 			[]want{{KindNodeUndecodable, "node " + ordersLoc}}},
-		{"ledger metadata undecodable", func(_ *store.DataDir, b *testBuilder) { b.node(formats.LedgerPath(10), []byte("BookieMetadataFormatVersion\t2\n")) },
+		{"ledger metadata undecodable", func(_ *store.DataDir, b *testBuilder) {
+			b.node(formats.LedgerPath(10), []byte("BookieMetadataFormatVersion\t2\n"))
+		},
 			[]want{{KindNodeUndecodable, "node " + formats.LedgerPath(10)}}},
 		{"locator missing required fields", func(_ *store.DataDir, b *testBuilder) {
 			b.node(eventsLoc, must(proto.MarshalOptions{AllowPartial: true}.Marshal(&schemapb.SchemaLocator{Index: []*schemapb.IndexEntry{{Version: proto.Int64(0)}}})))
@@ -269,8 +271,14 @@ func TestCheckGarbageNodesNeverPanic(t *testing.T) {
 			// The views show the damage instead of failing.
 			dd := openRO(t, dir)
 			for _, p := range paths {
-				if _, err := Node(dd, p); err != nil {
+				tbl, undecodable, err := Node(dd, p)
+				if err != nil {
 					t.Errorf("node view %s: %v", p, err)
+					continue
+				}
+				// Garbage either decodes (by chance) or is shown raw with its error.
+				if undecodable && tbl.Rows[len(tbl.Rows)-1][0] != "raw" {
+					t.Errorf("node view %s: undecodable node without raw bytes: %v", p, tbl.Rows)
 				}
 			}
 			if _, err := Topics(context.Background(), dd, ""); err != nil {
@@ -291,8 +299,7 @@ func FuzzCheckNode(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
 	paths := []string{ordersPath, cursorPath, ordersLoc, formats.LedgerPath(10)}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		c := &checker{opts: CheckOptions{FirstEntryIndexKey: DefaultFirstEntryIndexKey}, ledgers: map[int64]*ledgerFacts{},
-			badMLs: map[string]bool{}, badSchemas: map[string]bool{}, badCursors: map[string]bool{}}
+		c := newChecker(nil, CheckOptions{FirstEntryIndexKey: DefaultFirstEntryIndexKey}, report.NoProgress{})
 		for _, p := range paths {
 			c.node(store.Node{Path: p, Value: v})
 			if d, err := formats.DecodeNode(p, v); err == nil && d.Message != nil {
@@ -318,9 +325,64 @@ func FuzzEntryRow(f *testing.F) {
 		if len(row) != 11 {
 			t.Fatalf("row has %d cells", len(row))
 		}
-		c := &checker{}
+		// The fast CRC path agrees with the full parse.
+		if pe, err := formats.ParseEntry(v); err == nil && pe.HasChecksum && pe.ChecksumOK != checksumMatches(v) {
+			t.Fatalf("checksumMatches %v, ParseEntry ChecksumOK %v", checksumMatches(v), pe.ChecksumOK)
+		}
+		c := newChecker(nil, CheckOptions{}, report.NoProgress{})
 		var md pulsarpb.MessageMetadata
 		var bm pulsarpb.BrokerEntryMetadata
 		c.topicEntry(7, 0, v, &ledgerFacts{}, &e, &md, &bm)
 	})
+}
+
+func TestChecksumMatches(t *testing.T) {
+	md := &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(1), PublishTime: proto.Uint64(2)}
+	bm := &pulsarpb.BrokerEntryMetadata{Index: proto.Uint64(9)}
+	for _, withBM := range []*pulsarpb.BrokerEntryMetadata{nil, bm} {
+		good := must(formats.BuildEntry(withBM, true, md, []byte("payload")))
+		if !checksumMatches(good) {
+			t.Fatalf("broker meta %v: a good frame does not match", withBM != nil)
+		}
+		crcAt := len(good) - len("payload") - 4 - proto.Size(md) - 6
+		for i := crcAt; i < len(good); i++ { // every byte the CRC block and the checksum cover
+			bad := slices.Clone(good)
+			bad[i] ^= 0x40
+			if checksumMatches(bad) {
+				t.Errorf("broker meta %v: byte %d flipped still matches", withBM != nil, i)
+			}
+		}
+		if checksumMatches(must(formats.BuildEntry(withBM, false, md, []byte("payload")))) {
+			t.Errorf("broker meta %v: a frame without CRC block matches", withBM != nil)
+		}
+	}
+	for _, v := range [][]byte{nil, {0x0e}, {0x0e, 0x01, 0, 0}, {0x0e, 0x02, 0xff, 0xff, 0xff, 0xff, 0x0e, 0x01}} {
+		if checksumMatches(v) {
+			t.Errorf("%x matches", v)
+		}
+	}
+}
+
+// TestCheckCapsEntryFindings: a ledger full of bad entries lists the first
+// maxEntryFindingsPerLedger and sums up the rest in one finding.
+func TestCheckCapsEntryFindings(t *testing.T) {
+	dir := buildTestDir(t)
+	const bad = maxEntryFindingsPerLedger + 5
+	editDD(t, dir, func(dd *store.DataDir, b *testBuilder) {
+		b.rewriteML(dd, events1Path, func(info *mlpb.ManagedLedgerInfo) {
+			info.LedgerInfo = append(info.LedgerInfo, &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(80), Entries: proto.Int64(bad)})
+		})
+		b.node(formats.LedgerPath(80), ledgerMeta(t, bad-1, 100, true))
+		for e := range int64(bad) {
+			b.entry(80, e, []byte{0, 0, 0, 99})
+		}
+	})
+	fs := runCheck(t, dir, CheckOptions{})
+	if len(fs) != maxEntryFindingsPerLedger+1 {
+		t.Fatalf("%d findings, want %d: %v", len(fs), maxEntryFindingsPerLedger+1, got(fs))
+	}
+	last := fs[len(fs)-1]
+	if last.Kind != KindEntryUndecodable || last.Location != "ledger 80" || !strings.Contains(last.Message, "5 more entries") {
+		t.Errorf("summary finding %+v", last)
+	}
 }

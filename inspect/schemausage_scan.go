@@ -92,7 +92,7 @@ func scanEntry(b []byte, r *entryRefs) bool {
 // is an unknown field.
 func (r *entryRefs) readMetadata(b []byte) bool {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return false
 		}
@@ -141,7 +141,7 @@ const maxWireDepth = 16
 // parses, and fields md declares as messages are well-formed in turn.
 func validWire(b []byte, md protoreflect.MessageDescriptor, depth int) bool {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
+		num, typ, n := consumeTag(b)
 		if n < 0 {
 			return false
 		}
@@ -158,12 +158,12 @@ func validWire(b []byte, md protoreflect.MessageDescriptor, depth int) bool {
 // consumeChecked consumes one field value, checking a declared message field's
 // content and a declared packed numeric list's elements.
 func consumeChecked(num protowire.Number, typ protowire.Type, b []byte, md protoreflect.MessageDescriptor, depth int) int {
-	fd := md.Fields().ByNumber(num)
-	if fd == nil || typ != protowire.BytesType {
+	if typ != protowire.BytesType || !mayNeedCheck(md, num) {
 		return protowire.ConsumeFieldValue(num, typ, b)
 	}
+	fd := md.Fields().ByNumber(num)
 	v, m := protowire.ConsumeBytes(b)
-	if m < 0 {
+	if m < 0 || fd == nil {
 		return m
 	}
 	switch {
@@ -177,6 +177,24 @@ func consumeChecked(num protowire.Number, typ protowire.Type, b []byte, md proto
 		}
 	}
 	return m
+}
+
+// plainMetadataFields marks the MessageMetadata field numbers below 64 whose
+// length-delimited content needs no check (strings, bytes, unknown numbers):
+// a descriptor lookup per field costs as much as the rest of the scan.
+var plainMetadataFields = func() (plain [64]bool) {
+	for i := range plain {
+		fd := messageMetadataDsc.Fields().ByNumber(protowire.Number(i))
+		plain[i] = fd == nil || fd.Kind() == protoreflect.StringKind || fd.Kind() == protoreflect.BytesKind
+	}
+	return plain
+}()
+
+func mayNeedCheck(md protoreflect.MessageDescriptor, num protowire.Number) bool {
+	if md == messageMetadataDsc && num < 64 {
+		return !plainMetadataFields[num]
+	}
+	return true
 }
 
 func validPacked(b []byte, k protoreflect.Kind) bool {
@@ -196,6 +214,19 @@ func validPacked(b []byte, k protoreflect.Kind) bool {
 		b = b[n:]
 	}
 	return true
+}
+
+// consumeTag is protowire.ConsumeTag with proto.Unmarshal's rule that field
+// numbers lie in [1, 2^29-1].
+func consumeTag(b []byte) (protowire.Number, protowire.Type, int) {
+	v, n := protowire.ConsumeVarint(b)
+	if n < 0 {
+		return 0, 0, n
+	}
+	if num := v >> 3; num < uint64(protowire.MinValidNumber) || num > uint64(protowire.MaxValidNumber) {
+		return 0, 0, -1
+	}
+	return protowire.Number(v >> 3), protowire.Type(v & 7), n
 }
 
 func peek16(b []byte, off int) uint16 {

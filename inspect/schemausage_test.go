@@ -528,3 +528,26 @@ func TestSchemaUsageTables(t *testing.T) {
 		t.Errorf("topics table has %d rows for %d topics (manifest %d)", got, len(r.Topics), len(m.Topics))
 	}
 }
+
+// SchemaUsageFindings plugs into Check as a finding source.
+func TestSchemaUsageAsCheckSource(t *testing.T) {
+	dir, _ := usageFixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2})
+	dd := usageOpen(t, dir, true)
+	without, _, err := Check(context.Background(), dd, CheckOptions{}, report.NoProgress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with, _, err := Check(context.Background(), dd, CheckOptions{Sources: []FindingSource{SchemaUsageFindings}}, report.NoProgress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(findingsOf(without, KindUsedSchemaVersionLost)) != 0 {
+		t.Fatalf("core check already reports %s", KindUsedSchemaVersionLost)
+	}
+	if len(findingsOf(with, KindUsedSchemaVersionLost)) == 0 {
+		t.Errorf("check with the schema-usage source has no %s finding", KindUsedSchemaVersionLost)
+	}
+	if len(with) <= len(without) {
+		t.Errorf("the source added nothing: %d findings with it, %d without", len(with), len(without))
+	}
+}

@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
-	"path/filepath"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/formats"

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -402,16 +404,20 @@ func nilIfEmpty(b []byte) []byte {
 }
 
 // Node decodes one metadata node by what its path says it is and returns it as
-// field/value rows; a node that does not decode (or is of no known kind) is shown
-// as raw hex, with the decode error.
-func Node(dd *store.DataDir, path string) (*report.Table, error) {
+// field/value rows. A node of no known kind is shown as raw hex; one of a known
+// kind that does not decode is shown as raw hex with the error, and undecodable
+// is true.
+func Node(dd *store.DataDir, path string) (t *report.Table, undecodable bool, err error) {
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	t := report.NewTable("node", "", "FIELD", "field", "VALUE", "value")
+	t = report.NewTable("node", "", "FIELD", "field", "VALUE", "value")
 	t.Add("path", path)
 	d, derr := formats.DecodeNode(path, n.Value)
+	if derr == nil && d.Message != nil {
+		derr = proto.CheckInitialized(d.Message)
+	}
 	t.Add("kind", d.Kind.String())
 	t.Add("size", len(n.Value))
 	if derr != nil || d.Message == nil {
@@ -419,9 +425,9 @@ func Node(dd *store.DataDir, path string) (*report.Table, error) {
 			t.Add("error", derr.Error())
 		}
 		t.Add("raw", n.Value)
-		return t, nil
+		return t, derr != nil, nil
 	}
 	t.Add("encoding", d.Encoding)
 	flatten(d.Message.ProtoReflect(), "", func(field, value string) { t.Add(field, value) })
-	return t, nil
+	return t, false, nil
 }

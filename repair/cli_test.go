@@ -79,14 +79,14 @@ func TestCLICaptureAndRepair(t *testing.T) {
 	if doc.RunID == "" || doc.Restored != 3 || doc.Unresolved != 0 || len(doc.Repair) != 3 {
 		t.Fatalf("apply output %+v", doc)
 	}
-	if !strings.Contains(strings.Join(doc.Notes, "\n"), "journal undo "+doc.RunID) {
+	if !strings.Contains(strings.Join(doc.Notes, "\n"), "journal undo --apply "+doc.RunID) {
 		t.Errorf("no undo hint in %v", doc.Notes)
 	}
 	code, out, _ = run(t, "--data-dir", broken, "schema", "repair", "--from", capFile, "--apply")
 	if code != 0 || !strings.Contains(out, "nothing to write") {
 		t.Fatalf("second apply: exit %d\n%s", code, out)
 	}
-	if code, out, errOut := run(t, "--data-dir", broken, "journal", "undo", doc.RunID); code != 0 {
+	if code, out, errOut := run(t, "--data-dir", broken, "journal", "undo", "--apply", doc.RunID); code != 0 {
 		t.Fatalf("undo: exit %d\n%s\n%s", code, out, errOut)
 	}
 	code, out, _ = run(t, "--data-dir", broken, "schema", "repair", "--from", capFile)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -19,7 +18,7 @@ import (
 )
 
 // generate makes a fixture data dir in a temp dir.
-func generate(t *testing.T, opts fixtures.Options) (string, *fixtures.Manifest) {
+func generate(t testing.TB, opts fixtures.Options) (string, *fixtures.Manifest) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "dd")
 	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
@@ -29,7 +28,7 @@ func generate(t *testing.T, opts fixtures.Options) (string, *fixtures.Manifest) 
 	return dir, m
 }
 
-func openRW(t *testing.T, dir string) *store.DataDir {
+func openRW(t testing.TB, dir string) *store.DataDir {
 	t.Helper()
 	dd, err := store.Open(dir, store.Options{})
 	if err != nil {
@@ -38,7 +37,7 @@ func openRW(t *testing.T, dir string) *store.DataDir {
 	return dd
 }
 
-func openRO(t *testing.T, dir string) *store.DataDir {
+func openRO(t testing.TB, dir string) *store.DataDir {
 	t.Helper()
 	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
@@ -47,7 +46,7 @@ func openRO(t *testing.T, dir string) *store.DataDir {
 	return dd
 }
 
-func closeDD(t *testing.T, dd *store.DataDir) {
+func closeDD(t testing.TB, dd *store.DataDir) {
 	t.Helper()
 	if err := dd.Close(); err != nil {
 		t.Fatal(err)
@@ -55,7 +54,7 @@ func closeDD(t *testing.T, dd *store.DataDir) {
 }
 
 // nodes returns every metadata node's bytes.
-func nodes(t *testing.T, dd *store.DataDir) map[string][]byte {
+func nodes(t testing.TB, dd *store.DataDir) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	err := dd.Metadata.Walk(context.Background(), "/", func(n store.Node) error {
@@ -69,7 +68,7 @@ func nodes(t *testing.T, dd *store.DataDir) map[string][]byte {
 }
 
 // entries returns every ledger entry's bytes keyed by store key.
-func entries(t *testing.T, dd *store.DataDir) map[string][]byte {
+func entries(t testing.TB, dd *store.DataDir) map[string][]byte {
 	t.Helper()
 	out := map[string][]byte{}
 	err := dd.RawLedgerIteration(context.Background(), func(k, v []byte) error {
@@ -83,7 +82,7 @@ func entries(t *testing.T, dd *store.DataDir) map[string][]byte {
 }
 
 // hashFiles hashes every file below dir.
-func hashFiles(t *testing.T, dir string) map[string]string {
+func hashFiles(t testing.TB, dir string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -105,7 +104,7 @@ func hashFiles(t *testing.T, dir string) map[string]string {
 }
 
 // loseLedger deletes a ledger's entries, and its node too when node is set.
-func loseLedger(t *testing.T, dir string, ledger int64, node bool) {
+func loseLedger(t testing.TB, dir string, ledger int64, node bool) {
 	t.Helper()
 	dd := openRW(t, dir)
 	defer closeDD(t, dd)
@@ -126,7 +125,7 @@ func loseLedger(t *testing.T, dir string, ledger int64, node bool) {
 // assertAllReadable is a check-style verification: every version of every locator
 // has a ledger node that decodes, an entry that decodes to this key's SchemaInfo,
 // and (except tombstones) a definition whose SHA-256 is the locator's hash.
-func assertAllReadable(t *testing.T, dd *store.DataDir) {
+func assertAllReadable(t testing.TB, dd *store.DataDir) {
 	t.Helper()
 	err := scanLocators(context.Background(), dd, "", func(lv *locatorView) error {
 		if lv.DecodeErr != nil {
@@ -174,7 +173,7 @@ func assertAllReadable(t *testing.T, dd *store.DataDir) {
 }
 
 // captureFile captures dir into a JSONL file and returns its path.
-func captureFile(t *testing.T, dir string) (string, CaptureStats) {
+func captureFile(t testing.TB, dir string) (string, CaptureStats) {
 	t.Helper()
 	dd := openRO(t, dir)
 	defer closeDD(t, dd)
@@ -193,7 +192,7 @@ func captureFile(t *testing.T, dir string) (string, CaptureStats) {
 	return p, st
 }
 
-func loadCands(t *testing.T, paths ...string) []Candidate {
+func loadCands(t testing.TB, paths ...string) []Candidate {
 	t.Helper()
 	c, bad, err := LoadCandidates(paths)
 	if err != nil {
@@ -206,7 +205,7 @@ func loadCands(t *testing.T, paths ...string) []Candidate {
 }
 
 // planAndApply plans with cands on a writable open and applies.
-func planAndApply(t *testing.T, dir string, cands []Candidate, opts Options) (*RepairPlan, *mutate.Result, error) {
+func planAndApply(t testing.TB, dir string, cands []Candidate, opts Options) (*RepairPlan, *mutate.Result, error) {
 	t.Helper()
 	dd := openRW(t, dir)
 	defer closeDD(t, dd)
@@ -240,7 +239,7 @@ func manifestVersion(m *fixtures.Manifest, key string, v int64) (fixtures.Schema
 	return fixtures.SchemaVersion{}, false
 }
 
-func storedInfo(t *testing.T, dd *store.DataDir, key string, version int64) *schemapb.SchemaInfo {
+func storedInfo(t testing.TB, dd *store.DataDir, key string, version int64) *schemapb.SchemaInfo {
 	t.Helper()
 	n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + key)
 	if err != nil {
@@ -262,5 +261,3 @@ func storedInfo(t *testing.T, dd *store.DataDir, key string, version int64) *sch
 	t.Fatalf("%s has no version %d", key, version)
 	return nil
 }
-
-var errAny = errors.New("any")

@@ -155,7 +155,7 @@ func TestCaptureLoseRepair(t *testing.T) {
 	}
 }
 
-func typeOf(t *testing.T, name string) schemapb.SchemaInfo_SchemaType {
+func typeOf(t testing.TB, name string) schemapb.SchemaInfo_SchemaType {
 	t.Helper()
 	v, ok := schemapb.SchemaInfo_SchemaType_value[name]
 	if !ok {
@@ -164,7 +164,7 @@ func typeOf(t *testing.T, name string) schemapb.SchemaInfo_SchemaType {
 	return schemapb.SchemaInfo_SchemaType(v)
 }
 
-func propsOf(t *testing.T, sv fixtures.SchemaVersion) Properties {
+func propsOf(t testing.TB, sv fixtures.SchemaVersion) Properties {
 	t.Helper()
 	b, err := jsonMarshal(sv.Props)
 	if err != nil {
@@ -246,7 +246,7 @@ func TestRepairFixtureFaults(t *testing.T) {
 
 // manifestCapture writes a capture file from a fixture manifest; keep, when set,
 // chooses the versions written.
-func manifestCapture(t *testing.T, m *fixtures.Manifest, keep func(key string, v int64) bool) string {
+func manifestCapture(t testing.TB, m *fixtures.Manifest, keep func(key string, v int64) bool) string {
 	t.Helper()
 	var buf bytes.Buffer
 	for _, s := range m.Schemas {

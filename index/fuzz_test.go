@@ -1,0 +1,66 @@
+package index
+
+import (
+	"context"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"google.golang.org/protobuf/proto"
+)
+
+func FuzzParseEntryInfo(f *testing.F) {
+	for _, n := range []int32{1, 5} {
+		md := &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(1), PublishTime: proto.Uint64(9)}
+		if n > 1 {
+			md.NumMessagesInBatch = proto.Int32(n)
+		}
+		for _, bm := range []*pulsarpb.BrokerEntryMetadata{nil, {Index: proto.Uint64(41), BrokerTimestamp: proto.Uint64(7)}} {
+			b, err := formats.BuildEntry(bm, n == 5, md, []byte("x"))
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{0x0e, 0x02, 0xff, 0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := ParseEntryInfo(b)
+		if err != nil {
+			return
+		}
+		if e.HasIndex && (e.Base < 0 || e.Base > e.Last) {
+			t.Fatalf("base %d last %d", e.Base, e.Last)
+		}
+	})
+}
+
+// FuzzFindOffset runs searches over arbitrary ManagedLedgerInfo bytes against a
+// real store: whatever metadata says, a search answers or errors, never panics.
+func FuzzFindOffset(f *testing.F) {
+	dd, _ := buildDir(f, findCases()[:3])
+	for _, name := range []string{"all-props", "no-props", "mixed"} {
+		n, err := dd.Metadata.Get(tPath(name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(n.Value, int64(7), false)
+		f.Add(n.Value, int64(1000), true)
+	}
+	f.Fuzz(func(t *testing.T, node []byte, target int64, legacy bool) {
+		info, _, err := formats.DecodeManagedLedgerInfo(node)
+		if err != nil {
+			return
+		}
+		a, err := FindOffset(context.Background(), dd.Ledgers, info, target, FindOptions{Legacy: legacy})
+		if err != nil {
+			return
+		}
+		if a.Found && a.PastEnd {
+			t.Fatalf("found and past end: %+v", a)
+		}
+		if _, err := FindTime(context.Background(), dd.Ledgers, info, target, FindOptions{Legacy: legacy}); err != nil {
+			return
+		}
+	})
+}
