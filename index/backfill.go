@@ -354,8 +354,8 @@ func (b *backfiller) flush(ctx context.Context) error {
 	}
 	// A batch that starts is finished: cancelling stops between batches.
 	r, err := b.eng.Apply(context.WithoutCancel(ctx), plan, ao)
-	if ao.Backup != "" && r != nil {
-		b.backupTaken = true
+	if r != nil && r.Backup != "" {
+		b.backupTaken = true // a refused run wrote no backup: the next batch takes it
 	}
 	if err != nil {
 		if !errors.Is(err, store.ErrVersionMismatch) || r == nil {

@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -428,5 +429,37 @@ func TestBackfillSelectedPaths(t *testing.T) {
 	info, _, _ := loadInfo(t, dd, tPath("a"))
 	if _, ok := formats.LedgerProperty(info.LedgerInfo[0], DefaultKey); ok {
 		t.Fatal("topic a was not selected but was written")
+	}
+}
+
+func TestBackfillBackupAndRate(t *testing.T) {
+	dd, _ := buildDir(t, []tTopic{
+		{name: "a", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}, {batches: uniform(3, 2)}}},
+		{name: "b", mlIndex: true, ledgers: []tLedger{{batches: uniform(3, 2)}}},
+	})
+	backup := filepath.Join(t.TempDir(), "meta.bak")
+	// A generous rate still goes through the token bucket for every ledger.
+	res := backfill(t, dd, BackfillOptions{Apply: true, Backup: backup, BatchTopics: 1, Rate: 10000, Workers: 2})
+	if res.Written != 3 || len(res.Runs) != 2 {
+		t.Fatalf("written %d in %d runs", res.Written, len(res.Runs))
+	}
+	st, err := os.Stat(backup)
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("backup: %v", err)
+	}
+}
+
+func TestLimiterStopsOnCancel(t *testing.T) {
+	l := newLimiter(0.001, 1) // one token, then one every 1000 s
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := l.wait(ctx); err != nil {
+		t.Fatalf("first token: %v", err)
+	}
+	cancel()
+	if err := l.wait(ctx); err == nil {
+		t.Fatal("wait without a token returned nil after cancel")
+	}
+	if newLimiter(0, 1) != nil {
+		t.Fatal("rate 0 must mean no limiter")
 	}
 }

@@ -154,6 +154,7 @@ type checker struct {
 	// Per-entry findings of the ledger being scanned, by kind.
 	entryListed   map[string]int
 	entryUnlisted map[string]int64
+	strings       map[string]string // see intern
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -193,6 +194,7 @@ func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *che
 		badCursors:    map[string]bool{},
 		entryListed:   map[string]int{},
 		entryUnlisted: map[string]int64{},
+		strings:       map[string]string{},
 	}
 }
 
@@ -390,6 +392,15 @@ func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
 	return slices.CompactFunc(out, func(a, b *schemapb.IndexEntry) bool { return a.GetVersion() == b.GetVersion() })
 }
 
+// intern keeps one copy of strings that many ledgers share (component, owner).
+func (c *checker) intern(s string) string {
+	if v, ok := c.strings[s]; ok {
+		return v
+	}
+	c.strings[s] = s
+	return s
+}
+
 func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 	f := c.fact(id)
 	f.node = true
@@ -398,13 +409,16 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 	// and is closed: such a ledger may rightly have no entries.
 	f.metaEmpty = (m.LastEntryId != nil && m.GetLastEntryId() < 0) || (m.LastEntryId == nil && m.GetLength() == 0)
 	f.closed = m.GetState() == bkpb.LedgerMetadataFormat_CLOSED
-	f.component, _ = formats.CustomMetadata(m, cmComponent)
+	component, _ := formats.CustomMetadata(m, cmComponent)
+	f.component = c.intern(component)
 	switch f.component {
 	case componentML:
-		f.owner, _ = formats.CustomMetadata(m, cmManagedLedger)
+		owner, _ := formats.CustomMetadata(m, cmManagedLedger)
+		f.owner = c.intern(owner)
 		f.cursorName, f.cursorLedger = formats.CustomMetadata(m, cmCursor)
 	case componentSchema:
-		f.owner, _ = formats.CustomMetadata(m, cmSchemaID)
+		owner, _ := formats.CustomMetadata(m, cmSchemaID)
+		f.owner = c.intern(owner)
 	}
 }
 
@@ -499,7 +513,7 @@ func (c *checker) flushUnlisted(id int64) {
 	for _, kind := range []string{KindEntryUndecodable, KindEntryCRCMismatch, KindValueTruncated} {
 		if n := c.entryUnlisted[kind]; n > 0 {
 			fd := newFinding(kind, ledgerLoc(id), "inspect the ledger with: ledgermedic inspect entries --ledger "+strconv.FormatInt(id, 10),
-				"%d more entries of this ledger have this problem (only the first %d are listed)", n, maxEntryFindingsPerLedger)
+				"%s of this ledger had this problem too (only the first %d are listed)", plural(n, "more entry", "more entries"), maxEntryFindingsPerLedger)
 			fd.LedgerID = report.Int64(id)
 			c.add(fd)
 		}
@@ -569,7 +583,7 @@ func (c *checker) checkLedgers(context.Context) error {
 		switch {
 		case orphan:
 			fd := newFinding(KindOrphanLedger, ledgerLoc(id), "nothing points at it; keep it until repairs are done, it may hold a lost schema or topic data",
-				"%s ledger of %q (%d entries) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, f.stored)
+				"%s ledger of %q (%s) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, plural(f.stored, "entry", "entries"))
 			fd.LedgerID, fd.Path = report.Int64(id), path
 			c.add(fd)
 		case f.node && !f.badNode && f.stored == 0 && !f.metaEmpty && !f.openLast && f.refs&refSchema == 0:
@@ -579,7 +593,7 @@ func (c *checker) checkLedgers(context.Context) error {
 			c.add(fd)
 		case !f.node && f.stored > 0:
 			fd := newFinding(KindEntriesWithoutNode, ledgerLoc(id), "BookKeeper will not serve a ledger without metadata; recreate "+path+" or remove the entries",
-				"%d entries are stored but ledger node %s does not exist", f.stored, path)
+				"%s stored but ledger node %s does not exist", plural(f.stored, "entry is", "entries are"), path)
 			fd.LedgerID, fd.Path = report.Int64(id), path
 			c.add(fd)
 		case f.node && !f.badNode && f.closed && f.stored > 0 && f.lastEntryID+1 > f.stored:
@@ -617,7 +631,7 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 			f := c.ledgers[l.id]
 			if !f.offloadedGone && !f.node && f.stored == 0 {
 				fd := newFinding(KindLedgerMissing, ml.topic+" "+ledgerLoc(l.id), "the ledger's messages are lost; remove the LedgerInfo only after confirming no bookie holds the ledger",
-					"LedgerInfo names ledger %d (%d entries) but it has neither a node nor entries", l.id, l.entries)
+					"LedgerInfo names ledger %d (%s) but it has neither a node nor entries", l.id, plural(l.entries, "entry", "entries"))
 				fd.Topic, fd.Path, fd.LedgerID = ml.topic, ml.path, report.Int64(l.id)
 				c.add(fd)
 			}
@@ -630,7 +644,11 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 			}
 		}
 		if indexed && lacking > 0 {
-			fd := newFinding(KindFirstEntryIndexMissing, ml.topic, "back-fill it so find-by-offset reads one ledger instead of all",
+			hint := "ledgermedic index backfill --topic " + ml.topic
+			if c.opts.FirstEntryIndexKey != DefaultFirstEntryIndexKey {
+				hint += " --key " + c.opts.FirstEntryIndexKey
+			}
+			fd := newFinding(KindFirstEntryIndexMissing, ml.topic, hint+" (then find-by-offset reads one ledger, not all)",
 				"%d of %d ledgers with entries have no %s property", lacking, withEntries, c.opts.FirstEntryIndexKey)
 			fd.Topic, fd.Path = ml.topic, ml.path
 			c.add(fd)
@@ -728,4 +746,12 @@ func decodeSchemaValue(v []byte) (*schemapb.SchemaInfo, error) {
 		return nil, fmt.Errorf("schema info: %w", err)
 	}
 	return info, nil
+}
+
+// plural returns "1 entry" or "n entries".
+func plural(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.FormatInt(n, 10) + " " + many
 }

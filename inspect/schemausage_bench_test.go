@@ -33,8 +33,9 @@ func benchDataDir(b *testing.B) string {
 		return dir
 	}
 	// The default cluster has 11 managed ledgers of 3 ledgers each, the last one
-	// half full: 27.5 ledgers' worth of entries.
-	perLedger := max(1, want*2/55)
+	// half full: 27.5 ledgers' worth of entries, about 26.5 of them stored (one
+	// ledger is offloaded).
+	perLedger := max(1, want*2/53)
 	start := time.Now()
 	m, err := fixtures.Generate(context.Background(), dir, fixtures.Options{Seed: 1, EntriesPerLedger: perLedger}, nil)
 	if err != nil {
