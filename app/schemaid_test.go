@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,8 +11,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/urfave/cli/v2"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -36,65 +33,9 @@ func updateGolden() bool {
 func schemaidRun(t *testing.T, stdin io.Reader, args ...string) (int, string, string) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	e := Env{Stdout: &out, Stderr: &errOut, Stdin: stdin}
-	argv := append([]string{"ledgermedic"}, args...)
-	var code int
-	if wiredForTest(New(e)) {
-		code = Run(context.Background(), argv, e)
-	} else {
-		code = runUnwired(argv, e)
-	}
+	code := Run(context.Background(), append([]string{"ledgermedic"}, args...),
+		Env{Stdout: &out, Stderr: &errOut, Stdin: stdin})
 	return code, out.String(), errOut.String()
-}
-
-// wiredForTest reports whether the app has the commands these tests exercise.
-func wiredForTest(a *cli.App) bool {
-	return findCommand(a.Commands, "schemaid") != nil &&
-		findCommand(subcommands(findCommand(a.Commands, "inspect")), "schema-usage") != nil
-}
-
-func findCommand(cmds []*cli.Command, name string) *cli.Command {
-	for _, c := range cmds {
-		if c.Name == name {
-			return c
-		}
-	}
-	return nil
-}
-
-func subcommands(c *cli.Command) []*cli.Command {
-	if c == nil {
-		return nil
-	}
-	return c.Subcommands
-}
-
-// runUnwired is Run with the commands under test added where the app does not
-// have them yet (until they are wired into commands()): the same app, the same
-// exit-code mapping.
-func runUnwired(argv []string, e Env) int {
-	a := New(e)
-	en := &env{Env: e}
-	if findCommand(a.Commands, "schemaid") == nil {
-		a.Commands = append(a.Commands, en.schemaidCommand())
-	}
-	inspect := findCommand(a.Commands, "inspect")
-	if inspect == nil {
-		inspect = &cli.Command{Name: "inspect"}
-		a.Commands = append(a.Commands, inspect)
-	}
-	if findCommand(inspect.Subcommands, "schema-usage") == nil {
-		inspect.Subcommands = append(inspect.Subcommands, en.schemaUsageCommand())
-	}
-	setUsageErrors(a.Commands)
-	err := a.RunContext(context.Background(), argv)
-	if err == nil {
-		return report.ExitClean
-	}
-	if msg := err.Error(); !errors.Is(err, report.ErrFindings) && msg != "" {
-		fmt.Fprintf(e.Stderr, "ledgermedic: %s\n", msg)
-	}
-	return exitCode(err)
 }
 
 // schemaidGolden compares got with testdata/name, or rewrites it under -update.

@@ -694,6 +694,7 @@ const (
 	StateUndecodable  = "undecodable"   // the entry is not a SchemaEntry holding a SchemaInfo
 	StateHashMismatch = "hash-mismatch" // SHA-256 of the stored definition differs from the locator's
 	StateTruncated    = "truncated"     // the entry's value is damaged in the store
+	StateNodeLost     = "node-lost"     // the entry is intact but the ledger node is gone (Check: entries-without-node)
 )
 
 // schemaState reads one schema version's entry and says what state it is in,
@@ -720,11 +721,16 @@ func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state,
 	if err != nil {
 		return StateUndecodable, err.Error(), nil
 	}
-	if info.GetDeleted() && len(sv.hash) == 0 {
-		return StateOK, "deleted (tombstone)", info
+	if !info.GetDeleted() || len(sv.hash) != 0 {
+		if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
+			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info
+		}
 	}
-	if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
-		return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info
+	if f != nil && !f.node {
+		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it", info
+	}
+	if info.GetDeleted() {
+		return StateOK, "deleted (tombstone)", info
 	}
 	return StateOK, "", info
 }

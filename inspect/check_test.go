@@ -103,6 +103,11 @@ func TestCheckFindings(t *testing.T) {
 			[]want{{KindSchemaLedgerLost, "schema public/default/orders version 0"}}},
 		{"schema entry lost", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(41, 1, false) },
 			[]want{{KindSchemaEntryLost, "schema public/default/orders version 1"}}},
+		{"schema ledger node lost, entry intact", func(_ *store.DataDir, b *testBuilder) {
+			if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil {
+				b.t.Fatal(err)
+			}
+		}, []want{{KindEntriesWithoutNode, "ledger 41"}}},
 		{"schema entry undecodable", func(_ *store.DataDir, b *testBuilder) { b.entry(41, 0, []byte{0xff, 0xff, 0xff}) },
 			[]want{{KindSchemaEntryUndecodable, "schema public/default/orders version 1"}}},
 		{"schema hash mismatch", func(_ *store.DataDir, b *testBuilder) { b.entry(42, 0, badSchemaInfo(b)) },

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
@@ -199,4 +200,25 @@ func mustOpen(t *testing.T, dir string) *store.DataDir {
 		t.Fatal(err)
 	}
 	return dd
+}
+
+// TestSchemasStates shows each state a schema version can be in.
+func TestSchemasStates(t *testing.T) {
+	dir := buildTestDir(t)
+	edit(t, dir, func(b *testBuilder) {
+		b.deleteLedger(40, 1, true)                                    // ledger-lost
+		if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil { // node-lost
+			t.Fatal(err)
+		}
+		b.entry(42, 0, []byte{0xff}) // undecodable
+	})
+	tbl := must(Schemas(context.Background(), openRO(t, dir), nil))
+	var states []string
+	for _, r := range tbl.Rows {
+		states = append(states, r[6].(string))
+	}
+	want := []string{StateUndecodable, StateLedgerLost, StateNodeLost}
+	if !slices.Equal(states, want) {
+		t.Fatalf("states %v, want %v", states, want)
+	}
 }
