@@ -526,7 +526,7 @@ func (st *usageState) decode(topic int32, pos Position, v []byte) {
 			st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
 			return
 		}
-		st.refsFromEntry(v)
+		st.refsFromEntry()
 	}
 	if r.hasChecksum && !r.crcOK {
 		// The metadata parsed, so the entry still counts; the bytes are damaged.
@@ -547,7 +547,7 @@ func (st *usageState) decode(topic int32, pos Position, v []byte) {
 }
 
 // refsFromEntry fills st.refs from a full parse.
-func (st *usageState) refsFromEntry(v []byte) {
+func (st *usageState) refsFromEntry() {
 	md := &st.md
 	st.refs = entryRefs{
 		publishMs: md.GetPublishTime(), messages: int64(md.GetNumMessagesInBatch()),

@@ -14,6 +14,9 @@ const (
 	SeverityInfo    Severity = "info"
 )
 
+// severityRank orders severities most serious first.
+var severityRank = map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
+
 // Finding is one thing a check found: what, how bad, where, and what to do.
 // check, JSON output and exit codes all derive from these values.
 type Finding struct {
@@ -45,11 +48,10 @@ func Actionable(fs []Finding) bool {
 
 // SortFindings orders findings by severity, kind, then location, so output is stable.
 func SortFindings(fs []Finding) {
-	rank := map[Severity]int{SeverityError: 0, SeverityWarning: 1, SeverityInfo: 2}
 	sort.SliceStable(fs, func(i, j int) bool {
 		a, b := fs[i], fs[j]
-		if rank[a.Severity] != rank[b.Severity] {
-			return rank[a.Severity] < rank[b.Severity]
+		if severityRank[a.Severity] != severityRank[b.Severity] {
+			return severityRank[a.Severity] < severityRank[b.Severity]
 		}
 		if a.Kind != b.Kind {
 			return a.Kind < b.Kind
@@ -84,7 +86,7 @@ func SummaryTable(fs []Finding) *Table {
 	}
 	sort.Slice(keys, func(i, j int) bool {
 		if keys[i].sev != keys[j].sev {
-			return keys[i].sev < keys[j].sev
+			return severityRank[keys[i].sev] < severityRank[keys[j].sev]
 		}
 		return keys[i].kind < keys[j].kind
 	})

@@ -123,8 +123,8 @@ func TestActionableAndSort(t *testing.T) {
 		}
 	}
 	sum := SummaryTable(fs)
-	if len(sum.Rows) != 3 || sum.Rows[0][0] != "a" || sum.Rows[0][2] != 2 {
-		t.Errorf("summary rows = %v", sum.Rows)
+	if len(sum.Rows) != 3 || sum.Rows[0][0] != "a" || sum.Rows[0][2] != 2 || sum.Rows[1][1] != "warning" || sum.Rows[2][1] != "info" {
+		t.Errorf("summary rows = %v, want error, warning, info in that order", sum.Rows)
 	}
 }
 
