@@ -17,7 +17,11 @@ func (e *env) checkCommand() *cli.Command {
 		Description: "Reads every metadata node and every entry once, never writes. Finding kinds:\n" +
 			"  " + joinKinds() + "\n" +
 			"Exits 0 when nothing (or only info) is found, 1 with findings.",
-		Flags:  []cli.Flag{firstEntryIndexKeyFlag()},
+		Flags: []cli.Flag{
+			firstEntryIndexKeyFlag(),
+			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the schema-usage scan of every stored message " +
+				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
+		},
 		Action: e.check,
 	}
 }
@@ -34,9 +38,14 @@ func joinKinds() string {
 }
 
 // checkSources are the finding sources of other features that join the core
-// check (schema usage, back-fill coverage, ...): append them here.
-func (e *env) checkSources(*cli.Context) []inspect.FindingSource {
-	return nil
+// check: append them here.
+func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
+	var sources []inspect.FindingSource
+	if !c.Bool("skip-message-scan") {
+		// A second pass over the entries: which schema versions stored messages still need.
+		sources = append(sources, inspect.SchemaUsageFindings)
+	}
+	return sources
 }
 
 func (e *env) check(c *cli.Context) error {
