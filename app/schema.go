@@ -48,7 +48,7 @@ func (e *env) schemaCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "from", Usage: "input file or directory (repeatable)"},
 					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema; inputs naming no topic are taken to be its"},
-					&cli.BoolFlag{Name: "apply", Usage: "write the repair (journaled; undo with `ledgermedic journal undo RUN`)"},
+					&cli.BoolFlag{Name: "apply", Usage: "write the repair (journaled; undo with: ledgermedic journal undo --apply RUN)"},
 					&cli.BoolFlag{Name: "allow-hash-mismatch", Usage: "DANGEROUS: use an input naming the exact topic and version even though its SHA-256 differs"},
 					&cli.StringFlag{Name: "backup", Usage: "with --apply: write a metadata backup to this new file first"},
 					&cli.BoolFlag{Name: "count-usage", Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
