@@ -63,7 +63,7 @@ func (e *env) check(c *cli.Context) error {
 			code = report.ExitFindings
 		}
 		doc := &report.Document{Findings: fs, Extra: map[string]any{"exit_code": code}}
-		doc.Add(report.SummaryTable(fs), stats.Table())
+		doc.Add(report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
 		if err := e.print(c, doc); err != nil {
 			return err
 		}

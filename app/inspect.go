@@ -43,8 +43,9 @@ func (e *env) inspectCommand() *cli.Command {
 				Action:    e.inspectNode,
 			},
 			{
-				Name:  "entries",
-				Usage: "one row per entry of a ledger: broker index, publish time, producer, sequence id, batch size, schema ids, CRC",
+				Name: "entries",
+				Usage: "one row per entry of a ledger: broker index, publish time, producer, sequence id, batch size, schema ids, CRC; " +
+					"for a schema ledger: schema, type, deleted, definition size and SHA-256, index entries",
 				Flags: []cli.Flag{
 					&cli.Int64Flag{Name: "ledger", Required: true, Usage: "ledger id"},
 					&cli.Int64Flag{Name: "from", Value: 0, Usage: "first entry id"},

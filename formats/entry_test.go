@@ -403,4 +403,14 @@ func BenchmarkParseEntry(b *testing.B) {
 			}
 		}
 	})
+	b.Run("PeekEntry", func(b *testing.B) {
+		var r EntryRefs
+		b.SetBytes(int64(len(frame)))
+		b.ReportAllocs()
+		for b.Loop() {
+			if !PeekEntry(frame, &r) {
+				b.Fatal("PeekEntry declined")
+			}
+		}
+	})
 }

@@ -3,10 +3,9 @@ package inspect
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -63,6 +62,44 @@ type CheckStats struct {
 	Entries        int64 // entries read
 	EntryBytes     int64
 	TopicEntries   int64 // entries parsed as topic entry frames
+	// Coverage is the firstEntryIndex back-fill coverage of every managed ledger
+	// whose node decodes, in the order the metadata walk met them.
+	Coverage []TopicCoverage
+}
+
+// TopicCoverage is how much of one managed ledger firstEntryIndex covers.
+type TopicCoverage struct {
+	Topic   string // persistent://...
+	Path    string // managed-ledger node
+	Indexed bool   // the ML property "index" is set or a ledger's entry 0 has a broker index
+	// WithEntries counts LedgerInfos with entries (the open last ledger has none
+	// yet); Covered counts those of them that have the property.
+	WithEntries int
+	Covered     int
+}
+
+// Percent is Covered of WithEntries in percent, rounded to one decimal; ok is
+// false when no ledger has entries.
+func (tc TopicCoverage) Percent() (pct float64, ok bool) {
+	if tc.WithEntries == 0 {
+		return 0, false
+	}
+	return math.Round(float64(tc.Covered)*1000/float64(tc.WithEntries)) / 10, true
+}
+
+// CoverageTable renders Coverage, one row per managed ledger.
+func (s *CheckStats) CoverageTable() *report.Table {
+	t := report.NewTable("coverage", "firstEntryIndex coverage",
+		"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS_WITH_ENTRIES", "ledgers_with_entries",
+		"WITH_PROPERTY", "ledgers_with_property", "COVERAGE_%", "coverage_pct")
+	for _, tc := range s.Coverage {
+		var pct any
+		if p, ok := tc.Percent(); ok {
+			pct = p
+		}
+		t.Add(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct)
+	}
+	return t
 }
 
 // Table renders the stats as a two-column table.
@@ -155,6 +192,7 @@ type checker struct {
 	entryListed   map[string]int
 	entryUnlisted map[string]int64
 	strings       map[string]string // see intern
+	refs          formats.EntryRefs // topicEntry's, reused
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -524,48 +562,29 @@ func (c *checker) flushUnlisted(id int64) {
 
 func (c *checker) topicEntry(ledgerID, entryID int64, v []byte, f *ledgerFacts, e *formats.Entry, md *pulsarpb.MessageMetadata, bm *pulsarpb.BrokerEntryMetadata) {
 	c.stats.TopicEntries++
-	// Most entries carry a CRC32C: when it matches, the bytes are the broker's and
-	// need no decoding, except entry 0, whose broker index says the topic is indexed.
-	if entryID != 0 && checksumMatches(v) {
-		return
+	// The fast path reads what Check needs without decoding; when it declines,
+	// the full parser says what is wrong.
+	r := &c.refs
+	if !formats.PeekEntry(v, r) {
+		if err := formats.ParseEntryInto(v, e, md, bm); err != nil {
+			fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
+				"%v", err)
+			fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
+			c.addEntryFinding(fd)
+			return
+		}
+		*r = e.Refs()
 	}
-	if err := formats.ParseEntryInto(v, e, md, bm); err != nil {
-		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
-			"%v", err)
-		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
-		c.addEntryFinding(fd)
-		return
-	}
-	if e.HasChecksum && !e.ChecksumOK {
+	if r.HasChecksum && !r.ChecksumOK {
 		fd := newFinding(KindEntryCRCMismatch, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
-			"stored CRC32C %08x does not match the entry's %d bytes from offset %d", e.Checksum, len(v)-e.MetadataOffset, e.MetadataOffset)
+			"stored CRC32C %08x does not match the entry's %d bytes from offset %d", r.Checksum, len(v)-r.MetadataOffset, r.MetadataOffset)
 		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
 		c.addEntryFinding(fd)
 	}
-	if entryID == 0 && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
+	if entryID == 0 && r.HasIndex {
 		f.entry0Indexed = true
 	}
 }
-
-// checksumMatches reports whether an entry frame carries a CRC32C block whose
-// checksum matches the bytes it covers (FORMATS.md section 3). Anything else,
-// including a frame too short to tell, is false: the caller then parses it fully.
-func checksumMatches(v []byte) bool {
-	off := 0
-	if len(v) >= 6 && binary.BigEndian.Uint16(v) == formats.MagicBrokerEntryMetadata {
-		size := uint64(binary.BigEndian.Uint32(v[2:]))
-		if size > uint64(len(v)-6) {
-			return false
-		}
-		off = 6 + int(size)
-	}
-	if len(v)-off < 6 || binary.BigEndian.Uint16(v[off:]) != formats.MagicCrc32c {
-		return false
-	}
-	return crc32.Checksum(v[off+6:], castagnoli) == binary.BigEndian.Uint32(v[off+2:])
-}
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func entriesHint(ledgerID, entryID int64) string {
 	return fmt.Sprintf("ledgermedic inspect entries --ledger %d --from %d --to %d", ledgerID, entryID, entryID)
@@ -622,11 +641,11 @@ func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
 }
 
 // checkManagedLedgers reports LedgerInfos of lost ledgers and, per indexed topic,
-// how many LedgerInfos lack firstEntryIndex.
+// how many LedgerInfos lack firstEntryIndex; it fills the coverage table.
 func (c *checker) checkManagedLedgers(context.Context) error {
 	for _, ml := range c.mls {
 		indexed := ml.indexProp
-		var lacking, withEntries int
+		var covered, withEntries int
 		for _, l := range ml.ledgers {
 			f := c.ledgers[l.id]
 			if !f.offloadedGone && !f.node && f.stored == 0 {
@@ -638,12 +657,15 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 			indexed = indexed || f.entry0Indexed
 			if l.entries > 0 {
 				withEntries++
-				if !l.hasFirstIndex {
-					lacking++
+				if l.hasFirstIndex {
+					covered++
 				}
 			}
 		}
-		if indexed && lacking > 0 {
+		c.stats.Coverage = append(c.stats.Coverage, TopicCoverage{
+			Topic: ml.topic, Path: ml.path, Indexed: indexed, WithEntries: withEntries, Covered: covered,
+		})
+		if lacking := withEntries - covered; indexed && lacking > 0 {
 			hint := "ledgermedic index backfill --topic " + ml.topic
 			if c.opts.FirstEntryIndexKey != DefaultFirstEntryIndexKey {
 				hint += " --key " + c.opts.FirstEntryIndexKey

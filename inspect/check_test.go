@@ -330,42 +330,11 @@ func FuzzEntryRow(f *testing.F) {
 		if len(row) != 11 {
 			t.Fatalf("row has %d cells", len(row))
 		}
-		// The fast CRC path agrees with the full parse.
-		if pe, err := formats.ParseEntry(v); err == nil && pe.HasChecksum && pe.ChecksumOK != checksumMatches(v) {
-			t.Fatalf("checksumMatches %v, ParseEntry ChecksumOK %v", checksumMatches(v), pe.ChecksumOK)
-		}
 		c := newChecker(nil, CheckOptions{}, report.NoProgress{})
 		var md pulsarpb.MessageMetadata
 		var bm pulsarpb.BrokerEntryMetadata
 		c.topicEntry(7, 0, v, &ledgerFacts{}, &e, &md, &bm)
 	})
-}
-
-func TestChecksumMatches(t *testing.T) {
-	md := &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(1), PublishTime: proto.Uint64(2)}
-	bm := &pulsarpb.BrokerEntryMetadata{Index: proto.Uint64(9)}
-	for _, withBM := range []*pulsarpb.BrokerEntryMetadata{nil, bm} {
-		good := must(formats.BuildEntry(withBM, true, md, []byte("payload")))
-		if !checksumMatches(good) {
-			t.Fatalf("broker meta %v: a good frame does not match", withBM != nil)
-		}
-		crcAt := len(good) - len("payload") - 4 - proto.Size(md) - 6
-		for i := crcAt; i < len(good); i++ { // every byte the CRC block and the checksum cover
-			bad := slices.Clone(good)
-			bad[i] ^= 0x40
-			if checksumMatches(bad) {
-				t.Errorf("broker meta %v: byte %d flipped still matches", withBM != nil, i)
-			}
-		}
-		if checksumMatches(must(formats.BuildEntry(withBM, false, md, []byte("payload")))) {
-			t.Errorf("broker meta %v: a frame without CRC block matches", withBM != nil)
-		}
-	}
-	for _, v := range [][]byte{nil, {0x0e}, {0x0e, 0x01, 0, 0}, {0x0e, 0x02, 0xff, 0xff, 0xff, 0xff, 0x0e, 0x01}} {
-		if checksumMatches(v) {
-			t.Errorf("%x matches", v)
-		}
-	}
 }
 
 // TestCheckCapsEntryFindings: a ledger full of bad entries lists the first

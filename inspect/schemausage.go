@@ -492,7 +492,7 @@ type usageState struct {
 	bad    []badEntry // the lowest positions, at most 2*maxBad before trimming
 	maxBad int
 
-	refs  entryRefs
+	refs  formats.EntryRefs
 	entry formats.Entry // the slow path's
 	md    pulsarpb.MessageMetadata
 	bm    pulsarpb.BrokerEntryMetadata
@@ -519,42 +519,31 @@ func (st *usageState) decode(topic int32, pos Position, v []byte) {
 	tot := &st.totals[topic]
 	tot.entries++
 	r := &st.refs
-	if !scanEntry(v, r) {
+	if !formats.PeekEntry(v, r) {
 		// The fast path declined: the full parser says what is wrong, or reads
 		// what the fast path did not accept.
 		if err := formats.ParseEntryInto(v, &st.entry, &st.md, &st.bm); err != nil {
 			st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
 			return
 		}
-		st.refsFromEntry()
+		*r = st.entry.Refs()
 	}
-	if r.hasChecksum && !r.crcOK {
+	if r.HasChecksum && !r.ChecksumOK {
 		// The metadata parsed, so the entry still counts; the bytes are damaged.
 		st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryCRCMismatch,
 			detail: fmt.Sprintf("stored CRC32C %08x does not match the entry's %d bytes from offset %d",
-				r.checksum, len(v)-r.metadataOffset, r.metadataOffset)})
+				r.Checksum, len(v)-r.MetadataOffset, r.MetadataOffset)})
 	}
-	tot.messages += r.messages
-	if r.hasVersion {
-		st.count(topic, schemaid.FieldSchemaVersion, r.version, pos, r.publishMs, r.messages)
+	messages := int64(r.NumMessages)
+	tot.messages += messages
+	if r.SchemaVersion != nil {
+		st.count(topic, schemaid.FieldSchemaVersion, r.SchemaVersion, pos, r.PublishTime, messages)
 	}
-	if r.hasID {
-		st.count(topic, schemaid.FieldSchemaID, r.id, pos, r.publishMs, r.messages)
+	if r.SchemaID != nil {
+		st.count(topic, schemaid.FieldSchemaID, r.SchemaID, pos, r.PublishTime, messages)
 	}
-	if !r.hasVersion && !r.hasID {
-		st.count(topic, schemaid.FieldUnknown, nil, pos, r.publishMs, r.messages)
-	}
-}
-
-// refsFromEntry fills st.refs from a full parse.
-func (st *usageState) refsFromEntry() {
-	md := &st.md
-	st.refs = entryRefs{
-		publishMs: md.GetPublishTime(), messages: int64(md.GetNumMessagesInBatch()),
-		version: md.SchemaVersion, hasVersion: md.SchemaVersion != nil,
-		id: md.SchemaId, hasID: md.SchemaId != nil,
-		hasChecksum: st.entry.HasChecksum, crcOK: st.entry.ChecksumOK, checksum: st.entry.Checksum,
-		metadataOffset: st.entry.MetadataOffset,
+	if r.SchemaVersion == nil && r.SchemaID == nil {
+		st.count(topic, schemaid.FieldUnknown, nil, pos, r.PublishTime, messages)
 	}
 }
 

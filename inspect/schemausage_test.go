@@ -551,3 +551,40 @@ func TestSchemaUsageAsCheckSource(t *testing.T) {
 		t.Errorf("the source added nothing: %d findings with it, %d without", len(with), len(without))
 	}
 }
+
+// TestPeekEntryTakesFixtureEntries: every topic entry the fixture generator
+// writes takes formats.PeekEntry's fast path, which keeps the scans I/O-bound,
+// and the fast path agrees with the full parse.
+func TestPeekEntryTakesFixtureEntries(t *testing.T) {
+	dir, _ := usageFixture(t, fixtures.Options{Seed: 9, CorruptCRC: true})
+	dd := usageOpen(t, dir, true)
+	var n, fast, crcBad int
+	err := dd.RawLedgerIteration(context.Background(), func(k, v []byte) error {
+		var e formats.Entry
+		if formats.ParseEntryInto(v, &e, nil, nil) != nil {
+			return nil // a schema ledger's SchemaEntry
+		}
+		n++
+		var r formats.EntryRefs
+		if !formats.PeekEntry(v, &r) {
+			return nil
+		}
+		fast++
+		if want := e.Refs(); !reflect.DeepEqual(r, want) {
+			return fmt.Errorf("entry %x: PeekEntry %+v, ParseEntryInto %+v", k, r, want)
+		}
+		if r.HasChecksum && !r.ChecksumOK {
+			crcBad++
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n == 0 || fast != n {
+		t.Errorf("%d of %d fixture entries took the fast path, want all", fast, n)
+	}
+	if crcBad == 0 {
+		t.Errorf("CorruptCRC fixture: no entry with a bad checksum among %d", n)
+	}
+}

@@ -316,18 +316,32 @@ type EntriesOptions struct {
 const DefaultEntriesLimit = 1000
 
 // Entries lists a ledger's entries one row each, every field named; an entry that
-// does not parse gets its error with the byte offset. more is true when Limit
-// stopped the listing before To.
+// does not parse gets its error with the byte offset. A schema ledger (see
+// isSchemaLedger) gets the schema_entries table instead: one row per SchemaEntry
+// with its schema key, type, deleted flag, definition size and SHA-256, and
+// index length. more is true when Limit stopped the listing before To.
 func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *report.Table, more bool, err error) {
 	if o.Limit <= 0 {
 		o.Limit = DefaultEntriesLimit
 	}
+	schema, err := isSchemaLedger(ctx, dd, o.Ledger)
+	if err != nil {
+		return nil, false, fmt.Errorf("ledger %d: %w", o.Ledger, err)
+	}
+	var e formats.Entry
+	row := func(id int64, v []byte) []any { return entryRow(id, v, &e) }
 	t = report.NewTable("entries", "",
 		"ENTRY", "entry_id", "INDEX", "broker_index", "BROKER_TS", "broker_timestamp", "PUBLISH_TIME", "publish_time",
 		"PRODUCER", "producer", "SEQUENCE", "sequence_id", "BATCH", "batch_size", "SCHEMA_VERSION", "schema_version",
 		"SCHEMA_ID", "schema_id", "CRC", "crc", "ERROR", "error")
+	if schema {
+		row = schemaEntryRow
+		t = report.NewTable("schema_entries", "",
+			"ENTRY", "entry_id", "SCHEMA", "schema_key", "TYPE", "type", "DELETED", "deleted",
+			"DEFINITION_SIZE", "definition_size", "DEFINITION_SHA256", "definition_sha256",
+			"INDEX_ENTRIES", "index_entries", "ERROR", "error")
+	}
 	errLimit := errors.New("limit reached")
-	var e formats.Entry
 	full := func() error {
 		if len(t.Rows) >= o.Limit {
 			more = true
@@ -345,7 +359,7 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		if err := full(); err != nil {
 			return err
 		}
-		t.Add(entryRow(id, v, &e)...)
+		t.Add(row(id, v)...)
 		return nil
 	}, func(id int64, err error) error {
 		if id < o.From || (o.To >= 0 && id > o.To) {
@@ -354,7 +368,9 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		if err := full(); err != nil {
 			return err
 		}
-		t.Add(id, nil, nil, nil, nil, nil, nil, nil, nil, nil, err.Error())
+		cells := make([]any, len(t.Columns))
+		cells[0], cells[len(cells)-1] = id, err.Error()
+		t.Add(cells...)
 		return nil
 	})
 	if errors.Is(err, errLimit) {
@@ -394,6 +410,66 @@ func entryRow(id int64, v []byte, e *formats.Entry) []any {
 	md := e.Metadata
 	return []any{id, index, ts, md.GetPublishTime(), md.GetProducerName(), md.GetSequenceId(),
 		md.GetNumMessagesInBatch(), nilIfEmpty(md.GetSchemaVersion()), nilIfEmpty(md.GetSchemaId()), crc, ""}
+}
+
+// isSchemaLedger reports whether a ledger holds SchemaEntry values rather than
+// topic entry frames: its node's custom metadata says component=schema, or,
+// when the node does not say, a schema locator names the ledger.
+func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (bool, error) {
+	n, err := dd.Metadata.Get(formats.LedgerPath(id))
+	switch {
+	case err == nil:
+		if m, derr := formats.DecodeLedgerMetadata(n.Value); derr == nil {
+			switch component, _ := formats.CustomMetadata(m, cmComponent); component {
+			case componentSchema:
+				return true, nil
+			case componentML:
+				return false, nil
+			}
+		}
+	case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue):
+		return false, err
+	}
+	errFound := errors.New("found")
+	err = walkNodes(ctx, dd.Metadata, formats.SchemasRoot+"/", func(n store.Node) error {
+		if _, ok := formats.ParseSchemaLocatorPath(n.Path); !ok {
+			return nil
+		}
+		loc, err := formats.DecodeSchemaLocator(n.Value)
+		if err != nil {
+			return nil // the schemas view and check report it
+		}
+		for _, ie := range locatorVersions(loc) {
+			if ie.GetPosition().GetLedgerId() == id {
+				return errFound
+			}
+		}
+		return nil
+	}, func(string, error) error { return nil })
+	if errors.Is(err, errFound) {
+		return true, nil
+	}
+	return false, err
+}
+
+// schemaEntryRow decodes one schema ledger entry: SchemaEntry, then its
+// SchemaInfo. Cells are left empty from the first part that does not decode.
+func schemaEntryRow(id int64, v []byte) []any {
+	row := []any{id, nil, nil, nil, nil, nil, nil, ""}
+	se, err := formats.DecodeSchemaEntry(v)
+	if err != nil {
+		row[7] = err.Error()
+		return row
+	}
+	row[6] = len(se.GetIndex())
+	info, err := formats.DecodeSchemaInfo(se.GetSchemaData())
+	if err != nil {
+		row[7] = err.Error()
+		return row
+	}
+	def := info.GetSchema()
+	row[1], row[2], row[3], row[4], row[5] = info.GetSchemaId(), info.GetType().String(), info.GetDeleted(), len(def), formats.SchemaHash(def)
+	return row
 }
 
 func nilIfEmpty(b []byte) []byte {

@@ -123,7 +123,7 @@ func TestViewsGolden(t *testing.T) {
 		if err != nil || !more || len(some.Rows) != 2 || some.Rows[0][0] != int64(1) || some.Rows[1][0] != int64(2) {
 			t.Fatalf("from 1 to 3 limit 2: rows %v more %v err %v", some.Rows, more, err)
 		}
-		// A schema ledger's entry is no topic frame: the row says where parsing failed.
+		// A schema ledger's entries are SchemaEntry values, decoded as such.
 		golden(t, "entries-schema-40", doc(must(drop(Entries(ctx, dd, EntriesOptions{Ledger: 40, To: -1})))))
 		if _, _, err := Entries(ctx, dd, EntriesOptions{Ledger: 999, To: -1}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown ledger: %v, want ErrNotFound", err)
@@ -148,7 +148,7 @@ func TestCheckGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := doc(report.SummaryTable(fs), stats.Table())
+	d := doc(report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
 	d.Findings = fs
 	golden(t, "check", d)
 }
@@ -220,5 +220,61 @@ func TestSchemasStates(t *testing.T) {
 	want := []string{StateUndecodable, StateLedgerLost, StateNodeLost}
 	if !slices.Equal(states, want) {
 		t.Fatalf("states %v, want %v", states, want)
+	}
+}
+
+// TestEntriesSchemaLedger: a schema ledger is known by its node's custom
+// metadata or, without a node, by a locator naming it; its entries are decoded
+// as SchemaEntry values, and a topic ledger keeps the entry-frame view.
+func TestEntriesSchemaLedger(t *testing.T) {
+	dir := buildTestDir(t)
+	edit(t, dir, func(b *testBuilder) {
+		if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil {
+			t.Fatal(err)
+		}
+		b.entry(42, 1, []byte{0xff})
+	})
+	dd := openRO(t, dir)
+	def41 := `{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"]}]}`
+	tests := []struct {
+		name   string
+		ledger int64
+		table  string
+		rows   [][]any
+	}{
+		{"by locator, no node", 41, "schema_entries", [][]any{
+			{int64(0), "public/default/orders", "JSON", false, len(def41), formats.SchemaHash([]byte(def41)), 1, ""},
+		}},
+		{"by custom metadata, one bad entry", 42, "schema_entries", [][]any{
+			{int64(0), "acme/ns/events", "STRING", false, 0, formats.SchemaHash(nil), 0, ""},
+			{int64(1), nil, nil, nil, nil, nil, nil, "schema entry: "}, // protobuf's own text follows
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl, _, err := Entries(context.Background(), dd, EntriesOptions{Ledger: tt.ledger, To: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tbl.Name != tt.table || len(tbl.Rows) != len(tt.rows) {
+				t.Fatalf("table %q with %d rows %v, want %q with %d", tbl.Name, len(tbl.Rows), tbl.Rows, tt.table, len(tt.rows))
+			}
+			for i, want := range tt.rows {
+				got := tbl.Rows[i]
+				for c := range want {
+					g, w := report.Cell(got[c]), report.Cell(want[c])
+					if c == len(want)-1 && w != "-" { // the error column: its start is ours
+						g = g[:min(len(g), len(w))]
+					}
+					if g != w {
+						t.Errorf("row %d column %s: %v, want %v", i, tbl.Columns[c].Key, report.Cell(got[c]), w)
+					}
+				}
+			}
+		})
+	}
+	topicTbl, _, err := Entries(context.Background(), dd, EntriesOptions{Ledger: 10, To: -1})
+	if err != nil || topicTbl.Name != "entries" {
+		t.Fatalf("topic ledger 10: table %v, %v", topicTbl, err)
 	}
 }
