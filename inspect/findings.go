@@ -38,7 +38,8 @@ const (
 	KindFirstEntryIndexMissing = "first-entry-index-missing"
 )
 
-// Severities are fixed per kind, so JSON consumers can rely on them.
+// Severities are fixed per kind, so JSON consumers can rely on them. Check and
+// SchemaUsage share this one table.
 var kindSeverity = map[string]report.Severity{
 	KindSchemaLedgerLost:         report.SeverityError,
 	KindSchemaEntryLost:          report.SeverityError,
@@ -54,15 +55,21 @@ var kindSeverity = map[string]report.Severity{
 	KindNodeUndecodable:          report.SeverityError,
 	KindValueTruncated:           report.SeverityError,
 	KindFirstEntryIndexMissing:   report.SeverityInfo,
+	KindUsedSchemaVersionLost:    report.SeverityError,
+	KindUsedSchemaVersionMissing: report.SeverityError,
+	KindSchemaRefUnchecked:       report.SeverityInfo,
+	KindBadEntriesNotListed:      report.SeverityError,
 }
 
-// Kinds lists every finding kind Check can report, for documentation and tests.
+// Kinds lists every finding kind Check can report (with the schema-usage scan),
+// for documentation and tests.
 func Kinds() []string {
 	return []string{
 		KindSchemaLedgerLost, KindSchemaEntryLost, KindSchemaEntryUndecodable, KindSchemaHashMismatch,
 		KindLedgerMissing, KindLedgerNodeWithoutEntries, KindLedgerEntriesMissing, KindEntriesWithoutNode,
 		KindOrphanLedger, KindEntryCRCMismatch, KindEntryUndecodable, KindNodeUndecodable,
 		KindValueTruncated, KindFirstEntryIndexMissing,
+		KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindBadEntriesNotListed,
 	}
 }
 

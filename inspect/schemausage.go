@@ -36,17 +36,6 @@ const (
 	KindBadEntriesNotListed = "bad-entries-not-listed"
 )
 
-var usageKindSeverity = map[string]report.Severity{
-	KindUsedSchemaVersionLost:    report.SeverityError,
-	KindUsedSchemaVersionMissing: report.SeverityError,
-	KindSchemaRefUnchecked:       report.SeverityInfo,
-	KindBadEntriesNotListed:      report.SeverityError,
-	KindEntryUndecodable:         report.SeverityError,
-	KindEntryCRCMismatch:         report.SeverityError,
-	KindValueTruncated:           report.SeverityError,
-	KindNodeUndecodable:          report.SeverityError,
-}
-
 // Status of one schema reference after the join with the locator.
 const (
 	UseOK        = "ok"              // the locator lists the version and its entry is stored
@@ -286,7 +275,7 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		matched = true
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			findings = append(findings, usageFinding(KindNodeUndecodable, n.Path,
+			findings = append(findings, newFinding(KindNodeUndecodable, n.Path,
 				"its ledgers were not scanned; inspect it with: ledgermedic inspect node "+n.Path,
 				"managed-ledger info does not decode: %v", err))
 			return nil
@@ -301,7 +290,7 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 	bad := func(path string, err error) error {
 		if t, ok := formats.ParseManagedLedgerPath(path); ok && want(t) {
 			matched = true
-			findings = append(findings, usageFinding(KindValueTruncated, path, "its ledgers were not scanned",
+			findings = append(findings, newFinding(KindValueTruncated, path, "its ledgers were not scanned",
 				"managed-ledger info is unreadable: %v", err))
 		}
 		return nil
@@ -620,13 +609,13 @@ func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageRep
 	bad = lowestBad(bad, maxBad)
 	for _, e := range bad {
 		topic := r.Topics[e.topic].Topic
-		f := usageFinding(e.kind, entryLoc(e.pos.Ledger, e.pos.Entry),
+		f := newFinding(e.kind, entryLoc(e.pos.Ledger, e.pos.Entry),
 			"inspect it with: "+entriesHint(e.pos.Ledger, e.pos.Entry), "%s: %s", topic, e.detail)
 		f.Topic, f.LedgerID, f.EntryID = topic, report.Int64(e.pos.Ledger), report.Int64(e.pos.Entry)
 		r.Findings = append(r.Findings, f)
 	}
 	if more := badTotal - int64(len(bad)); more > 0 {
-		r.Findings = append(r.Findings, usageFinding(KindBadEntriesNotListed, "ledger store",
+		r.Findings = append(r.Findings, newFinding(KindBadEntriesNotListed, "ledger store",
 			"list them with: ledgermedic check", "%d more unreadable entries are not listed (%d in all; the %d lowest positions are)",
 			more, badTotal, len(bad)))
 	}
@@ -720,7 +709,7 @@ func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]r
 		if errors.Is(locErr, store.ErrTruncatedValue) {
 			kind = KindValueTruncated
 		}
-		f := usageFinding(kind, path, "inspect it with: ledgermedic inspect node "+path,
+		f := newFinding(kind, path, "inspect it with: ledgermedic inspect node "+path,
 			"the schema locator of %s cannot be read, so its versions in use are not checked: %v", tu.Topic, locErr)
 		f.Topic, f.Path = tu.Topic, path
 		findings = append(findings, f)
@@ -736,7 +725,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 	switch {
 	case errors.Is(locErr, store.ErrNotFound):
 		u.Status, u.Detail = UseMissing, "the topic has no schema locator ("+path+")"
-		f := usageFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
+		f := newFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
 			"%s version %d, but the topic has no schema locator at %s: its schema history was deleted", used, v, path)
 		return withSchema(f, tu, path, v, nil), nil
 	case locErr != nil:
@@ -747,7 +736,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 	ie := findVersion(loc, v)
 	if ie == nil {
 		u.Status, u.Detail = UseMissing, "not in the locator "+path
-		f := usageFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
+		f := newFinding(KindUsedSchemaVersionMissing, where, restoreHint(tu.Topic),
 			"%s version %d, which the schema locator %s does not list (versions %s): that history was deleted",
 			used, v, path, locatorRange(loc))
 		return withSchema(f, tu, path, v, nil), nil
@@ -777,7 +766,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 		}
 	}
 	u.Status, u.Detail = UseLost, what
-	f := usageFinding(KindUsedSchemaVersionLost, where, "ledgermedic schema repair --topic "+tu.Topic,
+	f := newFinding(KindUsedSchemaVersionLost, where, "ledgermedic schema repair --topic "+tu.Topic,
 		"%s version %d, whose schema is lost: %s; restore it first", used, v, what)
 	return withSchema(f, tu, path, v, &ledger), nil
 }
@@ -806,7 +795,7 @@ func uncheckedFinding(tu *TopicUsage, u *SchemaUse) report.Finding {
 	default:
 		why = "an external registry id; there is no registry here to check it against"
 	}
-	f := usageFinding(KindSchemaRefUnchecked, fmt.Sprintf("%s %s %s", tu.Topic, u.Field, u.ID.String()), "",
+	f := newFinding(KindSchemaRefUnchecked, fmt.Sprintf("%s %s %s", tu.Topic, u.Field, u.ID.String()), "",
 		"%d messages in %d entries (ledger:entry %s to %s) carry %s %s: %s",
 		u.Messages, u.Entries, u.First, u.Last, u.Field, u.ID.String(), why)
 	f.Topic = tu.Topic
@@ -845,12 +834,4 @@ func locatorRange(loc *schemapb.SchemaLocator) string {
 		parts[i] = fmt.Sprint(v)
 	}
 	return strings.Join(parts, ", ")
-}
-
-func usageFinding(kind, location, hint, format string, args ...any) report.Finding {
-	sev, ok := usageKindSeverity[kind]
-	if !ok {
-		sev = report.SeverityError
-	}
-	return report.Finding{Kind: kind, Severity: sev, Location: location, Message: fmt.Sprintf(format, args...), Hint: hint}
 }
