@@ -55,21 +55,12 @@ func (e *env) check(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-		if fs == nil {
-			fs = []report.Finding{}
-		}
 		code := report.ExitClean
 		if report.Actionable(fs) {
 			code = report.ExitFindings
 		}
 		doc := &report.Document{Findings: fs, Extra: map[string]any{"exit_code": code}}
 		doc.Add(report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
-		if err := e.print(c, doc); err != nil {
-			return err
-		}
-		if code != report.ExitClean {
-			return report.ErrFindings
-		}
-		return nil
+		return e.printFindings(c, doc)
 	})
 }

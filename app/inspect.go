@@ -5,7 +5,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -117,13 +116,9 @@ func (e *env) inspectLedgers(c *cli.Context) error {
 }
 
 func (e *env) inspectSchemas(c *cli.Context) error {
-	var topic *formats.TopicName
-	if c.IsSet("topic") {
-		t, err := topicArg(c.String("topic"))
-		if err != nil {
-			return err
-		}
-		topic = &t
+	topic, err := optionalTopic(c)
+	if err != nil {
+		return err
 	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
 		t, err := inspect.Schemas(c.Context, dd, topic)

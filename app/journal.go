@@ -182,17 +182,6 @@ func ResultTable(res *mutate.Result) *report.Table {
 	return t
 }
 
-// PlanTable is what a dry run prints: the exact writes an --apply would make.
-func PlanTable(p *mutate.Plan) *report.Table {
-	t := report.NewTable("plan", fmt.Sprintf("Plan (%d writes)", len(p.Items)), "#", "index", "KIND", "kind",
-		"PATH", "path", "LEDGER", "ledger_id", "EXPECT VERSION", "expect_version", "BEFORE BYTES", "before_bytes",
-		"AFTER BYTES", "after_bytes", "DESCRIPTION", "description")
-	for i, it := range p.Items {
-		t.Add(i, string(it.Kind), it.Path, ledgerCell(it.LedgerID), it.Expect, len(it.Before), len(it.After), it.Description)
-	}
-	return t
-}
-
 // journalError maps engine errors to exit codes.
 func journalError(err error) error {
 	switch {

@@ -142,34 +142,8 @@ func (e *env) schemaRepair(c *cli.Context) error {
 			"written; consumers may then decode old messages with the wrong schema")
 	}
 
-	var eng *mutate.Engine
 	doc := &report.Document{Extra: map[string]any{"dry_run": !apply}}
-	if apply {
-		dd, err := e.openWritable(c)
-		if err != nil {
-			return err
-		}
-		defer dd.Close()
-		if eng, err = mutate.New(dd); err != nil {
-			return report.CannotOpen(err)
-		}
-		recovered, err := eng.Recover(c.Context)
-		if err != nil {
-			return report.CannotOpen(fmt.Errorf("recover unfinished runs: %w", err))
-		}
-		for _, r := range recovered {
-			fmt.Fprintf(e.Stderr, "note: unfinished run %s (%s) was %s\n", r.RunID, r.Command, r.State)
-		}
-		if opts.Usage, err = e.usageFunc(c, dd); err != nil {
-			return err
-		}
-		rp, err := repair.Plan(c.Context, dd, cands, opts)
-		if err != nil {
-			return report.CannotOpen(err)
-		}
-		return e.finishRepair(c, doc, rp, inputErrs, eng)
-	}
-	dd, err := e.openReadOnly(c)
+	dd, eng, err := e.openForRepair(c, apply)
 	if err != nil {
 		return err
 	}
@@ -181,7 +155,35 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	return e.finishRepair(c, doc, rp, inputErrs, nil)
+	return e.finishRepair(c, doc, rp, inputErrs, eng)
+}
+
+// openForRepair opens the data dir read-only for a dry run; for --apply it opens
+// it writable and first rolls back any run a crash left unfinished, so the plan
+// is made against a data dir that is whole.
+func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate.Engine, error) {
+	if !apply {
+		dd, err := e.openReadOnly(c)
+		return dd, nil, err
+	}
+	dd, err := e.openWritable(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	eng, err := mutate.New(dd)
+	if err != nil {
+		dd.Close()
+		return nil, nil, report.CannotOpen(err)
+	}
+	recovered, err := eng.Recover(c.Context)
+	if err != nil {
+		dd.Close()
+		return nil, nil, report.CannotOpen(fmt.Errorf("recover unfinished runs: %w", err))
+	}
+	for _, r := range recovered {
+		fmt.Fprintf(e.Stderr, "note: unfinished run %s (%s) was %s\n", r.RunID, r.Command, r.State)
+	}
+	return dd, eng, nil
 }
 
 // usageFunc scans the topics' messages once when --count-usage is set, so the
@@ -190,15 +192,11 @@ func (e *env) usageFunc(c *cli.Context, dd *store.DataDir) (repair.UsageFunc, er
 	if !c.Bool("count-usage") {
 		return nil, nil
 	}
-	opts := inspect.UsageOptions{}
-	if s := c.String("topic"); s != "" {
-		t, err := topicArg(s)
-		if err != nil {
-			return nil, err
-		}
-		opts.Topic = &t
+	topic, err := optionalTopic(c)
+	if err != nil {
+		return nil, err
 	}
-	r, err := inspect.SchemaUsage(c.Context, dd, opts, e.progress(c))
+	r, err := inspect.SchemaUsage(c.Context, dd, inspect.UsageOptions{Topic: topic}, e.progress(c))
 	if errors.Is(err, inspect.ErrNoSuchTopic) {
 		return nil, nil // a schema without a managed ledger: no stored messages to count
 	}
@@ -239,7 +237,7 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 	default:
 		res, err := repair.Apply(c.Context, eng, rp, mutate.ApplyOptions{Backup: c.String("backup")})
 		if res != nil {
-			doc.Add(repair.ResultTable(res))
+			doc.Add(ResultTable(res))
 			doc.Extra["run_id"] = res.RunID
 			doc.Note("run %s: %s, verified: %v", res.RunID, res.State, res.Verified)
 			if res.Backup != "" {

@@ -38,16 +38,14 @@ func (e *env) schemaUsage(c *cli.Context) error {
 	if opts.Workers < 0 {
 		return report.BadInputf("--workers %d: want 0 or more", opts.Workers)
 	}
-	if s := c.String("topic"); s != "" {
-		t, err := topicArg(s)
-		if err != nil {
-			return err
-		}
-		if t.Domain != formats.DomainPersistent {
-			return report.BadInputf("topic %s: only persistent topics store messages", t)
-		}
-		opts.Topic = &t
+	topic, err := optionalTopic(c)
+	if err != nil {
+		return err
 	}
+	if topic != nil && topic.Domain != formats.DomainPersistent {
+		return report.BadInputf("topic %s: only persistent topics store messages", topic)
+	}
+	opts.Topic = topic
 	dd, err := e.openReadOnly(c)
 	if err != nil {
 		return err
@@ -64,15 +62,6 @@ func (e *env) schemaUsage(c *cli.Context) error {
 		"entries":     r.Entries,
 		"bad_entries": r.BadEntries,
 	}}
-	if doc.Findings == nil {
-		doc.Findings = []report.Finding{}
-	}
 	doc.Add(r.TopicsTable(), r.Table())
-	if err := e.print(c, doc); err != nil {
-		return err
-	}
-	if report.Actionable(r.Findings) {
-		return report.ErrFindings
-	}
-	return nil
+	return e.printFindings(c, doc)
 }
