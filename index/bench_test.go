@@ -7,10 +7,11 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -132,15 +133,26 @@ func bareEntry0Loop(b testing.TB, dd *store.DataDir) int {
 
 // BenchmarkBackfillThroughput compares back-fill planning (every ledger read and
 // decided, nothing written) and a full --apply with the bare entry-0 loop, on
-// 10,000 ledgers.
+// 10,000 ledgers: 100 topics of 100 ledgers (one batch run at the default --batch
+// of 100 topics) and 1,000 topics of 10 ledgers (ten runs). Every workload opens a
+// closed data dir, as the CLI does: the loop and plans read-only, apply writable.
+// The apply-vs-bare sub-benchmark times both on fresh copies in the same iteration
+// and reports their throughput ratio (apply ledgers/s over bare ledgers/s).
 func BenchmarkBackfillThroughput(b *testing.B) {
-	topics := benchTopics(100, 100)
-	dd, _ := buildDir(b, topics)
-	const ledgers = 100 * 100
+	for _, shape := range []struct{ topics, perTopic int }{{100, 100}, {1000, 10}} {
+		b.Run(fmt.Sprintf("%dtopics", shape.topics), func(b *testing.B) {
+			benchBackfill(b, benchTopics(shape.topics, shape.perTopic), shape.topics*shape.perTopic)
+		})
+	}
+}
+
+func benchBackfill(b *testing.B, topics []tTopic, ledgers int) {
+	dir := closedDir(b, topics)
 	perSec := func(b *testing.B) {
 		b.ReportMetric(float64(ledgers)*float64(b.N)/b.Elapsed().Seconds(), "ledgers/s")
 	}
 	b.Run("bare-entry0-loop", func(b *testing.B) {
+		dd := openDir(b, dir, true)
 		for b.Loop() {
 			if n := bareEntry0Loop(b, dd); n != ledgers {
 				b.Fatalf("%d ledgers", n)
@@ -150,9 +162,10 @@ func BenchmarkBackfillThroughput(b *testing.B) {
 	})
 	for _, workers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("backfill-plan-workers-%d", workers), func(b *testing.B) {
+			dd := openDir(b, dir, true)
 			for b.Loop() {
 				res, err := Backfill(context.Background(), dd, BackfillOptions{Workers: workers})
-				if err != nil || res.Planned != ledgers {
+				if err != nil || res.Planned != int64(ledgers) {
 					b.Fatalf("%v planned %d", err, res.Planned)
 				}
 			}
@@ -162,102 +175,277 @@ func BenchmarkBackfillThroughput(b *testing.B) {
 	b.Run("backfill-apply-workers-4", func(b *testing.B) {
 		for b.Loop() {
 			b.StopTimer()
-			fresh, _ := buildDir(b, topics)
+			dd := openDir(b, copyOf(b, dir), false)
 			b.StartTimer()
-			res, err := Backfill(context.Background(), fresh, BackfillOptions{Apply: true, Workers: 4})
-			if err != nil || res.Written != ledgers {
+			res, err := Backfill(context.Background(), dd, BackfillOptions{Apply: true, Workers: 4})
+			if err != nil || res.Written != int64(ledgers) {
 				b.Fatalf("%v written %d", err, res.Written)
 			}
+			b.StopTimer()
+			dd.Close()
+			b.StartTimer()
 		}
 		perSec(b)
 	})
+	// The loop's first pass after an open reads cold (table indexes and blocks not yet
+	// cached), as apply does; its second pass reads warm. Each iteration times all
+	// three back to back and the medians are reported, so load from other processes
+	// moves the ratios less than the times.
+	b.Run("apply-vs-bare", func(b *testing.B) {
+		var cold, warm, apply, rCold, rWarm []float64
+		for b.Loop() {
+			ro := openDir(b, dir, true)
+			start := time.Now()
+			bareEntry0Loop(b, ro)
+			c := time.Since(start).Seconds()
+			start = time.Now()
+			bareEntry0Loop(b, ro)
+			w := time.Since(start).Seconds()
+			ro.Close()
+			dd := openDir(b, copyOf(b, dir), false)
+			start = time.Now()
+			if _, err := Backfill(context.Background(), dd, BackfillOptions{Apply: true, Workers: 4}); err != nil {
+				b.Fatal(err)
+			}
+			a := time.Since(start).Seconds()
+			dd.Close()
+			cold, warm, apply = append(cold, c*1e3), append(warm, w*1e3), append(apply, a*1e3)
+			rCold, rWarm = append(rCold, c/a), append(rWarm, w/a)
+		}
+		b.ReportMetric(median(cold), "bare-cold-ms")
+		b.ReportMetric(median(warm), "bare-warm-ms")
+		b.ReportMetric(median(apply), "apply-ms")
+		b.ReportMetric(median(rCold), "apply/bare-cold")
+		b.ReportMetric(median(rWarm), "apply/bare-warm")
+	})
 }
 
-// TestBackfillPeakMemory measures the peak RSS (VmHWM) of a back-fill --apply of
-// 10,000 and of 200,000 ledgers, each in its own process. Run it with
-// LEDGERMEDIC_MEMTEST=1; it takes a minute.
-func TestBackfillPeakMemory(t *testing.T) {
-	if dir := os.Getenv("LEDGERMEDIC_MEM_CHILD"); dir != "" {
-		memChild(t, dir)
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// closedDir builds topics into a data dir and closes it.
+func closedDir(b testing.TB, topics []tTopic) string {
+	dd, _ := buildDir(b, topics)
+	if err := dd.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return dd.Path
+}
+
+func openDir(b testing.TB, dir string, readOnly bool) *store.DataDir {
+	dd, err := store.Open(dir, store.Options{ReadOnly: readOnly, NoSandbox: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dd.Close() })
+	return dd
+}
+
+// copyOf copies a closed data dir (a few MB) to a new temporary folder.
+func copyOf(b testing.TB, dir string) string {
+	dst := filepath.Join(b.TempDir(), "dd")
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), data, 0o644)
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return dst
+}
+
+// Memory benchmark. TestMemoryFlat (LEDGERMEDIC_MEMBENCH=1, or the older
+// LEDGERMEDIC_MEMTEST=1) builds data dirs of 10,000 and 200,000 ledgers (2 entries
+// each, 100 ledgers per topic) and runs each workload in a fresh child process, which
+// prints its peak numbers:
+//
+//	VmHWM     peak resident set (anonymous memory plus mapped file pages)
+//	anon      peak RssAnon, sampled: heap and Badger's caches, not reclaimable
+//	file      peak RssFile, sampled: pages of Badger's mmapped tables and value
+//	          logs, clean file cache the kernel can drop under pressure
+//	heap      peak Go HeapInuse, sampled
+//
+// Workloads: scan (read-only open, every entry of every ledger), bare (read-only
+// open, entry 0 of every ledger), plan (read-only back-fill plan) and apply
+// (writable open, back-fill --apply).
+const (
+	envMemBench = "LEDGERMEDIC_MEMBENCH"
+	envMemChild = "LEDGERMEDIC_MEM_CHILD"
+	envMemMode  = "LEDGERMEDIC_MEM_MODE"
+)
+
+var memModes = []string{"scan", "bare", "plan", "apply"}
+
+func TestMemoryFlat(t *testing.T) {
+	if dir := os.Getenv(envMemChild); dir != "" {
+		memChild(t, dir, os.Getenv(envMemMode))
 		return
 	}
-	if os.Getenv("LEDGERMEDIC_MEMTEST") == "" {
-		t.Skip("set LEDGERMEDIC_MEMTEST=1 to measure back-fill peak memory")
+	if os.Getenv(envMemBench) == "" && os.Getenv("LEDGERMEDIC_MEMTEST") == "" {
+		t.Skip("set " + envMemBench + "=1 to measure peak memory of scans and back-fill")
 	}
-	for _, c := range []struct{ topics, perTopic int }{{100, 100}, {2000, 100}, {20, 10000}} {
+	sizes := []struct{ topics, perTopic int }{{100, 100}, {2000, 100}}
+	if s := os.Getenv("LEDGERMEDIC_MEMBENCH_TOPICS"); s != "" { // e.g. "100,4000"
+		sizes = sizes[:0]
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.Atoi(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sizes = append(sizes, struct{ topics, perTopic int }{n, 100})
+		}
+	}
+	for _, c := range sizes {
 		dd, _ := buildDir(t, benchTopics(c.topics, c.perTopic))
 		dir := dd.Path
 		if err := dd.Close(); err != nil {
 			t.Fatal(err)
 		}
-		for _, mode := range []string{"bare", "backfill"} {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBackfillPeakMemory$", "-test.v")
-			cmd.Env = append(os.Environ(), "LEDGERMEDIC_MEM_CHILD="+dir, "LEDGERMEDIC_MEM_MODE="+mode)
+		size := dirSize(t, dir)
+		for _, mode := range memModes {
+			// apply writes, so it runs last: every mode sees the same data.
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryFlat$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), envMemChild+"="+dir, envMemMode+"="+mode)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("child: %v\n%s", err, out)
+				t.Fatalf("child %s: %v\n%s", mode, err, out)
 			}
 			for _, line := range strings.Split(string(out), "\n") {
 				if i := strings.Index(line, "MEM "); i >= 0 {
-					t.Logf("%d topics x %d ledgers = %d ledgers, %s: %s", c.topics, c.perTopic, c.topics*c.perTopic, mode, line[i+4:])
+					t.Logf("%7d ledgers (%4d topics, %5.1f MB on disk) %-5s %s", c.topics*c.perTopic, c.topics, float64(size)/1e6, mode, line[i+4:])
 				}
 			}
 		}
 	}
 }
 
-func memChild(t *testing.T, dir string) {
-	dd, err := store.Open(dir, store.Options{})
+func dirSize(t *testing.T, dir string) int64 {
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// memChild runs one workload and prints its peaks.
+func memChild(t *testing.T, dir, mode string) {
+	dd, err := store.Open(dir, store.Options{ReadOnly: mode != "apply", NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer dd.Close()
-	opened := vmHWM(t)
-	// Sample the Go heap while the work runs: VmHWM also counts Badger's mmapped
-	// tables and caches, which grow with the data read whatever reads it.
-	var peakHeap atomic.Uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
+	s := startMemSampler()
+	ctx := context.Background()
+	var what string
+	switch mode {
+	case "scan":
+		var entries, bytes int64
+		err = dd.Ledgers.LedgerIDs(ctx, func(id, _ int64) error {
+			return dd.Ledgers.Entries(ctx, id, 0, -1, func(_ int64, v []byte) error {
+				entries++
+				bytes += int64(len(v))
+				return nil
+			})
+		})
+		what = fmt.Sprintf("read %d entries (%d bytes)", entries, bytes)
+	case "bare":
+		what = fmt.Sprintf("read entry 0 of %d ledgers", bareEntry0Loop(t, dd))
+	case "plan", "apply":
+		var res *BackfillResult
+		res, err = Backfill(ctx, dd, BackfillOptions{Apply: mode == "apply", Workers: 4})
+		if err == nil {
+			what = fmt.Sprintf("planned %d, wrote %d ledgers in %d runs", res.Planned, res.Written, len(res.Runs))
+		}
+	default:
+		t.Fatalf("unknown mode %q", mode)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := s.stop()
+	t.Logf("MEM VmHWM %4d MB | anon %4d MB | file %4d MB | heap %4d MB | %v | %s",
+		vmStatus("VmHWM")>>10, p.anon>>10, p.file>>10, p.heap>>20, p.elapsed.Round(time.Millisecond), what)
+}
+
+type memPeaks struct {
+	anon, file int64 // kB
+	heap       uint64
+	elapsed    time.Duration
+}
+
+type memSampler struct {
+	stopc chan struct{}
+	done  chan memPeaks
+}
+
+// startMemSampler samples RssAnon, RssFile and HeapInuse every 10ms until stop.
+func startMemSampler() *memSampler {
+	s := &memSampler{stopc: make(chan struct{}), done: make(chan memPeaks, 1)}
+	start := time.Now()
 	go func() {
-		defer close(sampled)
+		var p memPeaks
 		var ms runtime.MemStats
-		for {
+		sample := func() {
 			runtime.ReadMemStats(&ms)
-			if ms.HeapInuse > peakHeap.Load() {
-				peakHeap.Store(ms.HeapInuse)
-			}
+			p.heap = max(p.heap, ms.HeapInuse)
+			p.anon = max(p.anon, vmStatus("RssAnon"))
+			p.file = max(p.file, vmStatus("RssFile"))
+		}
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			sample()
 			select {
-			case <-stop:
+			case <-s.stopc:
+				sample()
+				p.elapsed = time.Since(start)
+				s.done <- p
 				return
-			case <-time.After(20 * time.Millisecond):
+			case <-tick.C:
 			}
 		}
 	}()
-	what := ""
-	if os.Getenv("LEDGERMEDIC_MEM_MODE") == "bare" {
-		what = fmt.Sprintf("read entry 0 of %d ledgers", bareEntry0Loop(t, dd))
-	} else {
-		res, err := Backfill(context.Background(), dd, BackfillOptions{Apply: true, Workers: 4})
-		if err != nil {
-			t.Fatal(err)
-		}
-		what = fmt.Sprintf("wrote %d ledgers in %d runs", res.Written, len(res.Runs))
-	}
-	close(stop)
-	<-sampled
-	t.Logf("MEM %s; VmHWM after open %d kB, at end %d kB; peak Go heap in use %d kB", what, opened, vmHWM(t), peakHeap.Load()/1024)
+	return s
 }
 
-// vmHWM reads the process's peak resident set size in kB.
-func vmHWM(t *testing.T) int64 {
+func (s *memSampler) stop() memPeaks {
+	close(s.stopc)
+	return <-s.done
+}
+
+// vmStatus reads one kB field of /proc/self/status (0 when unavailable).
+func vmStatus(field string) int64 {
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		t.Skip("no /proc/self/status")
+		return 0
 	}
 	defer f.Close()
-	s := bufio.NewScanner(f)
-	for s.Scan() {
-		if rest, ok := strings.CutPrefix(s.Text(), "VmHWM:"); ok {
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
 			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
 			return v
 		}

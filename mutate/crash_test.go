@@ -63,98 +63,136 @@ func recoverAndCheck(t *testing.T, dd *store.DataDir, path string, allowed ...st
 	return dd
 }
 
-// TestCrashDuringApply stops the run at every crash point.
+// TestCrashDuringApply stops the run at every crash point, with the writes batched
+// (the default) and with one write per step.
 func TestCrashDuringApply(t *testing.T) {
-	var steps []string
-	{
-		dd, _ := newDataDir(t)
-		seed(t, dd)
-		steps = recordSteps(func() {
-			if _, err := newEngine(t, dd).Apply(ctx, samplePlan(t, dd), ApplyOptions{Backup: filepath.Join(t.TempDir(), "b")}); err != nil {
-				t.Fatal(err)
+	for _, mode := range stepModes {
+		t.Run(mode.name, func(t *testing.T) {
+			setStepBytes(t, mode.bytes)
+			var steps []string
+			{
+				dd, _ := newDataDir(t)
+				seed(t, dd)
+				steps = recordSteps(func() {
+					if _, err := newEngine(t, dd).Apply(ctx, samplePlan(t, dd), ApplyOptions{Backup: filepath.Join(t.TempDir(), "b")}); err != nil {
+						t.Fatal(err)
+					}
+				})
 			}
-		})
-	}
-	if len(steps) < 10 || !slices.Contains(steps, "item-0-entry-1") || !slices.Contains(steps, "committed") {
-		t.Fatalf("crash points = %v", steps)
-	}
-	for _, step := range steps {
-		t.Run(step, func(t *testing.T) {
-			dd, path := newDataDir(t)
-			seed(t, dd)
-			before := dump(t, dd)
-			plan := samplePlan(t, dd)
-			after := applyModel(before, plan)
-			e := newEngine(t, dd)
-			crashed := crashAt(t, e.JournalDir(), step)(func() {
-				e.Apply(ctx, plan, ApplyOptions{Backup: filepath.Join(t.TempDir(), "b")})
-			})
-			if !crashed {
-				t.Fatal("did not reach the crash point")
+			for _, want := range []string{"journaled", "item-0-entry-1", "item-0", "item-5", "applied", "verified", "committed"} {
+				if !slices.Contains(steps, want) {
+					t.Fatalf("crash points = %v, no %s", steps, want)
+				}
 			}
-			if step == "committed" {
-				recoverAndCheck(t, dd, path, after)
-			} else {
-				recoverAndCheck(t, dd, path, before)
+			for _, step := range steps {
+				t.Run(step, func(t *testing.T) {
+					dd, path := newDataDir(t)
+					seed(t, dd)
+					before := dump(t, dd)
+					plan := samplePlan(t, dd)
+					after := applyModel(before, plan)
+					e := newEngine(t, dd)
+					crashed := crashAt(t, e.JournalDir(), step)(func() {
+						e.Apply(ctx, plan, ApplyOptions{Backup: filepath.Join(t.TempDir(), "b")})
+					})
+					if !crashed {
+						t.Fatal("did not reach the crash point")
+					}
+					if step == "committed" {
+						recoverAndCheck(t, dd, path, after)
+					} else {
+						recoverAndCheck(t, dd, path, before)
+					}
+				})
 			}
 		})
 	}
 }
 
-// TestCrashDuringRollback makes a run fail mid-way (another writer changes a node)
-// and stops the rollback at each of its crash points.
+// The crash points of a batched run say which writes are durable: the ledger's
+// entries in one step, then every node in one step.
+func TestBatchedCrashPoints(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	steps := recordSteps(func() {
+		if _, err := newEngine(t, dd).Apply(ctx, samplePlan(t, dd), ApplyOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	})
+	want := []string{"epoch", "journaled", "item-0-entry-0", "item-0-entry-1", "item-0",
+		"item-1", "item-2", "item-3", "item-4", "item-5", "applied", "verified", "committed"}
+	if !slices.Equal(steps, want) {
+		t.Errorf("crash points\n got %v\nwant %v", steps, want)
+	}
+}
+
+// TestCrashDuringRollback makes a run fail mid-way (another writer changes a node
+// between two of the run's steps) and stops the rollback at each of its crash points.
 func TestCrashDuringRollback(t *testing.T) {
-	interfere := func(t *testing.T, dd *store.DataDir) func(string) {
-		return func(step string) {
-			if step == "item-3" {
-				if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
-					t.Error(err)
+	for _, mode := range []struct {
+		name      string
+		bytes     int
+		interfere string // the crash point after which /b (item 4) is changed
+		minSteps  int
+	}{
+		{"batched", stepBytes, "item-0", 3}, // the node step is refused whole
+		{"per-item", 1, "item-3", 6},        // items 1 to 3 were written
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			setStepBytes(t, mode.bytes)
+			interfere := func(t *testing.T, dd *store.DataDir) func(string) {
+				return func(step string) {
+					if step == mode.interfere {
+						if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
+							t.Error(err)
+						}
+					}
 				}
 			}
-		}
-	}
-	var steps []string
-	{
-		dd, _ := newDataDir(t)
-		seed(t, dd)
-		hook := interfere(t, dd)
-		e := newEngine(t, dd)
-		plan := samplePlan(t, dd)
-		steps = recordSteps(func() {
-			h := CrashHook
-			CrashHook = func(s string) { h(s); hook(s) }
-			if _, err := e.Apply(ctx, plan, ApplyOptions{}); !errors.Is(err, ErrRolledBack) {
-				t.Fatalf("err = %v, want rolled back", err)
+			var steps []string
+			{
+				dd, _ := newDataDir(t)
+				seed(t, dd)
+				hook := interfere(t, dd)
+				e := newEngine(t, dd)
+				plan := samplePlan(t, dd)
+				steps = recordSteps(func() {
+					h := CrashHook
+					CrashHook = func(s string) { h(s); hook(s) }
+					if _, err := e.Apply(ctx, plan, ApplyOptions{}); !errors.Is(err, ErrRolledBack) {
+						t.Fatalf("err = %v, want rolled back", err)
+					}
+				})
 			}
-		})
-	}
-	var rollbackSteps []string
-	for _, s := range steps {
-		if strings.HasPrefix(s, "rollback") || s == "rolled-back" {
-			rollbackSteps = append(rollbackSteps, s)
-		}
-	}
-	if len(rollbackSteps) < 4 {
-		t.Fatalf("rollback crash points = %v", rollbackSteps)
-	}
-	for _, step := range rollbackSteps {
-		t.Run(step, func(t *testing.T) {
-			dd, path := newDataDir(t)
-			seed(t, dd)
-			plan := samplePlan(t, dd)
-			before := dump(t, dd)
-			before[nodeKey("/b")] = "b-other"
-			e := newEngine(t, dd)
-			hook := interfere(t, dd)
-			crashed := crashAt(t, e.JournalDir(), step)(func() {
-				h := CrashHook
-				CrashHook = func(s string) { hook(s); h(s) }
-				e.Apply(ctx, plan, ApplyOptions{})
-			})
-			if !crashed {
-				t.Fatal("did not reach the crash point")
+			var rollbackSteps []string
+			for _, s := range steps {
+				if strings.HasPrefix(s, "rollback") || s == "rolled-back" {
+					rollbackSteps = append(rollbackSteps, s)
+				}
 			}
-			recoverAndCheck(t, dd, path, before)
+			if len(rollbackSteps) < mode.minSteps {
+				t.Fatalf("rollback crash points = %v", rollbackSteps)
+			}
+			for _, step := range rollbackSteps {
+				t.Run(step, func(t *testing.T) {
+					dd, path := newDataDir(t)
+					seed(t, dd)
+					plan := samplePlan(t, dd)
+					before := dump(t, dd)
+					before[nodeKey("/b")] = "b-other"
+					e := newEngine(t, dd)
+					hook := interfere(t, dd)
+					crashed := crashAt(t, e.JournalDir(), step)(func() {
+						h := CrashHook
+						CrashHook = func(s string) { hook(s); h(s) }
+						e.Apply(ctx, plan, ApplyOptions{})
+					})
+					if !crashed {
+						t.Fatal("did not reach the crash point")
+					}
+					recoverAndCheck(t, dd, path, before)
+				})
+			}
 		})
 	}
 }
@@ -162,6 +200,15 @@ func TestCrashDuringRollback(t *testing.T) {
 // TestCrashDuringUndo stops an undo at every crash point: afterwards the data dir is
 // the applied state (undo rolled back) or the original one (undo done).
 func TestCrashDuringUndo(t *testing.T) {
+	for _, mode := range stepModes {
+		t.Run(mode.name, func(t *testing.T) {
+			setStepBytes(t, mode.bytes)
+			testCrashDuringUndo(t)
+		})
+	}
+}
+
+func testCrashDuringUndo(t *testing.T) {
 	setup := func(t *testing.T) (*store.DataDir, string, *Engine, string, state, state) {
 		dd, path := newDataDir(t)
 		seed(t, dd)
@@ -230,6 +277,7 @@ func TestCrashDuringRecovery(t *testing.T) {
 const (
 	envChildDir = "LEDGERMEDIC_MUTATE_CHILD_DIR"
 	envCrashAt  = "LEDGERMEDIC_CRASH_AT"
+	envPerItem  = "LEDGERMEDIC_MUTATE_PER_ITEM" // the child writes one item per step
 )
 
 // TestChildProcess is the child's body; it does nothing in a normal test run.
@@ -243,6 +291,9 @@ func TestChildProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEngine(t, dd)
+	if os.Getenv(envPerItem) != "" {
+		stepBytes = 1
+	}
 	CrashHook = KillAt(os.Getenv(envCrashAt))
 	e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
 	t.Fatalf("not killed at %s", os.Getenv(envCrashAt))
@@ -251,10 +302,13 @@ func TestChildProcess(t *testing.T) {
 // runKilledAt re-executes the test binary as a child that applies samplePlan to the
 // data dir at path and is SIGKILLed at step. It fails the test unless the child died
 // by that signal.
-func runKilledAt(t *testing.T, path, step string) {
+func runKilledAt(t *testing.T, path, step string, perItem bool) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestChildProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envChildDir+"="+path, envCrashAt+"="+step)
+	if perItem {
+		cmd.Env = append(cmd.Env, envPerItem+"=1")
+	}
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
@@ -269,26 +323,37 @@ func TestKilledProcessRecovers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs subprocesses")
 	}
-	for _, step := range []string{"journaled", "item-0-entry-0", "item-2", "item-5", "applied", "verified", "committed"} {
-		t.Run(step, func(t *testing.T) {
-			dd, path := newDataDir(t)
-			seed(t, dd)
-			before := dump(t, dd)
-			after := applyModel(before, samplePlan(t, dd))
-			if err := dd.Close(); err != nil {
-				t.Fatal(err)
-			}
-			runKilledAt(t, path, step)
-			dd2, err := store.Open(path, store.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			want := before
-			if step == "committed" {
-				want = after
-			}
-			recoverAndCheck(t, dd2, path, want)
-		})
+	for _, mode := range []struct {
+		name    string
+		perItem bool
+		steps   []string
+	}{
+		// Batched: before any write, after the ledger step, after the node step, before commit.
+		{"batched", false, []string{"journaled", "item-0", "item-5", "applied", "verified", "committed"}},
+		// One write per step: between any two writes.
+		{"per-item", true, []string{"item-0-entry-0", "item-2", "item-4"}},
+	} {
+		for _, step := range mode.steps {
+			t.Run(mode.name+"/"+step, func(t *testing.T) {
+				dd, path := newDataDir(t)
+				seed(t, dd)
+				before := dump(t, dd)
+				after := applyModel(before, samplePlan(t, dd))
+				if err := dd.Close(); err != nil {
+					t.Fatal(err)
+				}
+				runKilledAt(t, path, step, mode.perItem)
+				dd2, err := store.Open(path, store.Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := before
+				if step == "committed" {
+					want = after
+				}
+				recoverAndCheck(t, dd2, path, want)
+			})
+		}
 	}
 }
 
@@ -338,6 +403,8 @@ func TestRandomPlansApplyUndo(t *testing.T) {
 			plan := randomPlan(r, t, dd)
 			after := applyModel(before, plan)
 			e := newEngine(t, dd)
+			mode := stepModes[r.IntN(len(stepModes))]
+			setStepBytes(t, mode.bytes)
 
 			if r.IntN(2) == 0 {
 				steps := []string{"epoch", "journaled", "applied", "verified", "committed"}

@@ -42,7 +42,8 @@ type Engine struct {
 
 	// Now is the engine's clock (time.Now by default).
 	Now func() time.Time
-	// Progress, when set, is called after each item is applied.
+	// Progress, when set, is called after each write step with the number of items
+	// applied so far.
 	Progress func(done, total int)
 
 	mu        sync.Mutex
@@ -108,8 +109,11 @@ func New(dd *store.DataDir) (*Engine, error) {
 // JournalDir returns the engine's journal folder.
 func (e *Engine) JournalDir() string { return e.dir }
 
-// CrashHook, when set, is called at every crash-safety point of a run, named like
-// "journaled", "item-3", "rollback-item-2", "committed". Tests set it to stop the
+// CrashHook, when set, is called at every crash-safety point of a run: "epoch",
+// "backup", "journaled" (before the first write), "item-I-entry-J" and "item-I" once
+// that entry or item is durably written (the items of one step all follow its commit),
+// "applied", "verified" (before the commit), "committed", and during a rollback
+// "rollback-journaled", "rollback-item-I", "rolled-back". Tests set it to stop the
 // process there (see KillAt); it is nil in normal use.
 var CrashHook func(step string)
 
@@ -366,6 +370,9 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 		return e.abort(ctx, rec, err)
 	}
 	crashPoint("applied")
+	if err := e.checkEpoch(epoch); err != nil {
+		return e.abort(ctx, rec, err)
+	}
 	mismatches, err := e.verify(ctx, rec)
 	if err != nil {
 		return e.abort(ctx, rec, err)
@@ -415,6 +422,7 @@ func (e *Engine) setState(rec *RunRecord, s RunState, epoch uint64, note string)
 }
 
 // takeEpoch moves the journal to a new epoch above both the current one and floor.
+// Every caller writes a run record next, which makes the new epoch durable.
 func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
 	epochMu.Lock()
 	defer epochMu.Unlock()
@@ -423,7 +431,7 @@ func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
 		return 0, err
 	}
 	n := max(cur, floor) + 1
-	if err := writeEpoch(e.dir, n); err != nil {
+	if err := writeEpochBeforeRecord(e.dir, n); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -443,7 +451,22 @@ func (e *Engine) checkEpoch(held uint64) error {
 
 // preflight reads the before-image of every item and checks it is what the plan
 // expects. It returns one problem per item that no longer matches; it writes nothing.
+// Nodes are read from one snapshot.
 func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
+	var nodeItems []int
+	for i := range rec.Items {
+		if rec.Items[i].isNode() {
+			nodeItems = append(nodeItems, i)
+		}
+	}
+	nodes, err := e.getNodes(rec, nodeItems)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
+	}
+	current := make(map[int]store.Node, len(nodeItems))
+	for k, i := range nodeItems {
+		current[i] = nodes[k]
+	}
 	var problems []string
 	for i := range rec.Items {
 		it := &rec.Items[i]
@@ -454,7 +477,7 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error
 		var err error
 		switch it.Kind {
 		case KindSet, KindDelete, KindCreate:
-			problem, err = e.preflightNode(&it.Item)
+			problem = preflightNode(&it.Item, current[i])
 		case KindLedger:
 			var last int64
 			last, err = e.dd.Ledgers.LastEntry(it.LedgerID)
@@ -478,23 +501,21 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error
 	return problems, nil
 }
 
-func (e *Engine) preflightNode(it *Item) (string, error) {
-	n, err := e.dd.Metadata.Get(it.Path)
-	exists := err == nil
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		return "", err
-	}
+// preflightNode checks one node item against the node as read now (Version 0: the
+// node does not exist) and fills in its before-image.
+func preflightNode(it *Item, n store.Node) string {
+	exists := n.Version != 0
 	if it.Kind == KindCreate {
 		if exists {
-			return fmt.Sprintf("node %s already exists (version %d)", it.Path, n.Version), nil
+			return fmt.Sprintf("node %s already exists (version %d)", it.Path, n.Version)
 		}
-		return "", nil
+		return ""
 	}
 	if !exists {
-		return fmt.Sprintf("node %s no longer exists (expected version %d)", it.Path, it.Expect), nil
+		return fmt.Sprintf("node %s no longer exists (expected version %d)", it.Path, it.Expect)
 	}
 	if n.Version != it.Expect {
-		return fmt.Sprintf("node %s changed since it was read (version %d, expected %d)", it.Path, n.Version, it.Expect), nil
+		return fmt.Sprintf("node %s changed since it was read (version %d, expected %d)", it.Path, n.Version, it.Expect)
 	}
 	if it.Before == nil {
 		it.Before = bytes.Clone(n.Value)
@@ -502,9 +523,9 @@ func (e *Engine) preflightNode(it *Item) (string, error) {
 			it.Before = []byte{}
 		}
 	} else if !bytes.Equal(it.Before, n.Value) {
-		return fmt.Sprintf("node %s: the plan's before bytes differ from the stored node", it.Path), nil
+		return fmt.Sprintf("node %s: the plan's before bytes differ from the stored node", it.Path)
 	}
-	return "", nil
+	return ""
 }
 
 // compareLedger returns a problem when the ledger's entries are not exactly want.
@@ -542,53 +563,6 @@ func (e *Engine) compareLedger(ctx context.Context, ledgerID int64, want []Ledge
 	return fmt.Sprintf("ledger %d differs from the plan: %s", ledgerID, strings.Join(diffs, ", ")), nil
 }
 
-// applyItems writes every item in order. The first failure stops it; the caller
-// rolls back.
-func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
-	for i := range rec.Items {
-		it := &rec.Items[i]
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("before item %d (%s): %w", i, it.label(), err)
-		}
-		if err := e.checkEpoch(rec.Epoch); err != nil {
-			return err
-		}
-		if err := e.applyItem(i, it); err != nil {
-			it.Status, it.Reason = StatusFailed, err.Error()
-			return fmt.Errorf("item %d (%s): %w", i, it.label(), err)
-		}
-		it.Status = StatusApplied
-		crashPoint("item-%d", i)
-		if e.Progress != nil {
-			e.Progress(i+1, len(rec.Items))
-		}
-	}
-	return nil
-}
-
-func (e *Engine) applyItem(i int, it *JournalItem) error {
-	md, lg := e.dd.Metadata, e.dd.Ledgers
-	var err error
-	switch it.Kind {
-	case KindSet:
-		it.Written, err = md.CompareAndSet(it.Path, it.Expect, nonNil(it.After))
-	case KindCreate:
-		it.Written, err = md.CompareAndSet(it.Path, 0, nonNil(it.After))
-	case KindDelete:
-		err = md.CompareAndDelete(it.Path, it.Expect)
-	case KindLedger:
-		for j, en := range it.Entries {
-			if err := lg.PutEntry(it.LedgerID, en.EntryID, nonNil(en.Value)); err != nil {
-				return fmt.Errorf("ledger %d entry %d: %w", it.LedgerID, en.EntryID, err)
-			}
-			crashPoint("item-%d-entry-%d", i, j)
-		}
-	case KindDropLedger:
-		err = lg.DeleteLedgerEntries(it.LedgerID)
-	}
-	return err
-}
-
 func nonNil(b []byte) []byte {
 	if b == nil {
 		return []byte{}
@@ -596,20 +570,32 @@ func nonNil(b []byte) []byte {
 	return b
 }
 
-// verify re-reads everything the run wrote and compares it with the plan.
+// verify re-reads everything the run wrote and compares it with the plan. Nodes are
+// read from one snapshot.
 func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
+	var nodeItems []int
+	for i := range rec.Items {
+		if rec.Items[i].isNode() {
+			nodeItems = append(nodeItems, i)
+		}
+	}
+	nodes, err := e.getNodes(rec, nodeItems)
+	if err != nil {
+		return nil, fmt.Errorf("verify: %w", err)
+	}
+	current := make(map[int]store.Node, len(nodeItems))
+	for k, i := range nodeItems {
+		current[i] = nodes[k]
+	}
 	var mismatches []string
 	for i := range rec.Items {
 		it := &rec.Items[i]
 		var problem string
 		switch it.Kind {
 		case KindSet, KindCreate, KindDelete:
-			n, err := e.dd.Metadata.Get(it.Path)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, fmt.Errorf("verify node %s: %w", it.Path, err)
-			}
+			n := current[i]
 			wantExists, want := it.target()
-			if !sameNode(err == nil, n.Value, wantExists, want) {
+			if !sameNode(n.Version != 0, n.Value, wantExists, want) {
 				problem = fmt.Sprintf("node %s does not hold what the run wrote", it.Path)
 			}
 		case KindLedger:
@@ -641,6 +627,10 @@ func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
 // whether or not the run reached it. It returns the nodes it left alone because they hold neither the run's bytes nor
 // the before-image.
 func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64, note string) ([]string, error) {
+	// A newer run holds the journal (and its recovery owns this record): touch nothing.
+	if err := e.checkEpoch(holder); err != nil {
+		return nil, err
+	}
 	// The on-disk record already says applying, so a failure to note the rollback
 	// leaves recovery with the same work to do: go on.
 	journalErr := e.setState(rec, StateRollingBack, holder, note)

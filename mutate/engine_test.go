@@ -3,9 +3,11 @@ package mutate
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -53,6 +55,10 @@ func TestApplyVerify(t *testing.T) {
 	}
 	if rec.Items[2].Written != version(t, dd, "/a") {
 		t.Errorf("journaled written version %d, node is at %d", rec.Items[2].Written, version(t, dd, "/a"))
+	}
+	// Every node was written in one transaction: one commit version.
+	if w := rec.Items[1].Written; w == 0 || rec.Items[4].Written != w || rec.Items[5].Written != w {
+		t.Errorf("node versions %d, %d, %d: want one transaction", w, rec.Items[4].Written, rec.Items[5].Written)
 	}
 	var states []RunState
 	for _, h := range rec.History {
@@ -106,35 +112,53 @@ func TestApplyRefusesNodeChangedSincePlan(t *testing.T) {
 }
 
 func TestApplyRollsBackWhenNodeChangesMidRun(t *testing.T) {
-	dd, _ := newDataDir(t)
-	seed(t, dd)
-	plan := samplePlan(t, dd)
-	before := dump(t, dd)
-	e := newEngine(t, dd)
+	for _, mode := range []struct {
+		name      string
+		bytes     int
+		interfere string // the crash point after which /b (item 4) is changed
+		failed    []int  // the items whose write was refused
+	}{
+		{"batched", stepBytes, "item-0", []int{1, 2, 3, 4, 5}}, // one step holds every node
+		{"per-item", 1, "item-2", []int{4}},
+	} {
+		t.Run(mode.name, func(t *testing.T) {
+			setStepBytes(t, mode.bytes)
+			dd, _ := newDataDir(t)
+			seed(t, dd)
+			plan := samplePlan(t, dd)
+			before := dump(t, dd)
+			e := newEngine(t, dd)
 
-	// After the run wrote its first items, someone else writes /b (item 4).
-	CrashHook = func(step string) {
-		if step == "item-2" {
-			if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
-				t.Error(err)
+			// After the run wrote its first items, someone else writes /b.
+			CrashHook = func(step string) {
+				if step == mode.interfere {
+					if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
+						t.Error(err)
+					}
+				}
 			}
-		}
-	}
-	defer func() { CrashHook = nil }()
-	res, err := e.Apply(ctx, plan, ApplyOptions{})
-	if !errors.Is(err, ErrRolledBack) || !errors.Is(err, store.ErrVersionMismatch) {
-		t.Fatalf("err = %v, want ErrRolledBack and ErrVersionMismatch", err)
-	}
-	if !strings.Contains(err.Error(), "/b") {
-		t.Errorf("error does not name /b: %v", err)
-	}
-	if res.State != StateRolledBack || res.Items[4].Status != StatusFailed {
-		t.Errorf("state %s, item 4 %s; want rolled-back, failed", res.State, res.Items[4].Status)
-	}
-	want := maps.Clone(before)
-	want[nodeKey("/b")] = "b-other" // the other writer's bytes are kept
-	if d := want.diff(dump(t, dd)); d != "" {
-		t.Errorf("not rolled back exactly:\n%s", d)
+			defer func() { CrashHook = nil }()
+			res, err := e.Apply(ctx, plan, ApplyOptions{})
+			if !errors.Is(err, ErrRolledBack) || !errors.Is(err, store.ErrVersionMismatch) {
+				t.Fatalf("err = %v, want ErrRolledBack and ErrVersionMismatch", err)
+			}
+			if !strings.Contains(err.Error(), "/b") {
+				t.Errorf("error does not name /b: %v", err)
+			}
+			if res.State != StateRolledBack {
+				t.Errorf("state %s, want rolled-back", res.State)
+			}
+			for _, i := range mode.failed {
+				if res.Items[i].Status != StatusFailed {
+					t.Errorf("item %d (%s): %s, want failed", i, res.Items[i].Path, res.Items[i].Status)
+				}
+			}
+			want := maps.Clone(before)
+			want[nodeKey("/b")] = "b-other" // the other writer's bytes are kept
+			if d := want.diff(dump(t, dd)); d != "" {
+				t.Errorf("not rolled back exactly:\n%s", d)
+			}
+		})
 	}
 }
 
@@ -200,7 +224,7 @@ func TestCancelRollsBack(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	CrashHook = func(step string) {
-		if step == "item-2" {
+		if step == "item-0" { // after the ledger step, before the node step
 			cancel()
 		}
 	}
@@ -482,5 +506,78 @@ func TestDuplicateRunIDRefused(t *testing.T) {
 	p.Items[0].Path = "/y"
 	if _, err := e.Apply(ctx, p, ApplyOptions{}); !errors.Is(err, ErrInvalidPlan) {
 		t.Errorf("reused run id: %v, want ErrInvalidPlan", err)
+	}
+}
+
+// A run fsyncs the journal five times, however many items it has: the epoch file,
+// the "applying" record and its folder, the "committed" record and its folder.
+func TestJournalFsyncsPerRun(t *testing.T) {
+	for _, n := range []int{1, 100} {
+		dd, _ := newDataDir(t)
+		e := newEngine(t, dd)
+		if _, err := e.Recover(ctx); err != nil {
+			t.Fatal(err)
+		}
+		p := &Plan{Command: "c"}
+		for i := range n {
+			p.Items = append(p.Items, Item{Kind: KindCreate, Path: fmt.Sprintf("/n/%03d", i), After: []byte("x")})
+		}
+		var synced []string
+		onSync = func(path string) { synced = append(synced, filepath.Base(path)) }
+		_, err := e.Apply(ctx, p, ApplyOptions{})
+		onSync = nil
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(synced) != 5 {
+			t.Errorf("%d items: %d journal fsyncs %v, want 5", n, len(synced), synced)
+		}
+	}
+}
+
+// A run larger than one store transaction is split into several steps, and still
+// applies, verifies and undoes exactly.
+func TestLargeRunSplitsSteps(t *testing.T) {
+	setStepBytes(t, 64<<20) // let the store refuse the step as too big
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	before := dump(t, dd)
+	big := strings.Repeat("v", 700<<10) // 8 x 700 kB > one transaction (2.4 MB)
+	p := &Plan{Command: "big"}
+	ledger := Item{Kind: KindLedger, LedgerID: 300}
+	for i := range 8 {
+		p.Items = append(p.Items, Item{Kind: KindCreate, Path: fmt.Sprintf("/big/%d", i), After: []byte(big)})
+		ledger.Entries = append(ledger.Entries, LedgerEntry{EntryID: int64(i), Value: []byte(big)})
+	}
+	p.Items = append(p.Items, ledger)
+	e := newEngine(t, dd)
+	var steps []string
+	CrashHook = func(s string) { steps = append(steps, s) }
+	res, err := e.Apply(ctx, p, ApplyOptions{})
+	CrashHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := applyModel(before, p).diff(dump(t, dd)); d != "" {
+		t.Fatalf("after apply:\n%s", d)
+	}
+	// Nodes written in one transaction share its commit version: more than one
+	// version means the step was split.
+	rec, err := Show(e.JournalDir(), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	versions := map[uint64]bool{}
+	for _, it := range rec.Items[:8] {
+		versions[it.Written] = true
+	}
+	if len(versions) < 2 || !slices.Contains(steps, "item-7") {
+		t.Errorf("node versions %v, crash points %v: want the node step split", versions, steps)
+	}
+	if _, err := e.Undo(ctx, res.RunID, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(dump(t, dd)); d != "" {
+		t.Errorf("after undo:\n%s", d)
 	}
 }

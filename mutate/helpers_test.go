@@ -229,3 +229,18 @@ func snapshotDir(t testing.TB, dir string) map[string]string {
 	}
 	return out
 }
+
+// stepModes are the two ways a run's writes can be grouped: the default (the whole
+// run in a few store transactions) and one item, or ledger entry, per transaction,
+// which puts a crash point between any two writes.
+var stepModes = []struct {
+	name  string
+	bytes int
+}{{"batched", stepBytes}, {"per-item", 1}}
+
+// setStepBytes sets the engine's step size for one test.
+func setStepBytes(t testing.TB, n int) {
+	old := stepBytes
+	stepBytes = n
+	t.Cleanup(func() { stepBytes = old })
+}

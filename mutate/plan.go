@@ -60,8 +60,11 @@ type Item struct {
 	Description string        `json:"description,omitempty"`
 }
 
-// Plan is the exact list of changes a feature wants, computed read-only.
-// Items are applied in order: list a new ledger's entries before its metadata node.
+// Plan is the exact list of changes a feature wants, computed read-only. List a new
+// ledger's entries before its metadata node: undo reverts items newest first. The
+// engine writes in the order that is safe at every crash point whatever the item
+// order: new ledgers' entries, then every node change in one atomic step, then
+// ledger drops (see applyItems).
 type Plan struct {
 	RunID   string   // empty: the engine assigns NewRunID()
 	Command string   // e.g. "schema repair"

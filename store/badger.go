@@ -3,23 +3,84 @@ package store
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
 
+// Memory budget of every Badger database this package opens. A data dir holds two,
+// so a process pays each number twice. ledgermedic scans data dirs far larger than
+// memory, once, front to back: caching what was read buys little, and Badger's
+// defaults (a 256 MB block cache, every table index and bloom filter held in memory,
+// 64 MB memtables) make a scan's memory grow with the data read.
+const (
+	// blockCacheSize bounds the decompressed table blocks kept. Tables are Snappy
+	// compressed, so every block read is decompressed into this cache (Badger
+	// requires one). A scan revisits only nearby blocks (the next key, the next
+	// ledger's entry 0), so 16 MB serves it; more only holds blocks that are not
+	// read again, and the Go heap peaks near twice what the cache holds (GOGC).
+	blockCacheSize = 16 << 20
+	// indexCacheSize bounds the table indexes and bloom filters kept. Badger's
+	// default (0) keeps all of them for as long as the database is open, which
+	// grows with the number of tables.
+	indexCacheSize = 16 << 20
+	// readOnlyMemTableSize: a read-only open writes nothing, so it only needs a
+	// memtable to replay a write-ahead log left behind (see memTableSize). 8 MB is
+	// about Badger's minimum: a transaction (15% of it) must hold a 1 MB value.
+	readOnlyMemTableSize = 8 << 20
+	// writableMemTableSize: repairs and back-fills write a few MB at most, and the
+	// memtable's arena is allocated whole at open. 16 MB allows transactions of
+	// 2.4 MB (the mutation engine splits larger steps); bulk loads flush sooner.
+	writableMemTableSize = 16 << 20
+	// writableMemTables: one memtable takes writes while one is flushed; a bulk
+	// load that outruns the flusher waits instead of holding more in memory.
+	writableMemTables = 2
+	// compactors: Badger's minimum. Compactions of the tool's small writes are
+	// rare, and each compactor builds tables in memory.
+	compactors = 2
+)
+
 // badgerOptions are the options of every Badger database this package opens.
 //
 // Badger defaults, except:
+//   - the memory budget above;
 //   - no logging: Badger's log lines would interleave with the tool's output;
 //   - SyncWrites for writable opens: a repair tool must not report a write done
 //     (and journal it as applied) before it is on disk. Bulk loads use WriteBatch,
-//     which syncs once per batch, so the cost stays small.
+//     and the mutation engine writes a run in a few transactions, so the cost stays small.
 func badgerOptions(dir string, readOnly bool) badger.Options {
-	return badger.DefaultOptions(dir).
+	mem := writableMemTableSize
+	opts := badger.DefaultOptions(dir).
 		WithLogger(nil).
 		WithReadOnly(readOnly).
-		WithSyncWrites(!readOnly)
+		WithSyncWrites(!readOnly).
+		WithBlockCacheSize(blockCacheSize).
+		WithIndexCacheSize(indexCacheSize).
+		WithNumMemtables(writableMemTables).
+		WithNumCompactors(compactors)
+	if readOnly {
+		mem = readOnlyMemTableSize
+	}
+	return opts.WithMemTableSize(memTableSize(dir, int64(mem)))
+}
+
+// memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)
+// that the open must replay into a memtable: the memtable's arena must hold what
+// the writer's held, and Badger exits the process when it does not. A log is created
+// at twice its writer's memtable size, and a replayed one is cut to its content,
+// whose memtable can take up to about 2.3 times as many bytes (small entries); three
+// times the file size covers both. This only happens after an unclean shutdown; the
+// arena is resident only where the replayed entries fill it.
+func memTableSize(dir string, want int64) int64 {
+	logs, _ := filepath.Glob(filepath.Join(dir, "*.mem"))
+	for _, l := range logs {
+		if fi, err := os.Stat(l); err == nil {
+			want = max(want, 3*fi.Size())
+		}
+	}
+	return want
 }
 
 // openBadger opens one database and maps Badger's open errors to this package's sentinels.

@@ -32,6 +32,12 @@ func TestMain(m *testing.M) {
 // "crash:<dir>" opens dir writable, writes, and waits to be killed.
 func runHelper(mode string) int {
 	kind, dir, _ := strings.Cut(mode, ":")
+	if kind == "bigmem" { // opens Badger itself, with its default options
+		if err := writeBigMemtable(dir); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+		return 2
+	}
 	d, err := Open(dir, Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,6 +59,13 @@ func runHelper(mode string) int {
 		}
 		fmt.Println("ready")
 		select {} // killed by the parent with SIGKILL
+	case "batches":
+		// Rewrites every batch node, one generation per atomic batch, until killed.
+		fmt.Println("ready")
+		if err := writeBatchesForever(d); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
 	}
 	return 3
 }
