@@ -18,7 +18,8 @@ const LedgerMetadataVersionKey = "BookieMetadataFormatVersion\t"
 // protobuf, BookKeeper 4.9 onwards.
 const LedgerMetadataFormatVersion = 3
 
-// maxVersionDigits bounds the version text as BookKeeper's readHeader does.
+// maxVersionDigits is BookKeeper's MAX_VERSION_DIGITS: readHeader gives up when
+// the newline is not among the first 10 bytes after the version key.
 const maxVersionDigits = 10
 
 // DecodeLedgerMetadata reads a /ledgers/... node value: the version line,
@@ -60,7 +61,8 @@ func readLedgerMetadataHeader(b []byte) (version, off int, err error) {
 		}
 	}
 	start := len(LedgerMetadataVersionKey)
-	for i := start; i < len(b) && i-start <= maxVersionDigits; i++ {
+	// Like readHeader, look at no more than maxVersionDigits bytes, newline included.
+	for i := start; i < len(b) && i-start < maxVersionDigits; i++ {
 		if b[i] != '\n' {
 			continue
 		}

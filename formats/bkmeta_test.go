@@ -145,9 +145,15 @@ func TestDecodeLedgerMetadataErrors(t *testing.T) {
 			}
 		})
 	}
-	// Ten digits fit, as in BookKeeper's readHeader.
-	if _, err := DecodeLedgerMetadata(append([]byte(key+"0000000003\n"), good[len(key)+2:]...)); err != nil {
-		t.Errorf("ten-digit version: %v", err)
+	// BookKeeper's readHeader reads at most MAX_VERSION_DIGITS (10) bytes
+	// looking for the newline, so nine digits fit and ten do not.
+	body := good[len(key)+2:]
+	if _, err := DecodeLedgerMetadata(append([]byte(key+"000000003\n"), body...)); err != nil {
+		t.Errorf("nine-digit version: %v", err)
+	}
+	_, err = DecodeLedgerMetadata(append([]byte(key+"0000000003\n"), body...))
+	if err == nil || !strings.Contains(err.Error(), "no newline within 10 bytes") {
+		t.Errorf("ten-digit version: error %v, want no newline within 10 bytes", err)
 	}
 }
 

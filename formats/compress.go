@@ -3,6 +3,7 @@ package formats
 import (
 	"bytes"
 	"compress/zlib"
+	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -37,8 +38,9 @@ var (
 	})
 )
 
-// compress encodes src with codec as Pulsar's CompressionCodec classes do:
-// LZ4 raw block, zlib stream, zstd frame, snappy raw block.
+// compress encodes src with codec in a form Pulsar's CompressionCodec classes
+// read: LZ4 raw block, zlib stream, zstd frame, snappy raw block. (Pulsar's
+// own zlib streams end with a sync flush; a finished stream reads the same.)
 func compress(codec int32, src []byte) ([]byte, error) {
 	switch codec {
 	case codecNone:
@@ -95,15 +97,9 @@ func decompress(codec int32, src []byte, size int) ([]byte, error) {
 		}
 		out = out[:n]
 	case codecZLIB:
-		r, err := zlib.NewReader(bytes.NewReader(src))
-		if err != nil {
-			return nil, fmt.Errorf("zlib: %w", err)
-		}
-		// Read one byte more than expected to detect overlong streams; reading
-		// to EOF also verifies the adler32 trailer.
-		out, err = io.ReadAll(io.LimitReader(r, int64(size)+1))
-		if err != nil {
-			return nil, fmt.Errorf("zlib: %w", err)
+		var err error
+		if out, err = inflate(src, size); err != nil {
+			return nil, err
 		}
 	case codecZSTD:
 		var h zstd.Header
@@ -142,6 +138,38 @@ func decompress(codec int32, src []byte, size int) ([]byte, error) {
 	}
 	if len(out) != size {
 		return nil, fmt.Errorf("uncompressed %d bytes, header says %d", len(out), size)
+	}
+	return out, nil
+}
+
+// inflate reads a zlib stream that must hold exactly size bytes. Pulsar's
+// CompressionCodecZLib deflates with SYNC_FLUSH and never finishes the stream
+// (no final block, no adler32 trailer), so input running out right after size
+// bytes is the normal end; a stream that does end must carry a valid trailer.
+func inflate(src []byte, size int) ([]byte, error) {
+	if len(src) == 0 && size == 0 {
+		// Pulsar's encode loop writes nothing at all for empty input.
+		return []byte{}, nil
+	}
+	r, err := zlib.NewReader(bytes.NewReader(src))
+	if err != nil {
+		return nil, fmt.Errorf("zlib: %w", err)
+	}
+	// ReadAll grows with the real output, so a corrupt size cannot allocate.
+	out, err := io.ReadAll(io.LimitReader(r, int64(size)))
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("zlib: %w", err)
+	}
+	if len(out) < size {
+		return nil, fmt.Errorf("zlib: stream ends after %d bytes, header says %d", len(out), size)
+	}
+	var extra [1]byte
+	n, err := r.Read(extra[:])
+	if n > 0 {
+		return nil, fmt.Errorf("zlib: stream holds more than the %d bytes the header says", size)
+	}
+	if err != io.EOF && !errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("zlib: %w", err)
 	}
 	return out, nil
 }

@@ -149,3 +149,22 @@ func TestSchemaEncodeRequiresFields(t *testing.T) {
 		t.Errorf("empty locator: %v %v", loc, err)
 	}
 }
+
+// FuzzSplitKeyValueSchema: no input panics, and whatever splits joins back
+// to exactly the input.
+func FuzzSplitKeyValueSchema(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 1, 'k', 0, 0, 0, 2, 'v', 'v'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 1, 'v'})
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{0x7f, 0xff, 0xff, 0xff, 0})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		k, v, err := SplitKeyValueSchema(b)
+		if err != nil {
+			return
+		}
+		if got := JoinKeyValueSchema(k, v); !bytes.Equal(got, b) {
+			t.Fatalf("Join(Split(% x)) = % x", b, got)
+		}
+	})
+}

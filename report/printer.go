@@ -37,7 +37,24 @@ func Print(w io.Writer, d *Document, asJSON bool) error {
 	return printText(w, d)
 }
 
-func printText(w io.Writer, d *Document) error {
+// stickyWriter remembers the first write error, so the many small writes of
+// a text document need no check each and none is lost.
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
+}
+
+func printText(out io.Writer, d *Document) error {
+	w := &stickyWriter{w: out}
 	for i, t := range d.Tables {
 		if i > 0 {
 			fmt.Fprintln(w)
@@ -57,17 +74,19 @@ func printText(w io.Writer, d *Document) error {
 	for _, n := range d.Notes {
 		fmt.Fprintf(w, "note: %s\n", n)
 	}
-	return nil
+	return w.err
 }
 
 // RenderTable writes one table in the stable ASCII style used by golden files.
 func RenderTable(w io.Writer, t *Table) error {
 	if t.Title != "" {
-		fmt.Fprintln(w, t.Title)
+		if _, err := fmt.Fprintln(w, t.Title); err != nil {
+			return err
+		}
 	}
 	if len(t.Rows) == 0 {
-		fmt.Fprintln(w, "(none)")
-		return nil
+		_, err := fmt.Fprintln(w, "(none)")
+		return err
 	}
 	var buf bytes.Buffer
 	tbl := tablewriter.NewTable(&buf,

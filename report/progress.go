@@ -77,7 +77,7 @@ func (b *bar) draw(t time.Time) {
 		pct := float64(b.done) * 100 / float64(b.total)
 		eta := "?"
 		if rate > 0 {
-			eta = (time.Duration(float64(b.total-b.done)/rate) * time.Second).Round(time.Second).String()
+			eta = time.Duration(float64(b.total-b.done) / rate * float64(time.Second)).Round(time.Second).String()
 		}
 		fmt.Fprintf(b.w, "\r%s %d/%d (%.1f%%) %.0f/s ETA %s   ", b.label, b.done, b.total, pct, rate, eta)
 		return

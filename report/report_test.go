@@ -171,3 +171,40 @@ func TestProgressBarOnlyWhenEnabled(t *testing.T) {
 		}
 	}
 }
+
+// failWriter fails every write, like stdout on a closed pipe or a full disk.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("write failed") }
+
+// Every line Print writes can fail, titles and notes included: the failure
+// must reach the caller instead of being dropped.
+func TestPrintReportsWriteErrors(t *testing.T) {
+	docs := map[string]*Document{
+		"notes only":  {Notes: []string{"opened read-only"}},
+		"empty table": {Tables: []*Table{NewTable("x", "Title", "A", "a")}},
+		"full":        sampleDoc(),
+		"no findings": {Findings: []Finding{}},
+	}
+	for name, d := range docs {
+		for _, asJSON := range []bool{false, true} {
+			if err := Print(failWriter{}, d, asJSON); err == nil {
+				t.Errorf("%s (json %v): Print to a failing writer returned nil", name, asJSON)
+			}
+		}
+	}
+}
+
+// The ETA keeps fractions of a second until it is rounded: 3 left at 2/s is
+// 1.5s, shown as 2s (truncating first would show 1s).
+func TestProgressETARounds(t *testing.T) {
+	var buf bytes.Buffer
+	clock := time.Unix(0, 0)
+	b := &bar{w: &buf, now: func() time.Time { return clock }}
+	b.Start("scan", 5)
+	clock = clock.Add(time.Second)
+	b.Add(2)
+	if out := buf.String(); !strings.Contains(out, "ETA 2s") {
+		t.Errorf("bar output %q, want ETA 2s", out)
+	}
+}

@@ -231,8 +231,14 @@ func TestMapKey(t *testing.T) {
 		}
 	}
 	// The two empty vectors are the same id; every other vector is distinct.
-	if got := counts[ID{Kind: KindEmpty}.MapKey()]; got != 2 {
+	emptyKey := ID{Kind: KindEmpty}.MapKey()
+	if got := counts[emptyKey]; got != 2 {
 		t.Errorf("empty counted %d times, want 2", got)
+	}
+	for k, n := range counts {
+		if k != emptyKey && n != 1 {
+			t.Errorf("key %q counted %d times, want 1", k, n)
+		}
 	}
 }
 

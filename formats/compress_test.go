@@ -1,0 +1,115 @@
+package formats
+
+import (
+	"bytes"
+	"compress/zlib"
+	"strings"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"google.golang.org/protobuf/proto"
+)
+
+// Pulsar's CompressionCodecZLib deflates with Deflater.SYNC_FLUSH and never
+// calls finish(): its streams stop after the sync marker 00 00 ff ff, with no
+// final block and no adler32 trailer, and its decode reads exactly
+// uncompressedSize bytes. We must read such streams.
+func TestDecompressZlibAsPulsarWritesIt(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []byte
+	}{
+		// zlib (what java.util.zip.Deflater wraps) at the default level, "hi", SYNC_FLUSH.
+		{"sync-flushed", []byte{0x78, 0x9c, 0xca, 0xc8, 0x04, 0x00, 0x00, 0x00, 0xff, 0xff}},
+		// Hand-assembled: header 78 01, a non-final stored block LEN=2 NLEN=^2, "hi".
+		{"stored, not final", []byte{0x78, 0x01, 0x00, 0x02, 0x00, 0xfd, 0xff, 'h', 'i'}},
+		// A finished stream, as we write it: final block and adler32 of "hi" (0x013b00d2).
+		{"finished", []byte{0x78, 0x01, 0x01, 0x02, 0x00, 0xfd, 0xff, 'h', 'i', 0x01, 0x3b, 0x00, 0xd2}},
+	}
+	for _, tc := range tests {
+		got, err := decompress(codecZLIB, tc.in, 2)
+		if err != nil || string(got) != "hi" {
+			t.Errorf("%s: decompress = %q, %v; want \"hi\"", tc.name, got, err)
+		}
+	}
+	// For empty input the encode loop `while (!deflater.needsInput())` never
+	// runs, so Pulsar stores no bytes at all, not even the zlib header.
+	if got, err := decompress(codecZLIB, nil, 0); err != nil || len(got) != 0 {
+		t.Errorf("empty body, size 0: decompress = %q, %v; want nothing", got, err)
+	}
+	if got, err := decompress(codecZLIB, nil, 1); err == nil {
+		t.Errorf("empty body, size 1: decompress = %q, want an error", got)
+	}
+
+	bad := []struct {
+		name string
+		in   []byte
+		size int
+		want string
+	}{
+		{"bad adler32", []byte{0x78, 0x01, 0x01, 0x02, 0x00, 0xfd, 0xff, 'h', 'i', 0x01, 0x3b, 0x00, 0xd3}, 2, "checksum"},
+		{"more than the header says", []byte{0x78, 0x01, 0x00, 0x02, 0x00, 0xfd, 0xff, 'h', 'i'}, 1, "more than"},
+		{"less than the header says", []byte{0x78, 0x01, 0x00, 0x02, 0x00, 0xfd, 0xff, 'h', 'i'}, 3, "header says 3"},
+		{"cut inside a block", []byte{0x78, 0x01, 0x00, 0x02, 0x00, 0xfd, 0xff, 'h'}, 2, "zlib"},
+	}
+	for _, tc := range bad {
+		if got, err := decompress(codecZLIB, tc.in, tc.size); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: decompress = %q, %v; want an error containing %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// A whole ManagedLedgerInfo node as a broker with
+// managedLedgerInfoCompressionType=ZLIB stores it.
+func TestDecodeManagedLedgerInfoPulsarZlib(t *testing.T) {
+	raw := sampleMLInfoBytes(t)
+	var body bytes.Buffer
+	w := zlib.NewWriter(&body)
+	if _, err := w.Write(raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil { // SYNC_FLUSH, and no Close: no final block, no trailer
+		t.Fatal(err)
+	}
+	value := append(wantHeader(mlpb.CompressionType_ZLIB, len(raw)), body.Bytes()...)
+	info, enc, err := DecodeManagedLedgerInfo(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if enc != (Encoding{Compressed: true, Codec: mlpb.CompressionType_ZLIB}) {
+		t.Errorf("encoding = %v, want zlib", enc)
+	}
+	want := new(mlpb.ManagedLedgerInfo)
+	if err := proto.Unmarshal(raw, want); err != nil {
+		t.Fatal(err)
+	}
+	if !proto.Equal(info, want) {
+		t.Error("decoded info differs from the original")
+	}
+}
+
+// FuzzDecompressPayload: no codec panics on any body and declared size, and
+// a success yields exactly the declared size.
+func FuzzDecompressPayload(f *testing.F) {
+	raw := []byte("pulsar message payload pulsar message payload")
+	for c := range pulsarpb.CompressionType_SNAPPY + 1 {
+		packed, err := CompressPayload(c, raw)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(byte(c), packed, len(raw))
+	}
+	f.Add(byte(codecZLIB), []byte{0x78, 0x9c, 0xca, 0xc8, 0x04, 0x00, 0x00, 0x00, 0xff, 0xff}, 2)
+	f.Add(byte(codecLZ4), []byte{0x1f, 0x00, 0x01, 0x00, 0xff, 0xff, 0xff, 0xff}, 1<<20)
+	f.Fuzz(func(t *testing.T, codec byte, body []byte, size int) {
+		c := pulsarpb.CompressionType(codec % 5)
+		if c == pulsarpb.CompressionType_NONE {
+			return // returned as is, no size to check
+		}
+		out, err := DecompressPayload(c, body, size)
+		if err == nil && len(out) != size {
+			t.Fatalf("%v: %d bytes, want %d", c, len(out), size)
+		}
+	})
+}
