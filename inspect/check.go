@@ -685,7 +685,10 @@ func (c *checker) checkSchemas(context.Context) error {
 	defer c.prog.Done()
 	for _, sv := range c.schemas {
 		c.prog.Add(1)
-		st, detail, _ := schemaState(c.dd.Ledgers, c.ledgers[sv.ledger], sv)
+		st, detail, _, err := schemaState(c.dd.Ledgers, c.ledgers[sv.ledger], sv)
+		if err != nil {
+			return fmt.Errorf("check %s: %w", schemaLoc(sv.key, sv.version), err)
+		}
 		var kind string
 		switch st {
 		case StateLedgerLost:
@@ -720,41 +723,39 @@ const (
 )
 
 // schemaState reads one schema version's entry and says what state it is in,
-// with a one-line detail and the SchemaInfo when it decoded. f may be nil
-// (nothing known of the ledger).
-func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo) {
-	const lost = "the schema ledger has neither a node nor entries"
-	if f != nil && !f.node && f.stored == 0 {
-		return StateLedgerLost, lost, nil
+// with a one-line detail and the SchemaInfo when it decoded. f is what is known
+// of the version's ledger: whether its node exists and whether it has entries.
+// A read that fails for another reason than lost or damaged data is an error,
+// not a state: the schema may be fine, and a repair must not be suggested.
+func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo, err error) {
+	if !f.node && f.stored == 0 {
+		return StateLedgerLost, "the schema ledger has neither a node nor entries", nil, nil
 	}
 	v, err := ls.Entry(sv.ledger, sv.entry)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		if f == nil {
-			return StateLedgerLost, lost, nil
-		}
-		return StateEntryLost, "the schema ledger exists but this entry is gone", nil
+		return StateEntryLost, "the schema ledger exists but this entry is gone", nil, nil
 	case errors.Is(err, store.ErrTruncatedValue):
-		return StateTruncated, err.Error(), nil
+		return StateTruncated, err.Error(), nil, nil
 	case err != nil:
-		return StateUndecodable, err.Error(), nil
+		return "", "", nil, err
 	}
 	info, err = decodeSchemaValue(v)
 	if err != nil {
-		return StateUndecodable, err.Error(), nil
+		return StateUndecodable, err.Error(), nil, nil
 	}
 	if !info.GetDeleted() || len(sv.hash) != 0 {
 		if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
-			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info
+			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info, nil
 		}
 	}
-	if f != nil && !f.node {
-		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it", info
+	if !f.node {
+		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it", info, nil
 	}
 	if info.GetDeleted() {
-		return StateOK, "deleted (tombstone)", info
+		return StateOK, "deleted (tombstone)", info, nil
 	}
-	return StateOK, "", info
+	return StateOK, "", info, nil
 }
 
 // decodeSchemaValue decodes a schema ledger entry down to its SchemaInfo.

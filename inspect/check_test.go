@@ -319,8 +319,8 @@ func FuzzCheckNode(f *testing.F) {
 	})
 }
 
-// FuzzEntryRow feeds arbitrary entry bytes to the entries view's row builder and
-// to check's entry check.
+// FuzzEntryRow feeds arbitrary entry bytes to the entries view's row builder,
+// to check's entry check and to schema-usage's entry decoder.
 func FuzzEntryRow(f *testing.F) {
 	f.Add([]byte{0x0e, 0x02, 0, 0, 0, 2, 0x10, 1, 0x0e, 0x01, 0, 0, 0, 0, 0, 0, 0, 0})
 	f.Add([]byte{0, 0, 0, 99, 1})
@@ -334,6 +334,22 @@ func FuzzEntryRow(f *testing.F) {
 		var md pulsarpb.MessageMetadata
 		var bm pulsarpb.BrokerEntryMetadata
 		c.topicEntry(7, 0, v, &ledgerFacts{}, &e, &md, &bm)
+		// One entry gives at most one finding, at that entry.
+		if len(c.findings) > 1 {
+			t.Fatalf("%d findings for one entry: %+v", len(c.findings), c.findings)
+		}
+		for _, fd := range c.findings {
+			if fd.LedgerID == nil || *fd.LedgerID != 7 || fd.EntryID == nil || *fd.EntryID != 0 {
+				t.Fatalf("finding not at ledger 7 entry 0: %+v", fd)
+			}
+		}
+		// schema-usage's decoder counts the entry once, and as bad exactly when
+		// check found it bad.
+		st := newUsageState(1, 2)
+		st.decode(0, Position{7, 0}, v)
+		if tot := st.totals[0]; tot.entries != 1 || tot.bad != int64(len(c.findings)) {
+			t.Fatalf("usage totals %+v, check findings %d", tot, len(c.findings))
+		}
 	})
 }
 
@@ -358,5 +374,45 @@ func TestCheckCapsEntryFindings(t *testing.T) {
 	last := fs[len(fs)-1]
 	if last.Kind != KindEntryUndecodable || last.Location != "ledger 80" || !strings.Contains(last.Message, "5 more entries") {
 		t.Errorf("summary finding %+v", last)
+	}
+}
+
+// TestCheckLedgerPresenceKindsAreDistinct plants, in one dir, the three cases of
+// FORMATS.md section 7 at once: a node without entries, entries without a node,
+// and references (a LedgerInfo, an IndexEntry) to ledgers that have neither.
+// Each is one finding of its own kind, and no ledger is reported twice.
+func TestCheckLedgerPresenceKindsAreDistinct(t *testing.T) {
+	dir := buildTestDir(t)
+	edit(t, dir, func(b *testBuilder) {
+		b.deleteLedger(20, 3, false) // node only
+		if err := b.w.DeleteNode(formats.LedgerPath(30)); err != nil {
+			t.Fatal(err) // entries only
+		}
+		b.deleteLedger(11, 4, true) // neither; a LedgerInfo names it
+		b.deleteLedger(40, 1, true) // neither; an IndexEntry names it
+	})
+	fs := runCheck(t, dir, CheckOptions{})
+	g := got(fs)
+	slices.SortFunc(g, func(a, b want) int { return strings.Compare(a.kind, b.kind) })
+	w := []want{
+		{"entries-without-node", "ledger 30"},
+		{"ledger-missing", "persistent://public/default/orders ledger 11"},
+		{"ledger-node-without-entries", "ledger 20"},
+		{"schema-ledger-lost", "schema public/default/orders version 0"},
+	}
+	if !slices.Equal(g, w) {
+		t.Fatalf("findings:\n got  %v\n want %v", g, w)
+	}
+	perLedger := map[int64]int{}
+	for _, f := range fs {
+		if f.LedgerID == nil {
+			t.Fatalf("finding %+v names no ledger", f)
+		}
+		perLedger[*f.LedgerID]++
+	}
+	for id, n := range perLedger {
+		if n != 1 {
+			t.Errorf("ledger %d reported %d times", id, n)
+		}
 	}
 }

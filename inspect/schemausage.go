@@ -8,9 +8,12 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
@@ -183,9 +186,8 @@ func SchemaUsageFindings(ctx context.Context, dd *store.DataDir) ([]report.Findi
 
 // usageTopic is one base topic being scanned.
 type usageTopic struct {
-	name      formats.TopicName // base
-	mls       int
-	truncated []badEntry // truncated values met by the reader
+	name formats.TopicName // base
+	mls  int
 }
 
 // usageLedger is one ledger to read and the topic it belongs to.
@@ -275,9 +277,11 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		matched = true
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			findings = append(findings, newFinding(KindNodeUndecodable, n.Path,
+			f := newFinding(KindNodeUndecodable, "node "+n.Path,
 				"its ledgers were not scanned; inspect it with: ledgermedic inspect node "+n.Path,
-				"managed-ledger info does not decode: %v", err))
+				"managed-ledger info does not decode: %v", err)
+			f.Path = n.Path
+			findings = append(findings, f)
 			return nil
 		}
 		i := topicIdx(t)
@@ -290,8 +294,10 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 	bad := func(path string, err error) error {
 		if t, ok := formats.ParseManagedLedgerPath(path); ok && want(t) {
 			matched = true
-			findings = append(findings, newFinding(KindValueTruncated, path, "its ledgers were not scanned",
-				"managed-ledger info is unreadable: %v", err))
+			f := newFinding(KindValueTruncated, "node "+path, "its ledgers were not scanned",
+				"managed-ledger info is unreadable: %v", err)
+			f.Path = path
+			findings = append(findings, f)
 		}
 		return nil
 	}
@@ -358,7 +364,9 @@ func scanUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, l
 		free <- &usageBatch{data: make([]byte, 0, usageBatchBytes), items: make([]usageItem, 0, usageBatchEntries)}
 	}
 	work := make(chan *usageBatch, nBatches)
-	states := make([]*usageState, workers)
+	// One more state than decoders: the reader's, for the truncated values it
+	// meets, bounded like the decoders' lists.
+	states := make([]*usageState, workers, workers+1)
 	var wg sync.WaitGroup
 	for w := range workers {
 		st := newUsageState(len(topics), maxBad)
@@ -375,17 +383,19 @@ func scanUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, l
 		}()
 	}
 
-	err := readUsage(ctx, ls, topics, ledgers, free, work)
+	reader := newUsageState(len(topics), maxBad)
+	err := readUsage(ctx, ls, reader, ledgers, free, work)
 	close(work)
 	wg.Wait()
 	if err != nil {
 		return nil, err
 	}
-	return states, nil
+	return append(states, reader), nil
 }
 
-// readUsage is the reader: it copies values into batches and sends them on.
-func readUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, ledgers []usageLedger, free <-chan *usageBatch, work chan<- *usageBatch) error {
+// readUsage is the reader: it copies values into batches and sends them on, and
+// counts the truncated values it meets in st.
+func readUsage(ctx context.Context, ls store.LedgerStore, st *usageState, ledgers []usageLedger, free <-chan *usageBatch, work chan<- *usageBatch) error {
 	var b *usageBatch
 	next := func() error {
 		select {
@@ -410,8 +420,8 @@ func readUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, l
 			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{l.id, entryID}, offset: len(b.data)})
 			return nil
 		}, func(entryID int64, err error) error {
-			t := &topics[l.topic]
-			t.truncated = append(t.truncated, badEntry{pos: Position{l.id, entryID}, kind: KindValueTruncated,
+			st.totals[l.topic].entries++
+			st.addBad(badEntry{topic: l.topic, pos: Position{l.id, entryID}, kind: KindValueTruncated,
 				detail: fmt.Sprintf("entry value is truncated: %v", err)})
 			return nil
 		})
@@ -589,12 +599,6 @@ func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageRep
 				}
 			}
 		}
-		for _, e := range t.truncated {
-			e.topic = int32(i)
-			bad = append(bad, e)
-			tu.Entries++
-			tu.BadEntries++
-		}
 		for k, c := range merged {
 			tu.Uses = append(tu.Uses, newSchemaUse(k, c))
 		}
@@ -673,9 +677,12 @@ func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]r
 		n, err := dd.Metadata.Get(path)
 		switch {
 		case err == nil:
-			if loc, err = formats.DecodeSchemaLocator(n.Value); err != nil {
-				locErr = err
+			// Required fields too, as Check does: a locator the broker would
+			// reject is damaged, whatever versions it still lists.
+			if loc, err = formats.DecodeSchemaLocator(n.Value); err == nil {
+				err = proto.CheckInitialized(loc)
 			}
+			locErr = err
 		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTruncatedValue):
 			locErr = err
 		default:
@@ -709,7 +716,7 @@ func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]r
 		if errors.Is(locErr, store.ErrTruncatedValue) {
 			kind = KindValueTruncated
 		}
-		f := newFinding(kind, path, "inspect it with: ledgermedic inspect node "+path,
+		f := newFinding(kind, "node "+path, "inspect it with: ledgermedic inspect node "+path,
 			"the schema locator of %s cannot be read, so its versions in use are not checked: %v", tu.Topic, locErr)
 		f.Topic, f.Path = tu.Topic, path
 		findings = append(findings, f)
@@ -755,14 +762,14 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 	case errors.Is(err, store.ErrTruncatedValue):
 		what = fmt.Sprintf("entry %d of ledger %d is truncated (value log damaged)", entry, ledger)
 	default:
-		_, nerr := dd.Metadata.Get(formats.LedgerPath(ledger))
+		node, nerr := ledgerNodeExists(dd.Metadata, ledger)
 		switch {
-		case errors.Is(nerr, store.ErrNotFound):
-			what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
-		case nerr == nil || errors.Is(nerr, store.ErrTruncatedValue):
+		case nerr != nil:
+			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)
+		case node:
 			what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
 		default:
-			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)
+			what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
 		}
 	}
 	u.Status, u.Detail = UseLost, what
@@ -805,33 +812,22 @@ func uncheckedFinding(tu *TopicUsage, u *SchemaUse) report.Finding {
 // findVersion returns the locator's IndexEntry of version v, from the index or
 // the latest info.
 func findVersion(loc *schemapb.SchemaLocator, v int64) *schemapb.IndexEntry {
-	for _, ie := range loc.GetIndex() {
+	for _, ie := range locatorVersions(loc) {
 		if ie.GetVersion() == v {
 			return ie
 		}
-	}
-	if info := loc.GetInfo(); info != nil && info.Version != nil && info.GetVersion() == v {
-		return info
 	}
 	return nil
 }
 
 func locatorRange(loc *schemapb.SchemaLocator) string {
-	var vs []int64
-	for _, ie := range loc.GetIndex() {
-		vs = append(vs, ie.GetVersion())
-	}
-	if info := loc.GetInfo(); info != nil && info.Version != nil {
-		vs = append(vs, info.GetVersion())
-	}
-	slices.Sort(vs)
-	vs = slices.Compact(vs)
-	if len(vs) == 0 {
+	ies := locatorVersions(loc)
+	if len(ies) == 0 {
 		return "none"
 	}
-	parts := make([]string, len(vs))
-	for i, v := range vs {
-		parts[i] = fmt.Sprint(v)
+	parts := make([]string, len(ies))
+	for i, ie := range ies {
+		parts[i] = strconv.FormatInt(ie.GetVersion(), 10)
 	}
 	return strings.Join(parts, ", ")
 }

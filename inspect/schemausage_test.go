@@ -7,8 +7,11 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
@@ -586,5 +589,64 @@ func TestPeekEntryTakesFixtureEntries(t *testing.T) {
 	}
 	if crcBad == 0 {
 		t.Errorf("CorruptCRC fixture: no entry with a bad checksum among %d", n)
+	}
+}
+
+// A schema locator that cannot be used, garbage or missing a required field
+// (which Check reports as undecodable too), leaves the topic's versions
+// unjoined and gives one finding at the same location as Check's.
+func TestSchemaUsageDamagedLocator(t *testing.T) {
+	partial := &schemapb.SchemaLocator{
+		Info: &schemapb.IndexEntry{Position: &schemapb.PositionInfo{LedgerId: proto.Int64(41), EntryId: proto.Int64(0)}}, // no version, no hash
+		Index: []*schemapb.IndexEntry{
+			{Version: proto.Int64(0), Position: &schemapb.PositionInfo{LedgerId: proto.Int64(40), EntryId: proto.Int64(0)}, Hash: []byte{1}},
+			{Version: proto.Int64(1), Position: &schemapb.PositionInfo{LedgerId: proto.Int64(41), EntryId: proto.Int64(0)}, Hash: []byte{2}},
+		},
+	}
+	tests := []struct {
+		name  string
+		value []byte
+	}{
+		{"garbage", []byte{0x0a, 0xff}},
+		{"missing required fields", must(proto.MarshalOptions{AllowPartial: true}.Marshal(partial))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := buildTestDir(t)
+			edit(t, dir, func(b *testBuilder) { b.node(ordersLoc, tt.value) })
+			r := usageRun(t, dir, UsageOptions{})
+			const orders = "persistent://public/default/orders"
+			checked := 0
+			for _, tu := range r.Topics {
+				for _, u := range tu.Uses {
+					if tu.Topic == orders && u.Field == schemaid.FieldSchemaVersion {
+						checked++
+						if u.Status != UseNoLocator {
+							t.Errorf("%s: status %s, want %s", u.ID, u.Status, UseNoLocator)
+						}
+					}
+				}
+			}
+			if checked != 2 {
+				t.Errorf("%d registry versions used by %s, want 2", checked, orders)
+			}
+			var bad []want
+			for _, f := range r.Findings {
+				if f.Kind != KindSchemaRefUnchecked && (f.Topic == orders || f.Path == ordersLoc) { // the schema_id use is info
+					bad = append(bad, want{f.Kind, f.Location})
+					if f.Path != ordersLoc {
+						t.Errorf("finding %+v: path %q, want %q", f, f.Path, ordersLoc)
+					}
+				}
+			}
+			w := []want{{KindNodeUndecodable, "node " + ordersLoc}}
+			if !slices.Equal(bad, w) {
+				t.Errorf("findings of %s: %v, want %v", orders, bad, w)
+			}
+			if cf := findingsOf(runCheck(t, dir, CheckOptions{}), KindNodeUndecodable); len(cf) != 1 || cf[0].Location != w[0].location {
+				t.Errorf("check reports %+v, want one at %s", cf, w[0].location)
+			}
+		})
 	}
 }

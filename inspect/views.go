@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -51,8 +52,12 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 				}
 			}
 		}
+		indexed, err := indexedBy(dd.Ledgers, info)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Path, err)
+		}
 		t.Add(topic.String(), len(info.GetLedgerInfo()), entries, size, enc.String(),
-			indexedBy(dd.Ledgers, info), fmt.Sprintf("%d/%d", covered, withEntries), "")
+			indexed, fmt.Sprintf("%d/%d", covered, withEntries), "")
 		return nil
 	}, func(path string, err error) error {
 		topic, ok := formats.ParseManagedLedgerPath(path)
@@ -69,46 +74,55 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 
 // indexedBy says how a topic is known to be indexed: the ML property `index`,
 // broker entry metadata in entry 0 of one of its ledgers (newest first), or "no".
-func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) string {
+// Lost and damaged entries are skipped (check reports them); other read errors
+// are returned rather than shown as "no".
+func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) (string, error) {
 	if v, ok := formats.MLProperty(info, mlIndexProperty); ok {
-		return "ml-property(" + v + ")"
+		return "ml-property(" + v + ")", nil
 	}
 	lis := info.GetLedgerInfo()
 	for i := len(lis) - 1; i >= 0; i-- {
 		v, err := ls.Entry(lis[i].GetLedgerId(), 0)
-		if err != nil {
+		switch {
+		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTruncatedValue):
 			continue
+		case err != nil:
+			return "", err
 		}
 		if e, err := formats.ParseEntry(v); err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
-			return "entry-metadata"
+			return "entry-metadata", nil
 		}
 	}
-	return "no"
+	return "no", nil
 }
 
-// managedLedgersOf returns the managed-ledger paths of a topic: the topic's own
-// node, or for a partitioned topic every partition's, in partition order.
-func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats.TopicName) ([]string, error) {
-	if _, err := ms.Get(topic.ManagedLedgerPath()); err == nil || errors.Is(err, store.ErrTruncatedValue) {
-		return []string{topic.ManagedLedgerPath()}, nil
-	} else if !errors.Is(err, store.ErrNotFound) {
+// managedLedgersOf returns the managed-ledger nodes of a topic, values copied:
+// the topic's own node, or for a partitioned topic every partition's, in
+// partition order. Each node is read once.
+func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats.TopicName) ([]store.Node, error) {
+	n, err := ms.Get(topic.ManagedLedgerPath())
+	switch {
+	case err == nil:
+		return []store.Node{n}, nil
+	case !errors.Is(err, store.ErrNotFound):
 		return nil, err
 	}
 	type part struct {
 		i    int
-		path string
+		node store.Node
 	}
 	var parts []part
 	prefix := topic.Partition(0).ManagedLedgerPath()
 	prefix = prefix[:len(prefix)-1]
-	err := walkNodes(ctx, ms, prefix, func(n store.Node) error {
+	err = walkNodes(ctx, ms, prefix, func(n store.Node) error {
 		if p, ok := formats.ParseManagedLedgerPath(n.Path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
-			parts = append(parts, part{p.PartitionIndex(), n.Path})
+			n.Value = bytes.Clone(n.Value) // valid only during the walk
+			parts = append(parts, part{p.PartitionIndex(), n})
 		}
 		return nil
-	}, func(path string, _ error) error {
+	}, func(path string, err error) error {
 		if p, ok := formats.ParseManagedLedgerPath(path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
-			parts = append(parts, part{p.PartitionIndex(), path})
+			return err // one partition's ledgers cannot be listed
 		}
 		return nil
 	})
@@ -119,17 +133,17 @@ func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats
 		return nil, fmt.Errorf("topic %s: no managed ledger at %s nor partitions of it: %w", topic, topic.ManagedLedgerPath(), ErrNoSuchTopic)
 	}
 	slices.SortFunc(parts, func(a, b part) int { return a.i - b.i })
-	paths := make([]string, len(parts))
+	nodes := make([]store.Node, len(parts))
 	for i, p := range parts {
-		paths[i] = p.path
+		nodes[i] = p.node
 	}
-	return paths, nil
+	return nodes, nil
 }
 
 // Ledgers lists every LedgerInfo of a topic (every partition of a partitioned
 // topic) beside what the data dir holds: the ledger node and the stored entries.
 func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*report.Table, error) {
-	paths, err := managedLedgersOf(ctx, dd.Metadata, topic)
+	nodes, err := managedLedgersOf(ctx, dd.Metadata, topic)
 	if err != nil {
 		return nil, err
 	}
@@ -139,16 +153,12 @@ func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*
 	}
 	var rows []row
 	want := map[int64]int64{}
-	for _, p := range paths {
-		n, err := dd.Metadata.Get(p)
-		if err != nil {
-			return nil, err
-		}
+	for _, n := range nodes {
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", p, err)
+			return nil, fmt.Errorf("%s: %w", n.Path, err)
 		}
-		tn, _ := formats.ParseManagedLedgerPath(p)
+		tn, _ := formats.ParseManagedLedgerPath(n.Path)
 		for _, li := range info.GetLedgerInfo() {
 			rows = append(rows, row{tn.String(), li})
 			want[li.GetLedgerId()] = 0
@@ -162,15 +172,27 @@ func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*
 		"OFFLOADED", "offloaded", "PROPERTIES", "properties", "NODE", "node_exists", "STORED", "stored_entries")
 	for _, r := range rows {
 		id := r.li.GetLedgerId()
-		_, nerr := dd.Metadata.Get(formats.LedgerPath(id))
-		node := nerr == nil || errors.Is(nerr, store.ErrTruncatedValue)
-		if nerr != nil && !node && !errors.Is(nerr, store.ErrNotFound) {
-			return nil, nerr
+		node, err := ledgerNodeExists(dd.Metadata, id)
+		if err != nil {
+			return nil, err
 		}
 		t.Add(r.topic, id, r.li.GetEntries(), r.li.GetSize(), msTime(r.li.GetTimestamp()),
 			offloadState(r.li.GetOffloadContext()), kvString(r.li.GetProperties()), node, want[id])
 	}
 	return t, nil
+}
+
+// ledgerNodeExists reports whether a ledger's metadata node exists; a node whose
+// value is damaged exists.
+func ledgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
+	_, err := ms.Get(formats.LedgerPath(id))
+	switch {
+	case err == nil, errors.Is(err, store.ErrTruncatedValue):
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	}
+	return false, err
 }
 
 // countEntries fills want[id] with each wanted ledger's stored entry count, with
@@ -249,7 +271,10 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 			if err != nil {
 				return err
 			}
-			state, detail, info := schemaState(dd.Ledgers, f, sv)
+			state, detail, info, err := schemaState(dd.Ledgers, f, sv)
+			if err != nil {
+				return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
+			}
 			var typ any
 			if info != nil {
 				typ = info.GetType().String()
@@ -286,14 +311,11 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 // ledgerPresence learns of one ledger what schemaState needs: whether its node
 // exists and whether it has any entry.
 func ledgerPresence(dd *store.DataDir, id int64) (*ledgerFacts, error) {
-	f := &ledgerFacts{}
-	_, err := dd.Metadata.Get(formats.LedgerPath(id))
-	switch {
-	case err == nil, errors.Is(err, store.ErrTruncatedValue):
-		f.node = true
-	case !errors.Is(err, store.ErrNotFound):
+	node, err := ledgerNodeExists(dd.Metadata, id)
+	if err != nil {
 		return nil, err
 	}
+	f := &ledgerFacts{node: node}
 	_, err = dd.Ledgers.LastEntry(id)
 	switch {
 	case err == nil:
@@ -324,7 +346,7 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 	if o.Limit <= 0 {
 		o.Limit = DefaultEntriesLimit
 	}
-	schema, err := isSchemaLedger(ctx, dd, o.Ledger)
+	schema, node, err := isSchemaLedger(ctx, dd, o.Ledger)
 	if err != nil {
 		return nil, false, fmt.Errorf("ledger %d: %w", o.Ledger, err)
 	}
@@ -379,10 +401,8 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 	if err != nil {
 		return nil, false, fmt.Errorf("ledger %d entries: %w", o.Ledger, err)
 	}
-	if len(t.Rows) == 0 {
-		if _, nerr := dd.Metadata.Get(formats.LedgerPath(o.Ledger)); errors.Is(nerr, store.ErrNotFound) {
-			return nil, false, fmt.Errorf("ledger %d: no node at %s and no entries: %w", o.Ledger, formats.LedgerPath(o.Ledger), store.ErrNotFound)
-		}
+	if len(t.Rows) == 0 && !node {
+		return nil, false, fmt.Errorf("ledger %d: no node at %s and no entries: %w", o.Ledger, formats.LedgerPath(o.Ledger), store.ErrNotFound)
 	}
 	return t, more, nil
 }
@@ -414,22 +434,24 @@ func entryRow(id int64, v []byte, e *formats.Entry) []any {
 
 // isSchemaLedger reports whether a ledger holds SchemaEntry values rather than
 // topic entry frames: its node's custom metadata says component=schema, or,
-// when the node does not say, a schema locator names the ledger.
-func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (bool, error) {
+// when the node does not say, a schema locator names the ledger. node is
+// whether the ledger's node exists (a damaged one does).
+func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (schema, node bool, err error) {
 	n, err := dd.Metadata.Get(formats.LedgerPath(id))
 	switch {
 	case err == nil:
 		if m, derr := formats.DecodeLedgerMetadata(n.Value); derr == nil {
 			switch component, _ := formats.CustomMetadata(m, cmComponent); component {
 			case componentSchema:
-				return true, nil
+				return true, true, nil
 			case componentML:
-				return false, nil
+				return false, true, nil
 			}
 		}
 	case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue):
-		return false, err
+		return false, false, err
 	}
+	node = !errors.Is(err, store.ErrNotFound)
 	errFound := errors.New("found")
 	err = walkNodes(ctx, dd.Metadata, formats.SchemasRoot+"/", func(n store.Node) error {
 		if _, ok := formats.ParseSchemaLocatorPath(n.Path); !ok {
@@ -447,9 +469,9 @@ func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (bool, err
 		return nil
 	}, func(string, error) error { return nil })
 	if errors.Is(err, errFound) {
-		return true, nil
+		return true, node, nil
 	}
-	return false, err
+	return false, node, err
 }
 
 // schemaEntryRow decodes one schema ledger entry: SchemaEntry, then its
