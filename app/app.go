@@ -76,7 +76,7 @@ func New(e Env) *cli.App {
 		EnableBashCompletion:  false,
 		ExitErrHandler:        func(*cli.Context, error) {}, // exit codes are decided by Run, not by urfave
 		OnUsageError:          usageError,
-		CommandNotFound:       nil,
+		Action:                unknownCommand,
 		CustomAppHelpTemplate: cli.AppHelpTemplate,
 	}
 	setUsageErrors(app.Commands)
@@ -100,14 +100,41 @@ func usageError(_ *cli.Context, err error, _ bool) error {
 	return report.BadInput(err)
 }
 
-// setUsageErrors makes flag errors of every sub-command exit 2.
+// setUsageErrors makes flag errors of every sub-command exit 2, and makes a
+// command group name the unknown sub-command instead of urfave's "No help topic".
 func setUsageErrors(cmds []*cli.Command) {
 	for _, c := range cmds {
 		if c.OnUsageError == nil {
 			c.OnUsageError = usageError
 		}
+		if len(c.Subcommands) > 0 && c.Action == nil {
+			c.Action = unknownSubcommand
+		}
 		setUsageErrors(c.Subcommands)
 	}
+}
+
+// unknownCommand runs when no command, or an unknown one, is given.
+func unknownCommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowAppHelp(c)
+	}
+	return report.BadInputf("unknown command %q (see ledgermedic --help)", c.Args().First())
+}
+
+// unknownSubcommand runs when a command group gets no sub-command (help, exit 0)
+// or one it does not have (exit 2).
+func unknownSubcommand(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return cli.ShowSubcommandHelp(c)
+	}
+	var names []string
+	for _, sc := range c.Command.Subcommands {
+		if sc.Name != "help" {
+			names = append(names, sc.Name)
+		}
+	}
+	return report.BadInputf("%s: unknown command %q (commands: %s)", c.Command.FullName(), c.Args().First(), strings.Join(names, ", "))
 }
 
 // Run runs the app with args (args[0] is the program name) and returns the exit code.
@@ -139,8 +166,7 @@ func exitCode(err error) int {
 		return report.ExitCannotOpen
 	}
 	// urfave reports unknown flags and missing arguments as plain errors.
-	if msg := err.Error(); strings.Contains(msg, "flag provided but not defined") ||
-		strings.Contains(msg, "Required flag") || strings.Contains(msg, "No help topic") {
+	if msg := err.Error(); strings.Contains(msg, "flag provided but not defined") || strings.Contains(msg, "Required flag") {
 		return report.ExitBadInput
 	}
 	return report.ExitCannotOpen
