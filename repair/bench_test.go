@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 // BenchmarkPlan plans the repair of a 50-topic cluster with 4 lost versions
 // (the whole metadata walk for ledger ids included).
 func BenchmarkPlan(b *testing.B) {
-	dir, m := generate(b, fixtures.Options{Seed: 1, Topics: 50, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
+	dir, m := testutil.Fixture(b, fixtures.Options{Seed: 1, Topics: 50, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
 	cands, _, err := LoadCandidates([]string{manifestCapture(b, m, nil)})
 	if err != nil {
 		b.Fatal(err)
@@ -29,7 +30,7 @@ func BenchmarkPlan(b *testing.B) {
 
 // BenchmarkCapture captures every schema version of a 50-topic cluster.
 func BenchmarkCapture(b *testing.B) {
-	dir, _ := generate(b, fixtures.Options{Seed: 1, Topics: 50})
+	dir, _ := testutil.Fixture(b, fixtures.Options{Seed: 1, Topics: 50})
 	dd := openRO(b, dir)
 	defer dd.Close()
 	for b.Loop() {

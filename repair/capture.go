@@ -70,25 +70,18 @@ func Capture(ctx context.Context, dd *store.DataDir, keyFilter string, w io.Writ
 			st.Skipped = append(st.Skipped, Skipped{lv.Key, -1, fmt.Sprintf("locator %s: %v", lv.Path, lv.DecodeErr)})
 			return nil
 		}
-		for _, ie := range locatorVersions(lv.Locator) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			sv, err := readVersion(dd, lv.Key, ie)
-			if err != nil {
-				return err
-			}
+		return readVersions(ctx, dd, lv, func(ie *schemapb.IndexEntry, sv storedVersion) error {
 			if sv.Info == nil {
 				st.Skipped = append(st.Skipped, Skipped{lv.Key, ie.GetVersion(), fmt.Sprintf("%s: %s", sv.State, sv.Reason)})
-				continue
+				return nil
 			}
 			rec := recordOf(lv.Key, ie, sv.Info, now)
 			if err := enc.Encode(rec); err != nil {
 				return fmt.Errorf("write capture record %s version %d: %w", lv.Key, ie.GetVersion(), err)
 			}
 			st.Written++
-		}
-		return nil
+			return nil
+		})
 	})
 	if err != nil {
 		return st, err
@@ -119,9 +112,6 @@ func recordOf(key string, ie *schemapb.IndexEntry, info *schemapb.SchemaInfo, ca
 		rec.Definition, rec.DefinitionEncoding = string(def), EncodingText
 	} else {
 		rec.Definition, rec.DefinitionEncoding = base64.StdEncoding.EncodeToString(def), EncodingBase64
-	}
-	if rec.Properties == nil {
-		rec.Properties = Properties{}
 	}
 	return rec
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/app"
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -23,15 +24,8 @@ func run(t *testing.T, args ...string) (code int, stdout, stderr string) {
 // TestCLICaptureAndRepair drives the commands as an SRE would: capture a healthy
 // copy, dry run on the damaged one, apply, check idempotence, undo.
 func TestCLICaptureAndRepair(t *testing.T) {
-	healthy := filepath.Join(t.TempDir(), "healthy")
-	if _, err := fixtures.Generate(context.Background(), healthy, fixtures.Options{Seed: 4}, nil); err != nil {
-		t.Fatal(err)
-	}
-	broken := filepath.Join(t.TempDir(), "broken")
-	m, err := fixtures.Generate(context.Background(), broken, fixtures.Options{Seed: 4, LoseSchemaLedgers: 2, LoseSchemaEntries: 1}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 4})
+	broken, m := testutil.Fixture(t, fixtures.Options{Seed: 4, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
 	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
 
 	code, out, errOut := run(t, "--data-dir", healthy, "schema", "capture", "--out", capFile)
@@ -96,10 +90,7 @@ func TestCLICaptureAndRepair(t *testing.T) {
 }
 
 func TestCLIRepairUsageErrors(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "dd")
-	if _, err := fixtures.Generate(context.Background(), dir, fixtures.Options{Seed: 1}, nil); err != nil {
-		t.Fatal(err)
-	}
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 1})
 	for _, args := range [][]string{
 		{"schema", "repair", "--backup", "x"},
 		{"schema", "repair", "--from", filepath.Join(dir, "nope")},

@@ -1,11 +1,8 @@
 package repair
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +11,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -72,64 +70,12 @@ func repairOnce(ctx context.Context, dd *store.DataDir, input string) error {
 	return err
 }
 
-// state is everything Pulsar would see: metadata nodes and ledger entries.
-type state struct {
-	nodes   map[string][]byte
-	entries map[string][]byte
-}
-
-func readState(t *testing.T, dir string) state {
+// readState is everything Pulsar would see: metadata nodes and ledger entries.
+func readState(t *testing.T, dir string) testutil.Snapshot {
 	t.Helper()
 	dd := openRW(t, dir) // a writable open lets Badger replay a log cut by SIGKILL
 	defer closeDD(t, dd)
-	return state{nodes(t, dd), entries(t, dd)}
-}
-
-func (s state) equal(o state) bool {
-	return sameMap(s.nodes, o.nodes) && sameMap(s.entries, o.entries)
-}
-
-func sameMap(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
-			return false
-		}
-	}
-	return true
-}
-
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		in, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.Create(target)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	return testutil.DumpStore(t, dd)
 }
 
 // TestCrashDuringApply kills a real repair process at every crash point of the
@@ -140,13 +86,13 @@ func TestCrashDuringApply(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")
 	}
-	src, m := generate(t, fixtures.Options{Seed: 21, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
+	src, m := testutil.Fixture(t, fixtures.Options{Seed: 21, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
 	input := manifestCapture(t, m, nil)
 	before := readState(t, src)
 
 	// The fully repaired state, and the plan's size, from an uninterrupted run.
 	ref := filepath.Join(t.TempDir(), "ref")
-	copyDir(t, src, ref)
+	testutil.CopyDir(t, src, ref)
 	dd := openRW(t, ref)
 	rp, err := Plan(context.Background(), dd, loadCands(t, input), Options{})
 	if err != nil {
@@ -157,7 +103,7 @@ func TestCrashDuringApply(t *testing.T) {
 	}
 	closeDD(t, dd)
 	repaired := readState(t, ref)
-	if repaired.equal(before) {
+	if repaired.Equal(before) {
 		t.Fatal("the repair changed nothing")
 	}
 
@@ -173,7 +119,7 @@ func TestCrashDuringApply(t *testing.T) {
 	for _, step := range steps {
 		t.Run(step, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "dd")
-			copyDir(t, src, dir)
+			testutil.CopyDir(t, src, dir)
 			cmd := exec.Command(os.Args[0], "-test.run=^$")
 			cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashInput+"="+input, envCrashStep+"="+step)
 			out, err := cmd.CombinedOutput()
@@ -196,29 +142,31 @@ func TestCrashDuringApply(t *testing.T) {
 			}
 			got := readState(t, dir)
 			if len(runs) == 0 { // killed before the run was journaled
-				if !got.equal(before) {
-					t.Fatalf("killed at %s before journaling, yet the data dir changed", step)
+				if d := before.Diff(got); d != nil {
+					t.Fatalf("killed at %s before journaling, yet the data dir changed: %v", step, d)
 				}
 				return
 			}
 			switch {
-			case got.equal(before):
+			case got.Equal(before):
 				if runs[0].State == mutate.StateCommitted {
 					t.Fatal("a committed run left the before state")
 				}
-			case got.equal(repaired):
+			case got.Equal(repaired):
 				if runs[0].State != mutate.StateCommitted {
 					t.Fatalf("repaired state but the run is %s", runs[0].State)
 				}
 				dd := openRW(t, dir)
-				eng, _ := mutate.New(dd)
-				_, err := eng.Undo(context.Background(), runs[0].RunID, mutate.ApplyOptions{})
+				eng, err := mutate.New(dd)
+				if err == nil {
+					_, err = eng.Undo(context.Background(), runs[0].RunID, mutate.ApplyOptions{})
+				}
 				closeDD(t, dd)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !readState(t, dir).equal(before) {
-					t.Fatal("undo did not restore every node and entry byte for byte")
+				if d := before.Diff(readState(t, dir)); d != nil {
+					t.Fatalf("undo did not restore every node and entry byte for byte: %v", d)
 				}
 			default:
 				t.Fatalf("after a kill at %s and recovery the data dir is a mixture (run %s)", step, runs[0].State)

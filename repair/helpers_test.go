@@ -3,30 +3,19 @@ package repair
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
 )
-
-// generate makes a fixture data dir in a temp dir.
-func generate(t testing.TB, opts fixtures.Options) (string, *fixtures.Manifest) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "dd")
-	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, m
-}
 
 func openRW(t testing.TB, dir string) *store.DataDir {
 	t.Helper()
@@ -53,56 +42,6 @@ func closeDD(t testing.TB, dd *store.DataDir) {
 	}
 }
 
-// nodes returns every metadata node's bytes.
-func nodes(t testing.TB, dd *store.DataDir) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := dd.Metadata.Walk(context.Background(), "/", func(n store.Node) error {
-		out[n.Path] = bytes.Clone(n.Value)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// entries returns every ledger entry's bytes keyed by store key.
-func entries(t testing.TB, dd *store.DataDir) map[string][]byte {
-	t.Helper()
-	out := map[string][]byte{}
-	err := dd.RawLedgerIteration(context.Background(), func(k, v []byte) error {
-		out[string(k)] = bytes.Clone(v)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// hashFiles hashes every file below dir.
-func hashFiles(t testing.TB, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		h := sha256.Sum256(b)
-		out[p] = hex.EncodeToString(h[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // loseLedger deletes a ledger's entries, and its node too when node is set.
 func loseLedger(t testing.TB, dir string, ledger int64, node bool) {
 	t.Helper()
@@ -122,47 +61,35 @@ func loseLedger(t testing.TB, dir string, ledger int64, node bool) {
 	}
 }
 
-// assertAllReadable is a check-style verification: every version of every locator
-// has a ledger node that decodes, an entry that decodes to this key's SchemaInfo,
-// and (except tombstones) a definition whose SHA-256 is the locator's hash.
+// assertAllReadable is a check-style verification, independent of this package's
+// scanning: every version of every locator has a ledger node that decodes, an
+// entry that decodes to this key's SchemaInfo, and (except tombstones) a
+// definition whose SHA-256 is the locator's hash.
 func assertAllReadable(t testing.TB, dd *store.DataDir) {
 	t.Helper()
-	err := scanLocators(context.Background(), dd, "", func(lv *locatorView) error {
-		if lv.DecodeErr != nil {
-			t.Errorf("%s: %v", lv.Path, lv.DecodeErr)
+	locators := 0
+	err := dd.Metadata.Walk(context.Background(), formats.SchemasRoot+"/", func(n store.Node) error {
+		locators++
+		key := strings.TrimPrefix(n.Path, formats.SchemasRoot+"/")
+		loc, err := formats.DecodeSchemaLocator(n.Value)
+		if err != nil {
+			t.Errorf("%s: %v", n.Path, err)
 			return nil
 		}
-		for _, ie := range append(locatorVersions(lv.Locator), lv.Locator.GetInfo()) {
-			l, e := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
-			n, err := dd.Metadata.Get(formats.LedgerPath(l))
+		for _, ie := range append(loc.GetIndex(), loc.GetInfo()) {
+			info, err := readSchemaInfo(dd, ie)
 			if err != nil {
-				t.Errorf("%s version %d: ledger %d node: %v", lv.Key, ie.GetVersion(), l, err)
+				t.Errorf("%s version %d: %v", key, ie.GetVersion(), err)
 				continue
 			}
-			md, err := formats.DecodeLedgerMetadata(n.Value)
-			if err != nil {
-				t.Errorf("%s version %d: ledger %d node: %v", lv.Key, ie.GetVersion(), l, err)
-				continue
-			}
-			b, err := dd.Ledgers.Entry(l, e)
-			if err != nil {
-				t.Errorf("%s version %d: ledger %d entry %d: %v", lv.Key, ie.GetVersion(), l, e, err)
-				continue
-			}
-			if md.GetLength() != int64(len(b)) || md.GetLastEntryId() != 0 {
-				t.Errorf("%s version %d: ledger %d length %d last %d, entry is %d bytes", lv.Key, ie.GetVersion(), l,
-					md.GetLength(), md.GetLastEntryId(), len(b))
-			}
-			_, info, why := decodeStored(b, lv.Key)
-			if why != "" {
-				t.Errorf("%s version %d: %s", lv.Key, ie.GetVersion(), why)
-				continue
+			if info.GetSchemaId() != key {
+				t.Errorf("%s version %d: entry is schema %q's", key, ie.GetVersion(), info.GetSchemaId())
 			}
 			if len(ie.GetHash()) > 0 && !bytes.Equal(formats.SchemaHash(info.GetSchema()), ie.GetHash()) {
-				t.Errorf("%s version %d: stored definition does not hash to the locator's hash", lv.Key, ie.GetVersion())
+				t.Errorf("%s version %d: stored definition does not hash to the locator's hash", key, ie.GetVersion())
 			}
 			if len(ie.GetHash()) == 0 && !info.GetDeleted() {
-				t.Errorf("%s version %d: tombstone restored as not deleted", lv.Key, ie.GetVersion())
+				t.Errorf("%s version %d: tombstone restored as not deleted", key, ie.GetVersion())
 			}
 		}
 		return nil
@@ -170,6 +97,35 @@ func assertAllReadable(t testing.TB, dd *store.DataDir) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if locators == 0 {
+		t.Fatal("no schema locator to check")
+	}
+}
+
+// readSchemaInfo reads what an index entry points at as a broker would: the
+// ledger's node (closed, last entry 0, length the entry's), then the entry.
+func readSchemaInfo(dd *store.DataDir, ie *schemapb.IndexEntry) (*schemapb.SchemaInfo, error) {
+	l, e := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
+	n, err := dd.Metadata.Get(formats.LedgerPath(l))
+	if err != nil {
+		return nil, fmt.Errorf("ledger %d node: %w", l, err)
+	}
+	md, err := formats.DecodeLedgerMetadata(n.Value)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %d node: %w", l, err)
+	}
+	b, err := dd.Ledgers.Entry(l, e)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %d entry %d: %w", l, e, err)
+	}
+	if md.GetState() != bkpb.LedgerMetadataFormat_CLOSED || md.GetLength() != int64(len(b)) || md.GetLastEntryId() != 0 {
+		return nil, fmt.Errorf("ledger %d: state %v length %d last %d, entry is %d bytes", l, md.GetState(), md.GetLength(), md.GetLastEntryId(), len(b))
+	}
+	se, err := formats.DecodeSchemaEntry(b)
+	if err != nil {
+		return nil, fmt.Errorf("ledger %d entry %d: %w", l, e, err)
+	}
+	return formats.DecodeSchemaInfo(se.GetSchemaData())
 }
 
 // captureFile captures dir into a JSONL file and returns its path.
@@ -225,20 +181,23 @@ func planAndApply(t testing.TB, dir string, cands []Candidate, opts Options) (*R
 }
 
 // manifestVersion finds one version in a fixture manifest.
-func manifestVersion(m *fixtures.Manifest, key string, v int64) (fixtures.SchemaVersion, bool) {
+func manifestVersion(t testing.TB, m *fixtures.Manifest, key string, v int64) fixtures.SchemaVersion {
+	t.Helper()
 	for _, s := range m.Schemas {
 		if s.Key != key {
 			continue
 		}
 		for _, sv := range s.Versions {
 			if sv.Version == v {
-				return sv, true
+				return sv
 			}
 		}
 	}
-	return fixtures.SchemaVersion{}, false
+	t.Fatalf("the manifest has no %s version %d", key, v)
+	return fixtures.SchemaVersion{}
 }
 
+// storedInfo reads the SchemaInfo the locator of key points at for version.
 func storedInfo(t testing.TB, dd *store.DataDir, key string, version int64) *schemapb.SchemaInfo {
 	t.Helper()
 	n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + key)
@@ -251,13 +210,22 @@ func storedInfo(t testing.TB, dd *store.DataDir, key string, version int64) *sch
 	}
 	for _, ie := range loc.GetIndex() {
 		if ie.GetVersion() == version {
-			sv, err := readVersion(dd, key, ie)
+			info, err := readSchemaInfo(dd, ie)
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("%s version %d: %v", key, version, err)
 			}
-			return sv.Info
+			return info
 		}
 	}
 	t.Fatalf("%s has no version %d", key, version)
 	return nil
+}
+
+func writeTemp(t testing.TB, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

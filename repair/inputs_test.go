@@ -125,8 +125,14 @@ func buildDir(t *testing.T, schemas map[string][]handVersion) string {
 			if !v.lost {
 				info := &schemapb.SchemaInfo{SchemaId: proto.String(key), User: proto.String("alice"), Type: v.typ.Enum(),
 					Schema: v.def, Timestamp: proto.Int64(1000 + v.version), Deleted: proto.Bool(v.deleted), Props: v.props.toInfo()}
-				data, _ := formats.EncodeSchemaInfo(info)
-				entry, _ := formats.EncodeSchemaEntry(&schemapb.SchemaEntry{SchemaData: data, Index: index})
+				data, err := formats.EncodeSchemaInfo(info)
+				if err != nil {
+					t.Fatal(err)
+				}
+				entry, err := formats.EncodeSchemaEntry(&schemapb.SchemaEntry{SchemaData: data, Index: index})
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := w.PutEntry(v.ledger, 0, entry); err != nil {
 					t.Fatal(err)
 				}
@@ -134,7 +140,10 @@ func buildDir(t *testing.T, schemas map[string][]handVersion) string {
 					LastEntryId: proto.Int64(0), State: bkpb.LedgerMetadataFormat_CLOSED.Enum(),
 					Segment: []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: []string{"bk1:3181"}, FirstEntryId: proto.Int64(0)}}}
 				formats.SetCustomMetadata(md, "component", "schema")
-				node, _ := formats.EncodeLedgerMetadata(md)
+				node, err := formats.EncodeLedgerMetadata(md)
+				if err != nil {
+					t.Fatal(err)
+				}
 				if err := w.PutNode(formats.LedgerPath(v.ledger), node); err != nil {
 					t.Fatal(err)
 				}
@@ -264,8 +273,14 @@ func TestTombstoneRebuiltWithoutInput(t *testing.T) {
 		t.Fatalf("tombstone %v, want %v", got, want)
 	}
 	// The latest version was the tombstone: info moved too.
-	n, _ := dd.Metadata.Get(formats.SchemasRoot + "/t/ns/topic")
-	loc, _ := formats.DecodeSchemaLocator(n.Value)
+	n, err := dd.Metadata.Get(formats.SchemasRoot + "/t/ns/topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := formats.DecodeSchemaLocator(n.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if loc.GetInfo().GetPosition().GetLedgerId() != 5 || !bytes.Equal(loc.GetInfo().GetHash(), []byte{}) {
 		t.Fatalf("info %v", loc.GetInfo())
 	}

@@ -26,8 +26,8 @@ type ledgerUniverse struct {
 
 // scanLedgerIDs finds the highest ledger id used anywhere in the data dir: every
 // /ledgers/ node, every ledger with entries, every LedgerInfo and terminated
-// position of every managed ledger, every cursor's cursorsLedgerId, mark-delete and
-// deleted-range positions, and every IndexEntry of every schema locator (lost
+// position of every managed ledger, every cursor's cursorsLedgerId, mark-delete,
+// deleted-range and batch-deletion positions, and every IndexEntry of every schema locator (lost
 // ledgers are still named there). A new ledger id is this plus one, so it can
 // collide with nothing, not even the id of a ledger that was lost.
 func scanLedgerIDs(ctx context.Context, dd *store.DataDir) (*ledgerUniverse, error) {
@@ -60,6 +60,9 @@ func scanLedgerIDs(ctx context.Context, dd *store.DataDir) (*ledgerUniverse, err
 			for _, r := range ci.GetIndividualDeletedMessages() {
 				see(r.GetLowerEndpoint().GetLedgerId())
 				see(r.GetUpperEndpoint().GetLedgerId())
+			}
+			for _, b := range ci.GetBatchedEntryDeletionIndexInfo() {
+				see(b.GetPosition().GetLedgerId())
 			}
 		case formats.NodeSchemaLocator:
 			loc, err := formats.DecodeSchemaLocator(n.Value)
@@ -113,12 +116,19 @@ func (u *ledgerUniverse) considerTemplate(id int64, value []byte) {
 const placeholderBookie = "ledgermedic-restored:3181"
 
 // newSchemaLedgerMetadata builds the /ledgers/... node of a restored schema ledger
-// holding one entry of length bytes: closed, last entry 0, CRC32C, empty password,
-// and the custom metadata BookkeeperSchemaStorage writes.
+// holding one entry of length bytes: closed, last entry 0, empty password, and the
+// custom metadata BookkeeperSchemaStorage writes. BookkeeperSchemaStorage creates
+// and opens schema ledgers with managedLedgerDigestType, as the broker does topic
+// ledgers, so the digest type is the template's (CRC32C, the default, without one):
+// a BookKeeper client opening with that type refuses a ledger of another.
 func (u *ledgerUniverse) newSchemaLedgerMetadata(key string, length int64, ctimeMillis int64) *bkpb.LedgerMetadataFormat {
 	ensemble, write, ack := int32(1), int32(1), int32(1)
 	members := []string{placeholderBookie}
+	digest := bkpb.LedgerMetadataFormat_CRC32C
 	if t := u.Template; t != nil {
+		if t.DigestType != nil {
+			digest = t.GetDigestType()
+		}
 		members = append([]string(nil), t.GetSegment()[0].GetEnsembleMember()...)
 		ensemble, write, ack = t.GetEnsembleSize(), t.GetQuorumSize(), t.GetAckQuorumSize()
 		if int(ensemble) != len(members) || ensemble <= 0 {
@@ -137,7 +147,7 @@ func (u *ledgerUniverse) newSchemaLedgerMetadata(key string, length int64, ctime
 		LastEntryId:   ptr(int64(0)),
 		State:         bkpb.LedgerMetadataFormat_CLOSED.Enum(),
 		Segment:       []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: members, FirstEntryId: ptr(int64(0))}},
-		DigestType:    bkpb.LedgerMetadataFormat_CRC32C.Enum(),
+		DigestType:    digest.Enum(),
 		Password:      []byte{},
 		AckQuorumSize: ptr(ack),
 		Ctime:         ptr(ctimeMillis),
@@ -159,12 +169,12 @@ func clampQuorum(q, limit int32) int32 {
 func (u *ledgerUniverse) templateNote() string {
 	switch {
 	case u.Template == nil:
-		return fmt.Sprintf("no ledger node names a bookie: new ledgers get ensemble/write/ack 1/1/1 and member %s", placeholderBookie)
+		return fmt.Sprintf("no ledger node names a bookie: new ledgers get ensemble/write/ack 1/1/1, digest CRC32C and member %s", placeholderBookie)
 	case u.templateIsSchema:
-		return fmt.Sprintf("new ledgers copy ensemble, quorum sizes and bookies from schema ledger %d", u.TemplateID)
+		return fmt.Sprintf("new ledgers copy ensemble, quorum sizes, digest type and bookies from schema ledger %d", u.TemplateID)
 	}
-	return fmt.Sprintf("no schema ledger is left: new ledgers copy ensemble, quorum sizes and bookies from ledger %d "+
-		"(Pulsar uses the same managedLedgerDefault* sizes for schema and topic ledgers)", u.TemplateID)
+	return fmt.Sprintf("no schema ledger is left: new ledgers copy ensemble, quorum sizes, digest type and bookies from ledger %d "+
+		"(Pulsar uses the same managedLedgerDefault* sizes and managedLedgerDigestType for schema and topic ledgers)", u.TemplateID)
 }
 
 // nextID hands out ledger ids above MaxID.

@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 )
@@ -43,8 +44,21 @@ func TestNewLedgerIDsCollideWithNothing(t *testing.T) {
 		{"other locator's lost ledger", func(t *testing.T, dir string, id int64) {
 			ie := &schemapb.IndexEntry{Version: proto.Int64(0), Hash: []byte{1},
 				Position: &schemapb.PositionInfo{LedgerId: proto.Int64(id), EntryId: proto.Int64(0)}}
-			b, _ := formats.EncodeSchemaLocator(&schemapb.SchemaLocator{Info: ie, Index: []*schemapb.IndexEntry{ie}})
+			b, err := formats.EncodeSchemaLocator(&schemapb.SchemaLocator{Info: ie, Index: []*schemapb.IndexEntry{ie}})
+			if err != nil {
+				t.Fatal(err)
+			}
 			putNode(t, dir, "/schemas/other/ns/x", b)
+		}},
+		{"cursor batch-deletion position", func(t *testing.T, dir string, id int64) {
+			b, err := formats.EncodeManagedCursorInfo(&mlpb.ManagedCursorInfo{CursorsLedgerId: proto.Int64(-1),
+				BatchedEntryDeletionIndexInfo: []*mlpb.BatchedEntryDeletionIndexInfo{{
+					Position: &mlpb.NestedPositionInfo{LedgerId: proto.Int64(id), EntryId: proto.Int64(4)}, DeleteSet: []int64{0, 1}}}},
+				formats.Encoding{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			putNode(t, dir, "/managed-ledgers/t/ns/persistent/topic/sub", b)
 		}},
 	}
 	for _, p := range plants {
@@ -77,6 +91,71 @@ func putNode(t *testing.T, dir, path string, value []byte) {
 	dd := openRW(t, dir)
 	defer closeDD(t, dd)
 	if _, err := dd.Metadata.CompareAndSet(path, 0, value); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestNewLedgerCopiesTemplateDigest: BookkeeperSchemaStorage creates (and opens)
+// schema ledgers with managedLedgerDigestType, so a restored ledger takes the
+// digest type of the ledger its sizes come from; CRC32C (the default) without one.
+func TestNewLedgerCopiesTemplateDigest(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		template *bkpb.LedgerMetadataFormat_DigestType
+		want     bkpb.LedgerMetadataFormat_DigestType
+	}{
+		{"crc32", bkpb.LedgerMetadataFormat_CRC32.Enum(), bkpb.LedgerMetadataFormat_CRC32},
+		{"hmac", bkpb.LedgerMetadataFormat_HMAC.Enum(), bkpb.LedgerMetadataFormat_HMAC},
+		{"template without one", nil, bkpb.LedgerMetadataFormat_CRC32C},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := buildDir(t, map[string][]handVersion{"t/ns/topic": {
+				{version: 0, def: []byte(`"int"`), typ: 5, ledger: 2},
+				{version: 1, deleted: true, typ: 1, lost: true, ledger: 3},
+			}})
+			setDigest(t, dir, 2, tc.template)
+			dd := openRO(t, dir)
+			defer closeDD(t, dd)
+			rp, err := Plan(context.Background(), dd, nil, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rp.Plan == nil || len(rp.Plan.Items) != 3 {
+				t.Fatalf("plan %+v", rp.Plan)
+			}
+			md, err := formats.DecodeLedgerMetadata(rp.Plan.Items[1].After)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if md.DigestType == nil || md.GetDigestType() != tc.want {
+				t.Fatalf("restored ledger digest %v, want %v", md.DigestType, tc.want)
+			}
+			if md.Password == nil || len(md.Password) != 0 {
+				t.Fatalf("restored ledger password %q, want empty", md.Password)
+			}
+		})
+	}
+}
+
+// setDigest rewrites the digest type of ledger id's node (nil: none).
+func setDigest(t *testing.T, dir string, id int64, digest *bkpb.LedgerMetadataFormat_DigestType) {
+	t.Helper()
+	dd := openRW(t, dir)
+	defer closeDD(t, dd)
+	n, err := dd.Metadata.Get(formats.LedgerPath(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := formats.DecodeLedgerMetadata(n.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.DigestType = digest
+	b, err := formats.EncodeLedgerMetadata(md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dd.Metadata.CompareAndSet(n.Path, n.Version, b); err != nil {
 		t.Fatal(err)
 	}
 }

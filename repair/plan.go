@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/hex"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -217,18 +216,11 @@ func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *Repa
 			return nil
 		}
 		kw := &keyWork{lv: lv, stored: make(map[int64]storedVersion)}
-		for _, ie := range locatorVersions(lv.Locator) {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			sv, err := readVersion(dd, lv.Key, ie)
-			if err != nil {
-				return err
-			}
+		err := readVersions(ctx, dd, lv, func(ie *schemapb.IndexEntry, sv storedVersion) error {
 			rp.VersionsChecked++
 			kw.stored[ie.GetVersion()] = sv
 			if !sv.State.Lost() {
-				continue
+				return nil
 			}
 			kw.lost = append(kw.lost, len(rp.Versions))
 			rp.Versions = append(rp.Versions, VersionRepair{
@@ -236,6 +228,10 @@ func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *Repa
 				OldLedgerID: ie.GetPosition().GetLedgerId(), OldEntryID: ie.GetPosition().GetEntryId(),
 				State: sv.State, Reason: sv.Reason, Action: ActionUnresolved, HashMatch: HashMatchNone,
 			})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if len(kw.lost) > 0 {
 			work = append(work, kw)
@@ -286,7 +282,7 @@ func planKey(kw *keyWork, rp *RepairPlan, m *matcher, u *ledgerUniverse, now tim
 	}
 	var items []mutate.Item
 	for _, vr := range restored {
-		entry, err := schemaEntryBytes(vr.Info, newLoc, vr.Version)
+		entry, err := schemaEntryBytes(vr.Info, newLoc, vr.Version, vr.Hash)
 		if err != nil {
 			return nil, fmt.Errorf("schema %s version %d: %w", key, vr.Version, err)
 		}
@@ -322,15 +318,24 @@ func repoint(loc *schemapb.SchemaLocator, version, ledger int64) {
 	}
 }
 
-// schemaEntryBytes builds entry 0: the SchemaInfo and the locator's index entries
-// before this version, as the repaired locator has them (so they point at
-// readable ledgers).
-func schemaEntryBytes(info *schemapb.SchemaInfo, loc *schemapb.SchemaLocator, version int64) ([]byte, error) {
+// schemaEntryBytes builds entry 0 as BookkeeperSchemaStorage writes it: the
+// SchemaInfo and the locator's index as it was before this version, here as the
+// repaired locator has it (so earlier versions point at readable ledgers).
+// Version 0 is written by createNewSchema before any locator exists; its index
+// is one placeholder for the version itself: its hash at position (-1, -1).
+func schemaEntryBytes(info *schemapb.SchemaInfo, loc *schemapb.SchemaLocator, version int64, hash []byte) ([]byte, error) {
 	data, err := formats.EncodeSchemaInfo(info)
 	if err != nil {
 		return nil, err
 	}
 	se := &schemapb.SchemaEntry{SchemaData: data}
+	if version == 0 {
+		se.Index = []*schemapb.IndexEntry{{
+			Version:  ptr(int64(0)),
+			Position: &schemapb.PositionInfo{LedgerId: ptr(int64(-1)), EntryId: ptr(int64(-1))},
+			Hash:     append([]byte{}, hash...),
+		}}
+	}
 	for _, ie := range loc.GetIndex() {
 		if ie.GetVersion() < version {
 			se.Index = append(se.Index, proto.Clone(ie).(*schemapb.IndexEntry))
@@ -409,26 +414,18 @@ func resolveTombstone(vr *VersionRepair, kw *keyWork, infos map[int64]*schemapb.
 
 // neighbour returns the info of the nearest version below v, else above it.
 func neighbour(infos map[int64]*schemapb.SchemaInfo, v int64) (*schemapb.SchemaInfo, int64, bool) {
-	var versions []int64
+	below, above := int64(-1), int64(-1)
 	for k := range infos {
-		if k != v {
-			versions = append(versions, k)
+		switch {
+		case k < v && k > below:
+			below = k
+		case k > v && (above < 0 || k < above):
+			above = k
 		}
 	}
-	sort.Slice(versions, func(i, j int) bool { return versions[i] < versions[j] })
-	best := int64(-1)
-	for _, k := range versions {
-		if k < v {
-			best = k
-		}
-	}
+	best := below
 	if best < 0 {
-		for _, k := range versions {
-			if k > v {
-				best = k
-				break
-			}
-		}
+		best = above
 	}
 	if best < 0 {
 		return nil, 0, false

@@ -3,14 +3,19 @@ package repair
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"slices"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -50,16 +55,13 @@ func pickLosses(m *fixtures.Manifest) []lostVersion {
 }
 
 func TestCaptureLoseRepair(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 7})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 7})
 	capPath, st := captureFile(t, dir)
 	if len(st.Skipped) != 0 || st.Written != m.Totals.SchemaVersions {
 		t.Fatalf("capture of a healthy dir: wrote %d of %d versions, skipped %v", st.Written, m.Totals.SchemaVersions, st.Skipped)
 	}
 
-	dd := openRO(t, dir)
-	before := nodes(t, dd)
-	beforeEntries := entries(t, dd)
-	closeDD(t, dd)
+	before := testutil.Dump(t, dir)
 
 	losses := pickLosses(m)
 	if len(losses) < 4 {
@@ -82,11 +84,11 @@ func TestCaptureLoseRepair(t *testing.T) {
 		t.Fatalf("result %+v", res)
 	}
 
-	dd = openRO(t, dir)
-	after := nodes(t, dd)
+	after := testutil.Dump(t, dir)
+	dd := openRO(t, dir)
 	assertAllReadable(t, dd)
 	for _, l := range losses {
-		sv, _ := manifestVersion(m, l.key, l.version)
+		sv := manifestVersion(t, m, l.key, l.version)
 		got := storedInfo(t, dd, l.key, l.version)
 		want := &schemapb.SchemaInfo{}
 		// The manifest holds what the generator wrote; the capture held the same.
@@ -95,33 +97,33 @@ func TestCaptureLoseRepair(t *testing.T) {
 		if want.Schema == nil {
 			want.Schema = []byte{}
 		}
-		for _, p := range propsOf(t, sv) {
+		for _, p := range propsOf(sv) {
 			want.Props = append(want.Props, &schemapb.SchemaInfo_KeyValuePair{Key: proto.String(p.Key), Value: proto.String(p.Value)})
 		}
 		if !proto.Equal(got, want) {
 			t.Errorf("%s version %d restored as\n%v\nwant\n%v", l.key, l.version, got, want)
 		}
 	}
+	closeDD(t, dd)
 	// Untouched nodes are byte-identical; repaired locators keep versions and hashes.
-	for p, b := range before {
+	for p, b := range before.Nodes {
 		if formats.ClassifyPath(p) == formats.NodeLedgerMetadata {
 			continue
 		}
 		if lostKeys[p] {
-			assertSameVersionsAndHashes(t, p, b, after[p])
+			assertSameVersionsAndHashes(t, p, b, after.Nodes[p])
 			continue
 		}
-		if !bytes.Equal(after[p], b) {
+		if !bytes.Equal(after.Nodes[p], b) {
 			t.Errorf("node %s changed", p)
 		}
 	}
-	afterEntries := entries(t, dd)
-	closeDD(t, dd)
-	for k, v := range afterEntries {
-		if old, ok := beforeEntries[k]; ok && !bytes.Equal(old, v) {
-			t.Errorf("entry %x changed", k)
+	for k, v := range after.Entries {
+		if old, ok := before.Entries[k]; ok && !bytes.Equal(old, v) {
+			t.Errorf("ledger %d entry %d changed", k.Ledger, k.Entry)
 		}
 	}
+	assertRestoredAsWritten(t, losses, before, after, rp)
 
 	// Idempotent: a second run finds nothing to do.
 	rp2, res2, err := planAndApply(t, dir, loadCands(t, capPath), Options{})
@@ -138,20 +140,20 @@ func TestCaptureLoseRepair(t *testing.T) {
 	if _, err := eng.Undo(context.Background(), res.RunID, mutate.ApplyOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	undone := nodes(t, dd)
+	undone := testutil.DumpStore(t, dd).Nodes
 	closeDD(t, dd)
 	for _, l := range losses {
 		if l.node {
-			delete(before, formats.LedgerPath(l.ledger))
+			delete(before.Nodes, formats.LedgerPath(l.ledger))
 		}
 	}
 	for p := range lostKeys {
-		if !bytes.Equal(undone[p], before[p]) {
+		if !bytes.Equal(undone[p], before.Nodes[p]) {
 			t.Errorf("undo: locator %s differs from before the repair", p)
 		}
 	}
-	if len(undone) != len(before) {
-		t.Errorf("undo: %d nodes, want %d", len(undone), len(before))
+	if len(undone) != len(before.Nodes) {
+		t.Errorf("undo: %d nodes, want %d", len(undone), len(before.Nodes))
 	}
 }
 
@@ -164,18 +166,9 @@ func typeOf(t testing.TB, name string) schemapb.SchemaInfo_SchemaType {
 	return schemapb.SchemaInfo_SchemaType(v)
 }
 
-func propsOf(t testing.TB, sv fixtures.SchemaVersion) Properties {
-	t.Helper()
-	b, err := jsonMarshal(sv.Props)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var raw []struct{ Key, Value string }
-	if err := jsonUnmarshal(b, &raw); err != nil {
-		t.Fatal(err)
-	}
+func propsOf(sv fixtures.SchemaVersion) Properties {
 	var out Properties
-	for _, p := range raw {
+	for _, p := range sv.Props {
 		out = append(out, Property{p.Key, p.Value})
 	}
 	return out
@@ -206,7 +199,7 @@ func assertSameVersionsAndHashes(t *testing.T, path string, before, after []byte
 }
 
 func TestRepairFixtureFaults(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 3, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 3, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
 	if len(m.Faults) != 4 {
 		t.Fatalf("faults %+v", m.Faults)
 	}
@@ -255,10 +248,10 @@ func manifestCapture(t testing.TB, m *fixtures.Manifest, keep func(key string, v
 				continue
 			}
 			info := &schemapb.SchemaInfo{User: proto.String(sv.User), Type: typeOf(t, sv.Type).Enum(), Schema: sv.Definition,
-				Timestamp: proto.Int64(sv.Timestamp), Deleted: proto.Bool(sv.Deleted), Props: propsOf(t, sv).toInfo()}
+				Timestamp: proto.Int64(sv.Timestamp), Deleted: proto.Bool(sv.Deleted), Props: propsOf(sv).toInfo()}
 			ie := &schemapb.IndexEntry{Version: proto.Int64(sv.Version),
 				Position: &schemapb.PositionInfo{LedgerId: proto.Int64(sv.Ledger), EntryId: proto.Int64(0)}}
-			b, err := jsonMarshal(recordOf(s.Key, ie, info, "2024-01-01T00:00:00Z"))
+			b, err := json.Marshal(recordOf(s.Key, ie, info, "2024-01-01T00:00:00Z"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -269,7 +262,7 @@ func manifestCapture(t testing.TB, m *fixtures.Manifest, keep func(key string, v
 }
 
 func TestPartialInputsLeaveExactlyTheRestUnresolved(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 5, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5, LoseSchemaLedgers: 3, LoseSchemaEntries: 1})
 	var real []fixtures.Fault
 	for _, f := range m.Faults {
 		if !f.Deleted {
@@ -308,10 +301,10 @@ func TestPartialInputsLeaveExactlyTheRestUnresolved(t *testing.T) {
 }
 
 func TestDryRunChangesNothing(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
 	capPath := manifestCapture(t, m, nil)
 	cands := loadCands(t, capPath)
-	before := hashFiles(t, dir)
+	before := testutil.HashTree(t, dir)
 	dd := openRO(t, dir)
 	rp, err := Plan(context.Background(), dd, cands, Options{})
 	closeDD(t, dd)
@@ -321,21 +314,13 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if rp.Plan == nil || rp.Restored() != 3 {
 		t.Fatalf("plan restores %d", rp.Restored())
 	}
-	after := hashFiles(t, dir)
-	if len(before) != len(after) {
-		t.Fatalf("dry run changed the file set: %d -> %d files", len(before), len(after))
-	}
-	for p, h := range before {
-		if after[p] != h {
-			t.Errorf("dry run changed %s", p)
-		}
-	}
+	testutil.SameTree(t, before, testutil.HashTree(t, dir))
 }
 
 func TestHashMismatch(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 1})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 1})
 	f := m.Faults[0]
-	sv, _ := manifestVersion(m, f.SchemaKey, *f.Version)
+	sv := manifestVersion(t, m, f.SchemaKey, *f.Version)
 	// Same key and version, a different (valid) definition.
 	other := bytes.Replace(sv.Definition, []byte(`"name"`), []byte(`"doc":"edited","name"`), 1)
 	if bytes.Equal(other, sv.Definition) {
@@ -343,7 +328,10 @@ func TestHashMismatch(t *testing.T) {
 	}
 	rec := recordOf(f.SchemaKey, &schemapb.IndexEntry{Version: f.Version, Position: &schemapb.PositionInfo{LedgerId: proto.Int64(f.Ledger), EntryId: proto.Int64(0)}},
 		&schemapb.SchemaInfo{Type: typeOf(t, sv.Type).Enum(), Schema: other, User: proto.String(sv.User)}, "x")
-	b, _ := jsonMarshal(rec)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cands := loadCands(t, writeTemp(t, "bad.jsonl", b))
 
 	dd := openRO(t, dir)
@@ -363,8 +351,6 @@ func TestHashMismatch(t *testing.T) {
 	if rp.Versions[0].Action != ActionRestoreMismatch || len(rp.Warnings) == 0 {
 		t.Fatalf("allowed mismatch: %+v warnings %v", rp.Versions[0], rp.Warnings)
 	}
-	dd = openRO(t, dir)
-	defer closeDD(t, dd)
 	rec2, err := mutate.Show(mutate.JournalDir(dir), res.RunID)
 	if err != nil {
 		t.Fatal(err)
@@ -375,7 +361,7 @@ func TestHashMismatch(t *testing.T) {
 }
 
 func TestConcurrentLocatorChangeIsNotOverwritten(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 13, LoseSchemaLedgers: 2})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 13, LoseSchemaLedgers: 2})
 	cands := loadCands(t, manifestCapture(t, m, nil))
 	dd := openRW(t, dir)
 	defer closeDD(t, dd)
@@ -397,16 +383,141 @@ func TestConcurrentLocatorChangeIsNotOverwritten(t *testing.T) {
 	if _, err := dd.Metadata.CompareAndSet(path, n.Version, changed); err != nil {
 		t.Fatal(err)
 	}
-	ledgersBefore := entries(t, dd)
+	before := testutil.DumpStore(t, dd)
 	_, err = Apply(context.Background(), eng, rp, mutate.ApplyOptions{})
 	if !errors.Is(err, store.ErrVersionMismatch) {
 		t.Fatalf("apply after a concurrent change: %v", err)
 	}
-	n2, err := dd.Metadata.Get(path)
-	if err != nil || !bytes.Equal(n2.Value, changed) {
-		t.Fatalf("the concurrent change was overwritten (%v)", err)
+	if d := before.Diff(testutil.DumpStore(t, dd)); d != nil {
+		t.Fatalf("a refused run changed the data dir (the concurrent change included): %v", d)
 	}
-	if got := entries(t, dd); len(got) != len(ledgersBefore) {
-		t.Fatalf("a refused run wrote entries: %d -> %d", len(ledgersBefore), len(got))
+}
+
+// assertRestoredAsWritten: a restored version whose earlier versions were not lost
+// is written back exactly as the broker first wrote it (the fixture generator
+// writes what BookkeeperSchemaStorage writes): the same entry bytes, and ledger
+// metadata that differs only in ctime and bookies.
+func assertRestoredAsWritten(t *testing.T, losses []lostVersion, before, after testutil.Snapshot, rp *RepairPlan) {
+	t.Helper()
+	newLedger := map[string]int64{}
+	for _, v := range rp.Versions {
+		newLedger[fmt.Sprintf("%s@%d", v.SchemaKey, v.Version)] = v.NewLedgerID
+	}
+	compared := 0
+	for _, l := range losses {
+		if slices.ContainsFunc(losses, func(o lostVersion) bool { return o.key == l.key && o.version < l.version }) {
+			continue // its entry's index points at a restored ledger, not the lost one
+		}
+		id := newLedger[fmt.Sprintf("%s@%d", l.key, l.version)]
+		got, want := after.Entries[testutil.EntryID{Ledger: id}], before.Entries[testutil.EntryID{Ledger: l.ledger}]
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s version %d: restored entry (ledger %d)\n%x\nwas written as (ledger %d)\n%x", l.key, l.version, id, got, l.ledger, want)
+		}
+		gotMD, wantMD := ledgerMetadata(t, after.Nodes[formats.LedgerPath(id)]), ledgerMetadata(t, before.Nodes[formats.LedgerPath(l.ledger)])
+		for _, md := range []*bkpb.LedgerMetadataFormat{gotMD, wantMD} {
+			md.Ctime, md.Segment = nil, nil
+		}
+		if !proto.Equal(gotMD, wantMD) {
+			t.Errorf("%s version %d: restored ledger metadata\n%v\nwas written as\n%v", l.key, l.version, gotMD, wantMD)
+		}
+		compared++
+	}
+	if compared == 0 {
+		t.Fatal("no restored version to compare with what was written")
+	}
+}
+
+func ledgerMetadata(t *testing.T, node []byte) *bkpb.LedgerMetadataFormat {
+	t.Helper()
+	md, err := formats.DecodeLedgerMetadata(node)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return md
+}
+
+// TestRestoredSchemaEntryIndexIsUpstreams pins the index of a restored entry to
+// what BookkeeperSchemaStorage writes: version 0 (createNewSchema) holds one
+// placeholder for itself, its hash at position (-1, -1); a later version holds the
+// locator's index entries of every earlier version, here as repaired.
+func TestRestoredSchemaEntryIndexIsUpstreams(t *testing.T) {
+	defs := [][]byte{[]byte(`"string"`), []byte(`"int"`), []byte(`"long"`)}
+	dir := buildDir(t, map[string][]handVersion{"t/ns/topic": {
+		{version: 0, def: defs[0], typ: schemapb.SchemaInfo_AVRO, lost: true, ledger: 3},
+		{version: 1, def: defs[1], typ: schemapb.SchemaInfo_AVRO, ledger: 4},
+		{version: 2, def: defs[2], typ: schemapb.SchemaInfo_AVRO, lost: true, ledger: 5},
+	}})
+	var in bytes.Buffer
+	for _, d := range [][]byte{defs[0], defs[2]} {
+		b, err := json.Marshal(map[string]string{"type": "AVRO", "schema": string(d)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.Write(append(b, '\n'))
+	}
+	rp, _, err := planAndApply(t, dir, loadCands(t, writeTemp(t, "upload.jsonl", in.Bytes())), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rp.Restored() != 2 || rp.Versions[0].NewLedgerID != 6 || rp.Versions[1].NewLedgerID != 7 {
+		t.Fatalf("restored %+v", rp.Versions)
+	}
+	ie := func(version, ledger, entry int64, def []byte) *schemapb.IndexEntry {
+		return &schemapb.IndexEntry{Version: proto.Int64(version), Hash: formats.SchemaHash(def),
+			Position: &schemapb.PositionInfo{LedgerId: proto.Int64(ledger), EntryId: proto.Int64(entry)}}
+	}
+	want := map[int64][]*schemapb.IndexEntry{
+		6: {ie(0, -1, -1, defs[0])},
+		7: {ie(0, 6, 0, defs[0]), ie(1, 4, 0, defs[1])},
+	}
+	dd := openRO(t, dir)
+	defer closeDD(t, dd)
+	for ledger, index := range want {
+		b, err := dd.Ledgers.Entry(ledger, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		se, err := formats.DecodeSchemaEntry(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(se.GetIndex()) != len(index) {
+			t.Fatalf("ledger %d: index %v, want %v", ledger, se.GetIndex(), index)
+		}
+		for i := range index {
+			if !proto.Equal(se.GetIndex()[i], index[i]) {
+				t.Errorf("ledger %d: index entry %d is %v, want %v", ledger, i, se.GetIndex()[i], index[i])
+			}
+		}
+	}
+}
+
+func TestNeighbour(t *testing.T) {
+	infos := map[int64]*schemapb.SchemaInfo{}
+	for _, v := range []int64{1, 4, 9} {
+		infos[v] = &schemapb.SchemaInfo{Timestamp: proto.Int64(v)}
+	}
+	for _, tc := range []struct {
+		v, want int64 // want -1: none
+		infos   map[int64]*schemapb.SchemaInfo
+	}{
+		{0, 1, infos},  // nothing below: nearest above
+		{4, 1, infos},  // itself never counts
+		{5, 4, infos},  // nearest below, not nearest overall
+		{8, 4, infos},  // below wins over a nearer one above
+		{20, 9, infos}, // above everything
+		{3, -1, map[int64]*schemapb.SchemaInfo{3: {}}},
+		{3, -1, nil},
+	} {
+		info, v, ok := neighbour(tc.infos, tc.v)
+		if tc.want < 0 {
+			if ok {
+				t.Errorf("neighbour of %d = %d, want none", tc.v, v)
+			}
+			continue
+		}
+		if !ok || v != tc.want || info.GetTimestamp() != tc.want {
+			t.Errorf("neighbour of %d = %d (%v, ok %v), want %d", tc.v, v, info, ok, tc.want)
+		}
 	}
 }

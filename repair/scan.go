@@ -93,6 +93,24 @@ func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
 	return out
 }
 
+// readVersions reads every version of a decoded locator, ascending, and calls fn
+// with what the data dir holds for it.
+func readVersions(ctx context.Context, dd *store.DataDir, lv *locatorView, fn func(*schemapb.IndexEntry, storedVersion) error) error {
+	for _, ie := range locatorVersions(lv.Locator) {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		sv, err := readVersion(dd, lv.Key, ie)
+		if err != nil {
+			return err
+		}
+		if err := fn(ie, sv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // storedVersion is what the data dir holds for one version.
 type storedVersion struct {
 	State  State
