@@ -3,11 +3,8 @@ package app
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -69,54 +67,9 @@ func runApp(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errb.String(), code
 }
 
-// fixture generates a small cluster and returns its dir.
-func fixture(t *testing.T, opts fixtures.Options) (string, *fixtures.Manifest) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "cluster")
-	m, err := fixtures.Generate(context.Background(), dir, opts, report.NoProgress{})
-	if err != nil {
-		t.Fatalf("generate fixture: %v", err)
-	}
-	return dir, m
-}
-
-// hashTree hashes every file (name, size, content) under dir.
-func hashTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	sums := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		s := sha256.Sum256(b)
-		sums[p] = hex.EncodeToString(s[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sums
-}
-
-func sameTree(t *testing.T, before, after map[string]string) {
-	t.Helper()
-	if len(before) != len(after) {
-		t.Errorf("file count changed: %d -> %d", len(before), len(after))
-	}
-	for p, h := range before {
-		if after[p] != h {
-			t.Errorf("%s changed", p)
-		}
-	}
-}
-
 func TestExitCodesFromTheRealBinary(t *testing.T) {
-	clean, _ := fixture(t, fixtures.Options{Seed: 1})
-	broken, _ := fixture(t, fixtures.Options{Seed: 1, LoseSchemaLedgers: 1})
+	clean, _ := testutil.Fixture(t, fixtures.Options{Seed: 1})
+	broken, _ := testutil.Fixture(t, fixtures.Options{Seed: 1, LoseSchemaLedgers: 1})
 	empty := t.TempDir()
 	cases := []struct {
 		name   string
@@ -158,7 +111,7 @@ func TestExitCodesFromTheRealBinary(t *testing.T) {
 }
 
 func TestLockedDataDirExits3(t *testing.T) {
-	dir, _ := fixture(t, fixtures.Options{Seed: 2})
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 2})
 	dd, err := store.Open(dir, store.Options{}) // this process now holds the writer lock
 	if err != nil {
 		t.Fatal(err)
@@ -171,8 +124,8 @@ func TestLockedDataDirExits3(t *testing.T) {
 }
 
 func TestInspectionNeverChangesAByte(t *testing.T) {
-	dir, m := fixture(t, fixtures.Options{Seed: 3, LoseSchemaLedgers: 1, CorruptCRC: true})
-	before := hashTree(t, dir)
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 3, LoseSchemaLedgers: 1, CorruptCRC: true})
+	before := testutil.HashTree(t, dir)
 	topic := m.ManagedLedgers[0].Topic
 	ledger := int64(-1)
 	for _, l := range m.ManagedLedgers[0].Ledgers {
@@ -191,11 +144,11 @@ func TestInspectionNeverChangesAByte(t *testing.T) {
 			t.Errorf("%v: exit %d: %s", args, code, errOut)
 		}
 	}
-	sameTree(t, before, hashTree(t, dir))
+	testutil.SameTree(t, before, testutil.HashTree(t, dir))
 }
 
 func TestJSONOutputIsOneDocument(t *testing.T) {
-	dir, _ := fixture(t, fixtures.Options{Seed: 4, LoseSchemaLedgers: 1})
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 4, LoseSchemaLedgers: 1})
 	out, _, code := runApp(t, "-d", dir, "--json", "check")
 	if code != 1 {
 		t.Fatalf("exit %d", code)
@@ -211,7 +164,7 @@ func TestJSONOutputIsOneDocument(t *testing.T) {
 }
 
 func TestGarbageNodeIsAFindingNotAPanic(t *testing.T) {
-	dir, m := fixture(t, fixtures.Options{Seed: 5})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5})
 	dd, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)

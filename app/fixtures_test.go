@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 func TestFixturesGenerateCLI(t *testing.T) {
@@ -26,12 +27,12 @@ func TestFixturesGenerateCLI(t *testing.T) {
 	}
 
 	// A non-empty --out is refused, and nothing in it changes.
-	before := hashTree(t, out)
+	before := testutil.HashTree(t, out)
 	_, stderr, code = runApp(t, "fixtures", "generate", "--out", out)
 	if code != 2 || !strings.Contains(stderr, "not empty") {
 		t.Errorf("second generate into %s: exit %d, stderr %q", out, code, stderr)
 	}
-	sameTree(t, before, hashTree(t, out))
+	testutil.SameTree(t, before, testutil.HashTree(t, out))
 }
 
 func TestFixturesGenerateJSON(t *testing.T) {

@@ -6,12 +6,13 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 // TestInspectCommands runs every inspect view and check through the app and
 // checks what reaches stdout and the exit codes.
 func TestInspectCommands(t *testing.T) {
-	dir, m := fixture(t, fixtures.Options{Seed: 11}) // indexed topics without firstEntryIndex: info only
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 11}) // indexed topics without firstEntryIndex: info only
 	var partitioned fixtures.ManagedLedger
 	for _, ml := range m.ManagedLedgers {
 		if ml.Partition >= 0 {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 // TestReadmeExamplesRun runs every example command of the README against a
@@ -18,8 +19,8 @@ func TestReadmeExamplesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir, _ := fixture(t, fixtures.Options{Seed: 1, LoseSchemaLedgers: 1})
-	healthy, _ := fixture(t, fixtures.Options{Seed: 1})
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 1, LoseSchemaLedgers: 1})
+	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 1})
 	work := t.TempDir()
 	capture := filepath.Join(work, "schemas.jsonl")
 	replacer := strings.NewReplacer(
