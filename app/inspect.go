@@ -1,10 +1,15 @@
 package app
 
 import (
+	"encoding/json"
+
 	"errors"
+
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -134,11 +139,20 @@ func (e *env) inspectNode(c *cli.Context) error {
 		return report.BadInputf("inspect node: want exactly one PATH, got %d arguments", c.NArg())
 	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		t, undecodable, err := inspect.Node(dd, c.Args().First())
+		path := c.Args().First()
+		t, undecodable, err := inspect.Node(dd, path)
 		if err != nil {
 			return notFound(err)
 		}
-		if err := e.printTable(c, t); err != nil {
+		doc := &report.Document{}
+		doc.Add(t)
+		if c.Bool("json") && !undecodable {
+			// Machines get the decoded message itself, not only the flattened rows.
+			if msg, err := nodeMessageJSON(dd, path); err == nil && msg != nil {
+				doc.Extra = map[string]any{"message": msg}
+			}
+		}
+		if err := e.print(c, doc); err != nil {
 			return err
 		}
 		if undecodable {
@@ -164,4 +178,19 @@ func (e *env) inspectEntries(c *cli.Context) error {
 		}
 		return e.printTable(c, t, notes...)
 	})
+}
+
+// nodeMessageJSON is the node's decoded protobuf message as JSON (protojson,
+// original field names), or nil for nodes of no known kind.
+func nodeMessageJSON(dd *store.DataDir, path string) (json.RawMessage, error) {
+	n, err := dd.Metadata.Get(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := formats.DecodeNode(path, n.Value)
+	if err != nil || d.Message == nil {
+		return nil, err
+	}
+	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(d.Message)
+	return json.RawMessage(b), err
 }

@@ -2,6 +2,7 @@ package app
 
 import (
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -62,5 +63,31 @@ func TestInspectCommands(t *testing.T) {
 	out, _, code = runApp(t, "-d", dir, "check")
 	if code != 0 || !strings.Contains(out, "first-entry-index-missing") {
 		t.Errorf("check with info findings only: exit %d\n%s", code, out)
+	}
+}
+
+// inspect node --json carries the decoded message itself, so machines need not
+// re-assemble it from the flattened rows.
+func TestInspectNodeJSONCarriesTheMessage(t *testing.T) {
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 9})
+	s := m.Schemas[0]
+	out, errOut, code := runApp(t, "-d", dir, "--json", "inspect", "node", s.LocatorPath)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var doc struct {
+		Message struct {
+			Info struct {
+				Version string `json:"version"`
+			} `json:"info"`
+			Index []json.RawMessage `json:"index"`
+		} `json:"message"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	last := s.Versions[len(s.Versions)-1].Version
+	if doc.Message.Info.Version != strconv.FormatInt(last, 10) || len(doc.Message.Index) != len(s.Versions) {
+		t.Errorf("message = %+v; want info.version %d and %d index entries", doc.Message, last, len(s.Versions))
 	}
 }
