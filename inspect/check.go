@@ -8,7 +8,6 @@ import (
 	"math"
 	"slices"
 	"strconv"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -284,13 +283,12 @@ func (c *checker) scanMetadata(ctx context.Context) error {
 		c.prog.Add(1)
 		c.node(n)
 		return nil
-	}, func(path string, err error) error {
+	}, func(te *store.TruncatedError) error {
 		c.stats.Nodes++
-		f := newFinding(KindValueTruncated, "node "+path, "restore the node from a backup",
-			"%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("metadata node %q: ", path)))
-		f.Path = path
+		f := newFinding(KindValueTruncated, "node "+te.Path, "restore the node from a backup", "%s", truncatedDetail(te))
+		f.Path = te.Path
 		c.add(f)
-		c.noteBadNode(path)
+		c.noteBadNode(te.Path)
 		return nil
 	})
 	if err != nil {
@@ -483,11 +481,8 @@ func (c *checker) scanLedgers(ctx context.Context) error {
 		topic   bool
 		pending int64
 	)
-	err := c.dd.RawLedgerIteration(ctx, func(k, v []byte) error {
-		id, entryID, err := store.ParseEntryKey(k)
-		if err != nil {
-			return err
-		}
+	// ledger accounts for one stored entry, good or truncated, of ledger id.
+	ledger := func(id int64) {
 		if f == nil || id != cur {
 			if f != nil {
 				c.flushUnlisted(cur)
@@ -498,25 +493,28 @@ func (c *checker) scanLedgers(ctx context.Context) error {
 		}
 		f.stored++
 		c.stats.Entries++
-		c.stats.EntryBytes += int64(len(v))
 		if pending++; pending == 1024 {
 			c.prog.Add(pending)
 			pending = 0
 		}
-		// Badger hands back an empty value when the value log is shorter than the
-		// value's pointer; only the store can tell that from a real empty value.
-		if len(v) == 0 {
-			if _, err := c.dd.Ledgers.Entry(id, entryID); errors.Is(err, store.ErrTruncatedValue) {
-				fd := newFinding(KindValueTruncated, entryLoc(id, entryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
-					"%s", strings.TrimPrefix(err.Error(), fmt.Sprintf("ledger %d entry %d: ", id, entryID)))
-				fd.LedgerID, fd.EntryID = report.Int64(id), report.Int64(entryID)
-				c.addEntryFinding(fd)
-				return nil
-			}
+	}
+	err := c.dd.RawLedgerIterationSkipping(ctx, func(k, v []byte) error {
+		id, entryID, err := store.ParseEntryKey(k)
+		if err != nil {
+			return err
 		}
+		ledger(id)
+		c.stats.EntryBytes += int64(len(v))
 		if topic {
 			c.topicEntry(id, entryID, v, f, &e, &md, &bm)
 		}
+		return nil
+	}, func(te *store.TruncatedError) error {
+		ledger(te.LedgerID)
+		fd := newFinding(KindValueTruncated, entryLoc(te.LedgerID, te.EntryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
+			"%s", truncatedDetail(te))
+		fd.LedgerID, fd.EntryID = report.Int64(te.LedgerID), report.Int64(te.EntryID)
+		c.addEntryFinding(fd)
 		return nil
 	})
 	c.prog.Add(pending)

@@ -291,12 +291,12 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		}
 		return nil
 	}
-	bad := func(path string, err error) error {
-		if t, ok := formats.ParseManagedLedgerPath(path); ok && want(t) {
+	bad := func(te *store.TruncatedError) error {
+		if t, ok := formats.ParseManagedLedgerPath(te.Path); ok && want(t) {
 			matched = true
-			f := newFinding(KindValueTruncated, "node "+path, "its ledgers were not scanned",
-				"managed-ledger info is unreadable: %v", err)
-			f.Path = path
+			f := newFinding(KindValueTruncated, "node "+te.Path, "its ledgers were not scanned",
+				"managed-ledger info is unreadable: %v", te)
+			f.Path = te.Path
 			findings = append(findings, f)
 		}
 		return nil
@@ -419,10 +419,10 @@ func readUsage(ctx context.Context, ls store.LedgerStore, st *usageState, ledger
 			b.data = append(b.data, v...)
 			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{l.id, entryID}, offset: len(b.data)})
 			return nil
-		}, func(entryID int64, err error) error {
+		}, func(te *store.TruncatedError) error {
 			st.totals[l.topic].entries++
-			st.addBad(badEntry{topic: l.topic, pos: Position{l.id, entryID}, kind: KindValueTruncated,
-				detail: fmt.Sprintf("entry value is truncated: %v", err)})
+			st.addBad(badEntry{topic: l.topic, pos: Position{l.id, te.EntryID}, kind: KindValueTruncated,
+				detail: fmt.Sprintf("entry value is truncated: %v", te)})
 			return nil
 		})
 		if err != nil {

@@ -59,10 +59,10 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 		t.Add(topic.String(), len(info.GetLedgerInfo()), entries, size, enc.String(),
 			indexed, fmt.Sprintf("%d/%d", covered, withEntries), "")
 		return nil
-	}, func(path string, err error) error {
-		topic, ok := formats.ParseManagedLedgerPath(path)
+	}, func(te *store.TruncatedError) error {
+		topic, ok := formats.ParseManagedLedgerPath(te.Path)
 		if ok {
-			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, err.Error())
+			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, te.Error())
 		}
 		return nil
 	})
@@ -120,9 +120,9 @@ func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats
 			parts = append(parts, part{p.PartitionIndex(), n})
 		}
 		return nil
-	}, func(path string, err error) error {
-		if p, ok := formats.ParseManagedLedgerPath(path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
-			return err // one partition's ledgers cannot be listed
+	}, func(te *store.TruncatedError) error {
+		if p, ok := formats.ParseManagedLedgerPath(te.Path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
+			return te // one partition's ledgers cannot be listed
 		}
 		return nil
 	})
@@ -284,19 +284,20 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 		}
 		return nil
 	}
-	bad := func(path string, err error) error {
-		if tn, ok := formats.ParseSchemaLocatorPath(path); ok {
-			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateTruncated, false, err.Error())
+	bad := func(te *store.TruncatedError) error {
+		if tn, ok := formats.ParseSchemaLocatorPath(te.Path); ok {
+			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateTruncated, false, te.Error())
 		}
 		return nil
 	}
 	if topic != nil {
 		n, err := dd.Metadata.Get(topic.SchemaLocatorPath())
+		var te *store.TruncatedError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fmt.Errorf("topic %s: no schema locator at %s: %w", topic, topic.SchemaLocatorPath(), ErrNoSuchTopic)
-		case errors.Is(err, store.ErrTruncatedValue):
-			return t, bad(topic.SchemaLocatorPath(), err)
+		case errors.As(err, &te):
+			return t, bad(te)
 		case err != nil:
 			return nil, err
 		}
@@ -383,7 +384,8 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		}
 		t.Add(row(id, v)...)
 		return nil
-	}, func(id int64, err error) error {
+	}, func(te *store.TruncatedError) error {
+		id := te.EntryID
 		if id < o.From || (o.To >= 0 && id > o.To) {
 			return nil
 		}
@@ -391,7 +393,7 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 			return err
 		}
 		cells := make([]any, len(t.Columns))
-		cells[0], cells[len(cells)-1] = id, err.Error()
+		cells[0], cells[len(cells)-1] = id, te.Error()
 		t.Add(cells...)
 		return nil
 	})
@@ -467,7 +469,7 @@ func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (schema, n
 			}
 		}
 		return nil
-	}, func(string, error) error { return nil })
+	}, func(*store.TruncatedError) error { return nil })
 	if errors.Is(err, errFound) {
 		return true, node, nil
 	}

@@ -122,13 +122,30 @@ func mapTxnError(err error) error {
 // it assumes a 6-byte entry header, and real headers take 5 to 22 bytes.
 const valueSizeSlack = 16
 
-// checkValue reports ErrTruncatedValue when Badger returned fewer bytes than the item
-// records. Badger does not fail such reads: when the value log is shorter than a value
-// pointer says, it logs the problem and returns an empty value.
-func checkValue(item *badger.Item, got int) error {
+// truncatedSize returns the value's recorded size when Badger returned fewer bytes
+// (got) than the item records, and 0 when the value is whole. Badger does not fail
+// such reads: when the value log is shorter than a value pointer says, it logs the
+// problem and returns an empty value. Cheap enough for every value of a scan.
+func truncatedSize(item *badger.Item, got int) int64 {
 	want := item.ValueSize()
 	if want > 0 && (got == 0 || int64(got) < want-valueSizeSlack) {
-		return fmt.Errorf("%w (read %d of about %d bytes)", ErrTruncatedValue, got, want)
+		return want
+	}
+	return 0
+}
+
+// checkNode returns a *TruncatedError for a truncated value of the node at path.
+func checkNode(item *badger.Item, path string, got int) error {
+	if size := truncatedSize(item, got); size > 0 {
+		return &TruncatedError{Path: path, LedgerID: -1, EntryID: -1, Read: int64(got), Size: size}
+	}
+	return nil
+}
+
+// checkEntry returns a *TruncatedError for a truncated value of a ledger entry.
+func checkEntry(item *badger.Item, ledgerID, entryID int64, got int) error {
+	if size := truncatedSize(item, got); size > 0 {
+		return &TruncatedError{LedgerID: ledgerID, EntryID: entryID, Read: int64(got), Size: size}
 	}
 	return nil
 }

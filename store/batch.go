@@ -65,11 +65,11 @@ func (m *metadataStore) GetNodes(paths []string) ([]Node, error) {
 				return fmt.Errorf("metadata node %q: %w", path, err)
 			}
 			v, err := item.ValueCopy(nil)
-			if err == nil {
-				err = checkValue(item, len(v))
-			}
 			if err != nil {
 				return fmt.Errorf("metadata node %q: %w", path, err)
+			}
+			if err := checkNode(item, path, len(v)); err != nil {
+				return err // names the path
 			}
 			nodes[i].Value, nodes[i].Version = v, item.Version()
 		}

@@ -175,8 +175,16 @@ func (d *DataDir) BackupMetadata(w io.Writer) error {
 
 // RawLedgerIteration passes every ledger-store key and value to fn with plain Badger
 // iteration (values prefetched, not copied): the yardstick for other packages' scans.
-// key and value are valid only during fn.
+// key and value are valid only during fn. It stops at the first truncated value with
+// a *TruncatedError.
 func (d *DataDir) RawLedgerIteration(ctx context.Context, fn func(key, value []byte) error) error {
+	return d.RawLedgerIterationSkipping(ctx, fn, nil)
+}
+
+// RawLedgerIterationSkipping is RawLedgerIteration that passes each truncated value
+// to skipped instead of fn, and goes on with the next key unless skipped returns an
+// error. A nil skipped stops at the first truncated value with its *TruncatedError.
+func (d *DataDir) RawLedgerIterationSkipping(ctx context.Context, fn func(key, value []byte) error, skipped func(*TruncatedError) error) error {
 	return d.ledgers.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{entryKeyPrefix}
@@ -191,12 +199,32 @@ func (d *DataDir) RawLedgerIteration(ctx context.Context, fn func(key, value []b
 			}
 			n++
 			item := it.Item()
-			if err := item.Value(func(v []byte) error { return fn(item.Key(), v) }); err != nil {
+			err := item.Value(func(v []byte) error {
+				if size := truncatedSize(item, len(v)); size > 0 {
+					return truncatedEntry(item.Key(), len(v), size, skipped)
+				}
+				return fn(item.Key(), v)
+			})
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
+}
+
+// truncatedEntry reports the truncated value of the entry at key to skipped, or
+// returns it when skipped is nil. Kept out of the loop above, which is the yardstick.
+func truncatedEntry(key []byte, got int, size int64, skipped func(*TruncatedError) error) error {
+	ledgerID, entryID, err := ParseEntryKey(key)
+	if err != nil {
+		return err
+	}
+	te := &TruncatedError{LedgerID: ledgerID, EntryID: entryID, Read: int64(got), Size: size}
+	if skipped == nil {
+		return te
+	}
+	return skipped(te)
 }
 
 func (d *DataDir) logf(format string, args ...any) {

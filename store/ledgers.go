@@ -20,15 +20,15 @@ func (l *ledgerStore) Entry(ledgerID, entryID int64) ([]byte, error) {
 	err := l.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get(EntryKey(ledgerID, entryID))
 		if err != nil {
-			return mapTxnError(err)
+			return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, mapTxnError(err))
 		}
 		if v, err = item.ValueCopy(nil); err != nil {
-			return err
+			return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
 		}
-		return checkValue(item, len(v))
+		return checkEntry(item, ledgerID, entryID, len(v)) // names the entry
 	})
 	if err != nil {
-		return nil, fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+		return nil, err
 	}
 	return v, nil
 }
@@ -62,8 +62,8 @@ func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn 
 				return nil
 			}
 			err = item.Value(func(v []byte) error {
-				if err := checkValue(item, len(v)); err != nil {
-					return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+				if err := checkEntry(item, ledgerID, entryID, len(v)); err != nil {
+					return err
 				}
 				return fn(entryID, v)
 			})

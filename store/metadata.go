@@ -20,32 +20,36 @@ func (m *metadataStore) Get(path string) (Node, error) {
 	err := m.db.View(func(txn *badger.Txn) error {
 		item, err := txn.Get([]byte(path))
 		if err != nil {
-			return mapTxnError(err)
+			return fmt.Errorf("metadata node %q: %w", path, mapTxnError(err))
 		}
 		v, err := item.ValueCopy(nil)
 		if err != nil {
-			return err
+			return fmt.Errorf("metadata node %q: %w", path, err)
 		}
-		if err := checkValue(item, len(v)); err != nil {
-			return err
+		if err := checkNode(item, path, len(v)); err != nil {
+			return err // names the path
 		}
 		n = Node{Path: path, Value: v, Version: item.Version()}
 		return nil
 	})
 	if err != nil {
-		return Node{}, fmt.Errorf("metadata node %q: %w", path, err)
+		return Node{}, err
 	}
 	return n, nil
 }
 
 func (m *metadataStore) Walk(ctx context.Context, prefix string, fn func(Node) error) error {
+	return m.WalkFrom(ctx, prefix, "", fn)
+}
+
+func (m *metadataStore) WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error {
 	return m.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte(prefix)
 		it := txn.NewIterator(opts)
 		defer it.Close()
 		n := 0
-		for it.Rewind(); it.Valid(); it.Next() {
+		for it.Seek([]byte(max(prefix, start))); it.Valid(); it.Next() {
 			if n%ctxCheckEvery == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
@@ -53,10 +57,10 @@ func (m *metadataStore) Walk(ctx context.Context, prefix string, fn func(Node) e
 			}
 			n++
 			item := it.Item()
-			path := string(item.Key())
 			err := item.Value(func(v []byte) error {
-				if err := checkValue(item, len(v)); err != nil {
-					return fmt.Errorf("metadata node %q: %w", path, err)
+				path := string(item.Key())
+				if err := checkNode(item, path, len(v)); err != nil {
+					return err
 				}
 				return fn(Node{Path: path, Value: v, Version: item.Version()})
 			})

@@ -8,6 +8,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 )
 
 // Sentinel errors. Badger's own errors are matched once, here, and mapped to these.
@@ -22,6 +23,29 @@ var (
 	ErrTruncatedValue = errors.New("value truncated (value log damaged): data lost")
 )
 
+// TruncatedError is the error of every read that meets a truncated value: Badger
+// returned fewer bytes than the value's recorded size because the value log is
+// damaged. errors.Is(err, ErrTruncatedValue) holds for it, and errors.As recovers
+// the key, so a scan can report it and resume past it (MetadataStore.WalkFrom,
+// LedgerStore.Entries from EntryID+1, DataDir.RawLedgerIterationSkipping).
+type TruncatedError struct {
+	Path              string // the metadata node; "" for a ledger entry
+	LedgerID, EntryID int64  // the ledger entry; -1 for a node
+	// Read is how many bytes Badger returned; Size is the value's recorded size,
+	// approximate by up to 16 bytes (Badger estimates its entry header's length).
+	Read, Size int64
+}
+
+func (e *TruncatedError) Error() string {
+	key := fmt.Sprintf("ledger %d entry %d", e.LedgerID, e.EntryID)
+	if e.Path != "" {
+		key = fmt.Sprintf("metadata node %q", e.Path)
+	}
+	return fmt.Sprintf("%s: %v (read %d of about %d bytes)", key, ErrTruncatedValue, e.Read, e.Size)
+}
+
+func (e *TruncatedError) Unwrap() error { return ErrTruncatedValue }
+
 // Node is one metadata-store node.
 type Node struct {
 	Path    string
@@ -31,11 +55,16 @@ type Node struct {
 
 // MetadataStore holds nodes keyed by path.
 type MetadataStore interface {
-	// Get returns ErrNotFound when the node does not exist.
+	// Get returns ErrNotFound when the node does not exist, and a *TruncatedError
+	// when its value is truncated.
 	Get(path string) (Node, error)
 	// Walk calls fn for every node whose path starts with prefix, in path order.
-	// Values are only valid during fn; copy to keep. Stops at the first error fn returns.
+	// Values are only valid during fn; copy to keep. Stops at the first error fn
+	// returns, and at the first truncated value with a *TruncatedError.
 	Walk(ctx context.Context, prefix string, fn func(Node) error) error
+	// WalkFrom is Walk over the paths that are >= start. After a *TruncatedError
+	// for path p, WalkFrom(ctx, prefix, p+"\x00", fn) resumes with the next node.
+	WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error
 	// CompareAndSet writes value when the node's current version equals expect;
 	// expect 0 means the node must not exist. Returns the new version, or
 	// ErrVersionMismatch (wrapped with the path) and writes nothing.
@@ -46,10 +75,13 @@ type MetadataStore interface {
 
 // LedgerStore holds ledger entries keyed by (ledger id, entry id).
 type LedgerStore interface {
-	// Entry returns ErrNotFound when the entry does not exist.
+	// Entry returns ErrNotFound when the entry does not exist, and a
+	// *TruncatedError when its value is truncated.
 	Entry(ledgerID, entryID int64) ([]byte, error)
 	// Entries calls fn for entries from..to inclusive (to < 0: to the end) of one ledger, in order.
-	// Values are only valid during fn.
+	// Values are only valid during fn. Stops at the first error fn returns, and at
+	// the first truncated value with a *TruncatedError: Entries from its EntryID+1
+	// resumes past it.
 	Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error
 	// LastEntry returns the highest entry id stored for the ledger, or ErrNotFound.
 	LastEntry(ledgerID int64) (int64, error)
