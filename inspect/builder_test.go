@@ -2,11 +2,7 @@ package inspect
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -251,27 +247,4 @@ func runCheck(t *testing.T, dir string, opts CheckOptions) []report.Finding {
 		t.Fatal(err)
 	}
 	return fs
-}
-
-// hashTree returns sha256 of every file under dir, keyed by relative path.
-func hashTree(t *testing.T, dir string) map[string]string {
-	t.Helper()
-	out := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-		if err != nil || e.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dir, p)
-		sum := sha256.Sum256(b)
-		out[rel] = hex.EncodeToString(sum[:])
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

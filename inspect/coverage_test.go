@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/index"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -46,7 +47,7 @@ func wantCoverage(ml fixtures.ManagedLedger) TopicCoverage {
 
 func TestCheckCoverageMatchesManifest(t *testing.T) {
 	for _, with := range []bool{true, false} {
-		dir, m := generate(t, fixtures.Options{Seed: 5, WithFirstEntryIndex: with})
+		dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5, WithFirstEntryIndex: with})
 		got := checkCoverage(t, dir)
 		if len(got) != len(m.ManagedLedgers) {
 			t.Fatalf("with %v: %d coverage rows, manifest has %d managed ledgers", with, len(got), len(m.ManagedLedgers))
@@ -78,7 +79,7 @@ func TestCheckCoverageMatchesManifest(t *testing.T) {
 // After back-filling one topic, its coverage counts what the back-fill wrote
 // and every other topic stays uncovered.
 func TestCheckCoverageAfterPartialBackfill(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 6})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 6})
 	var target fixtures.ManagedLedger
 	for _, ml := range m.ManagedLedgers {
 		if ml.Indexed {

@@ -4,24 +4,14 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 )
-
-func generate(t testing.TB, opts fixtures.Options) (string, *fixtures.Manifest) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "data")
-	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, m
-}
 
 // expectedFindings turns a manifest's faults and orphans (and, without
 // firstEntryIndex, its indexed managed ledgers) into the findings Check must report.
@@ -90,7 +80,7 @@ func TestCheckFixtures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			dir, m := generate(t, tc.opts)
+			dir, m := testutil.Fixture(t, tc.opts)
 			fs := runCheck(t, dir, CheckOptions{FirstEntryIndexKey: m.Options.IndexKey})
 			t.Logf("%d faults, %d orphans, %d findings", len(m.Faults), len(m.Orphans), len(fs))
 			g, w := sortedWants(got(fs)), sortedWants(expectedFindings(m))
@@ -108,7 +98,7 @@ func TestCheckFixtures(t *testing.T) {
 // generator uses is read: a clean fixture must give no node-undecodable finding
 // and the topics view must show each encoding the manifest records.
 func TestCheckFixtureCodecs(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 5, WithFirstEntryIndex: true})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5, WithFirstEntryIndex: true})
 	dd := openRO(t, dir)
 	tbl, err := Topics(context.Background(), dd, "")
 	if err != nil {

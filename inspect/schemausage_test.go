@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -16,21 +15,11 @@ import (
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/schemaid"
 	"github.com/ledgermedic/ledgermedic/store"
 )
-
-// usageFixture generates a cluster in a temp dir and returns its path and manifest.
-func usageFixture(t testing.TB, opts fixtures.Options) (string, *fixtures.Manifest) {
-	t.Helper()
-	dir := filepath.Join(t.TempDir(), "dd")
-	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dir, m
-}
 
 func usageOpen(t testing.TB, dir string, readOnly bool) *store.DataDir {
 	t.Helper()
@@ -142,7 +131,7 @@ func findingsOf(fs []report.Finding, kind string) []report.Finding {
 }
 
 func TestSchemaUsageMatchesManifest(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 7})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 7})
 	want := wantUsage(m)
 	if len(want) == 0 {
 		t.Fatal("the manifest records no schema usage")
@@ -182,7 +171,7 @@ func TestSchemaUsageMatchesManifest(t *testing.T) {
 
 // One info finding per topic and external id; registry versions are checked.
 func TestSchemaUsageExternalIDsAreInfo(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 3})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 3})
 	r := usageRun(t, dir, UsageOptions{})
 	wantExt := 0
 	for _, tu := range m.Topics {
@@ -226,7 +215,7 @@ func TestSchemaUsageExternalIDsAreInfo(t *testing.T) {
 }
 
 func TestSchemaUsageTopicFilter(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 5, Partitions: 2})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5, Partitions: 2})
 	want := wantUsage(m)
 	var partitioned fixtures.TopicUsage
 	for _, tu := range m.Topics {
@@ -272,7 +261,7 @@ func TestSchemaUsageTopicFilter(t *testing.T) {
 // Lost schema ledgers whose versions messages still use are errors naming the
 // version and the repair; lost versions nobody uses are not this report's.
 func TestSchemaUsageLostVersions(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2, LoseSchemaEntries: 1})
 	type sv struct {
 		topic   string
 		version int64
@@ -346,7 +335,7 @@ func TestSchemaUsageLostVersions(t *testing.T) {
 // A locator that no longer lists a version messages use (history deleted), and
 // a topic whose locator is gone entirely.
 func TestSchemaUsageDeletedHistory(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 13})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 13})
 	// Pick two registry topics: drop version 1 from the first's locator, delete
 	// the second's locator.
 	var trimmed, dropped fixtures.TopicUsage
@@ -437,7 +426,7 @@ func TestSchemaUsageDeletedHistory(t *testing.T) {
 // does not parse is listed and counted as bad; past the cap, one finding counts
 // the rest.
 func TestSchemaUsageBadEntries(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 17, CorruptCRC: true})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 17, CorruptCRC: true})
 	var crc fixtures.Fault
 	for _, f := range m.Faults {
 		if f.Kind == fixtures.FaultCorruptCRC {
@@ -517,7 +506,7 @@ func TestSchemaUsageBadEntries(t *testing.T) {
 }
 
 func TestSchemaUsageTables(t *testing.T) {
-	dir, m := usageFixture(t, fixtures.Options{Seed: 7})
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 7})
 	r := usageRun(t, dir, UsageOptions{})
 	tbl := r.Table()
 	rows := 0
@@ -534,7 +523,7 @@ func TestSchemaUsageTables(t *testing.T) {
 
 // SchemaUsageFindings plugs into Check as a finding source.
 func TestSchemaUsageAsCheckSource(t *testing.T) {
-	dir, _ := usageFixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2})
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2})
 	dd := usageOpen(t, dir, true)
 	without, _, err := Check(context.Background(), dd, CheckOptions{}, report.NoProgress{})
 	if err != nil {
@@ -559,7 +548,7 @@ func TestSchemaUsageAsCheckSource(t *testing.T) {
 // writes takes formats.PeekEntry's fast path, which keeps the scans I/O-bound,
 // and the fast path agrees with the full parse.
 func TestPeekEntryTakesFixtureEntries(t *testing.T) {
-	dir, _ := usageFixture(t, fixtures.Options{Seed: 9, CorruptCRC: true})
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 9, CorruptCRC: true})
 	dd := usageOpen(t, dir, true)
 	var n, fast, crcBad int
 	err := dd.RawLedgerIteration(context.Background(), func(k, v []byte) error {

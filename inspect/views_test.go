@@ -13,6 +13,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -156,8 +157,8 @@ func TestCheckGolden(t *testing.T) {
 // TestInspectionLeavesDirUntouched runs every view and check on a fixture and
 // compares every file of the data dir before and after.
 func TestInspectionLeavesDirUntouched(t *testing.T) {
-	dir, m := generate(t, fixtures.Options{Seed: 7, LoseSchemaLedgers: 1, CorruptCRC: true, OrphanLedger: true})
-	before := hashTree(t, dir)
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 7, LoseSchemaLedgers: 1, CorruptCRC: true, OrphanLedger: true})
+	before := testutil.HashTree(t, dir)
 	dd := mustOpen(t, dir)
 	ctx := context.Background()
 	if _, _, err := Check(ctx, dd, CheckOptions{}, nil); err != nil {
@@ -187,7 +188,7 @@ func TestInspectionLeavesDirUntouched(t *testing.T) {
 	if err := dd.Close(); err != nil {
 		t.Fatal(err)
 	}
-	after := hashTree(t, dir)
+	after := testutil.HashTree(t, dir)
 	if !maps.Equal(before, after) {
 		t.Fatalf("inspection changed the data dir:\nbefore %v\nafter  %v", before, after)
 	}
