@@ -11,6 +11,7 @@ require (
 	github.com/olekukonko/tablewriter v1.1.5
 	github.com/pierrec/lz4/v4 v4.1.33
 	github.com/urfave/cli/v2 v2.27.7
+	golang.org/x/sys v0.41.0
 	google.golang.org/protobuf v1.36.12
 )
 
@@ -40,5 +41,4 @@ require (
 	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/metric v1.41.0 // indirect
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
-	golang.org/x/sys v0.41.0 // indirect
 )
