@@ -98,3 +98,37 @@ func (e *env) printFindings(c *cli.Context, doc *report.Document) error {
 	}
 	return nil
 }
+
+// commandLine is the command as the journal records it: the command path and
+// every flag the user set, in the order the command declares them.
+func commandLine(c *cli.Context) []string {
+	var args []string
+	for _, ctx := range c.Lineage() {
+		if ctx.Command != nil && ctx.Command.Name != "" && ctx.Command.Name != ctx.App.Name {
+			args = append([]string{ctx.Command.Name}, args...)
+		}
+	}
+	for _, f := range c.Command.Flags {
+		name := f.Names()[0]
+		if !c.IsSet(name) {
+			continue
+		}
+		switch v := c.Value(name).(type) {
+		case bool:
+			if v {
+				args = append(args, "--"+name)
+			}
+		case cli.StringSlice:
+			for _, s := range v.Value() {
+				args = append(args, "--"+name, s)
+			}
+		case []string:
+			for _, s := range v {
+				args = append(args, "--"+name, s)
+			}
+		default:
+			args = append(args, "--"+name, fmt.Sprint(v))
+		}
+	}
+	return args
+}

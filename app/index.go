@@ -100,7 +100,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 		Key: c.String("key"), Paths: paths, Apply: c.Bool("apply"),
 		Workers: c.Int("workers"), Rate: c.Float64("rate"), Verify: c.Bool("verify"), Force: c.Bool("force"),
 		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup,
-		Progress: e.progress(c), Args: os.Args,
+		Progress: e.progress(c), Args: commandLine(c),
 		OnPlanned: func(p index.PlannedLedger) {
 			planned++
 			if planned <= planRowLimit {
@@ -113,16 +113,13 @@ func (e *env) indexBackfill(c *cli.Context) error {
 		return backfillError(runErr)
 	}
 	doc := backfillDocument(res, opts, plan, planned)
-	if err := e.print(c, doc); err != nil {
-		return err
-	}
 	if runErr != nil {
+		if err := e.print(c, doc); err != nil {
+			return err
+		}
 		return backfillError(runErr)
 	}
-	if report.Actionable(res.Findings) {
-		return report.ErrFindings
-	}
-	return nil
+	return e.printFindings(c, doc)
 }
 
 // backfillError keeps the documented exit codes: an interrupted run exits 3 and
@@ -140,9 +137,6 @@ func backfillError(err error) error {
 
 func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan *report.Table, planned int) *report.Document {
 	doc := &report.Document{Findings: res.Findings}
-	if doc.Findings == nil {
-		doc.Findings = []report.Finding{}
-	}
 	var skipped int64
 	for _, n := range res.Skipped {
 		skipped += n
@@ -187,7 +181,7 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 		doc.Note("rolled back unfinished run %s (%s) from the journal before planning: %s", r.RunID, r.Command, r.State)
 	}
 	if len(res.Runs) > 0 {
-		doc.Note("wrote %d batch run(s), %s .. %s; undo one with: ledgermedic journal undo RUN",
+		doc.Note("wrote %d batch run(s), %s .. %s; undo one with: ledgermedic journal undo --apply RUN",
 			len(res.Runs), res.Runs[0], res.Runs[len(res.Runs)-1])
 	}
 	if res.Interrupted {

@@ -136,7 +136,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.BadInput(err)
 	}
-	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: repairArgs(c)}
+	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: commandLine(c)}
 	if opts.AllowHashMismatch {
 		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
 			"written; consumers may then decode old messages with the wrong schema")
@@ -263,23 +263,4 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 		return report.ErrFindings
 	}
 	return nil
-}
-
-// repairArgs is the command line as the journal records it.
-func repairArgs(c *cli.Context) []string {
-	args := []string{"schema", "repair"}
-	for _, f := range c.StringSlice("from") {
-		args = append(args, "--from", f)
-	}
-	for _, name := range []string{"topic", "backup"} {
-		if v := c.String(name); v != "" {
-			args = append(args, "--"+name, v)
-		}
-	}
-	for _, name := range []string{"apply", "allow-hash-mismatch"} {
-		if c.Bool(name) {
-			args = append(args, "--"+name)
-		}
-	}
-	return args
 }
