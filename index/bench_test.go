@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -277,14 +279,37 @@ func copyOf(b testing.TB, dir string) string {
 //	file      peak RssFile, sampled: pages of Badger's mmapped tables and value
 //	          logs, clean file cache the kernel can drop under pressure
 //	heap      peak Go HeapInuse, sampled
+//	live      peak live Go heap (marked by the last GC), sampled; heap exceeds it
+//	          by the GC's headroom (GOGC)
 //
 // Workloads: scan (read-only open, every entry of every ledger), bare (read-only
 // open, entry 0 of every ledger), plan (read-only back-fill plan) and apply
 // (writable open, back-fill --apply).
+//
+// Other knobs: LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 (sizes, in topics of 100
+// ledgers), LEDGERMEDIC_MEMBENCH_MODES=plan,apply, LEDGERMEDIC_MEMBENCH_PROFILE=dir
+// (heap profiles, see envMemProfile) and LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
+// size once and reuse it). A child's GOGC and GOMEMLIMIT come from the environment.
+//
+// What apply's growth was (profiles at 1M and 2M ledgers): Badger's table builders.
+// A writable open compacts whatever L0 holds (a bulk-loaded ledger store at 2M
+// ledgers: 5 L0 tables merged with 100 MB of L1, in up to 13 concurrent builders),
+// and every memtable flush builds an L0 table in a z.Allocator that grows in doubling
+// buffers (4, 8, 16, 32, 64 MB for a 16 MB memtable, as Snappy adds a compressed
+// copy of each block). Badger keeps up to 8 such allocators in a pool for reuse, so
+// live heap went 73 MB (200k), 178 MB (1M), 420 MB (2M), HeapInuse twice that (GOGC).
+// Back-fill's own state is per run: a batch's plans, images and journal record are
+// dropped when the run commits; only the per-topic results and findings stay.
 const (
 	envMemBench = "LEDGERMEDIC_MEMBENCH"
 	envMemChild = "LEDGERMEDIC_MEM_CHILD"
 	envMemMode  = "LEDGERMEDIC_MEM_MODE"
+	// envMemProfile names a folder: each child writes <size>-<mode>-peak.pprof (heap
+	// profile taken when the sampled live heap last rose by a tenth) and
+	// <size>-<mode>-end.pprof (at the end of the workload).
+	envMemProfile = "LEDGERMEDIC_MEMBENCH_PROFILE"
+	// envMemKeep names a folder where built data dirs are kept for later runs.
+	envMemKeep = "LEDGERMEDIC_MEMBENCH_KEEP"
 )
 
 var memModes = []string{"scan", "bare", "plan", "apply"}
@@ -309,16 +334,21 @@ func TestMemoryFlat(t *testing.T) {
 		}
 	}
 	for _, c := range sizes {
-		dd, _ := buildDir(t, benchTopics(c.topics, c.perTopic))
-		dir := dd.Path
-		if err := dd.Close(); err != nil {
-			t.Fatal(err)
-		}
+		dir := memBenchDir(t, c.topics, c.perTopic)
 		size := dirSize(t, dir)
-		for _, mode := range memModes {
+		modes := memModes
+		if s := os.Getenv("LEDGERMEDIC_MEMBENCH_MODES"); s != "" { // e.g. "plan,apply"
+			modes = strings.Split(s, ",")
+		}
+		for _, mode := range modes {
 			// apply writes, so it runs last: every mode sees the same data.
 			cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryFlat$", "-test.v", "-test.count=1")
-			cmd.Env = append(os.Environ(), envMemChild+"="+dir, envMemMode+"="+mode)
+			childDir := dir
+			if mode == "apply" && os.Getenv(envMemKeep) != "" {
+				childDir = copyOf(t, dir) // the kept dir stays unwritten
+			}
+			cmd.Env = append(os.Environ(), envMemChild+"="+childDir, envMemMode+"="+mode,
+				"LEDGERMEDIC_MEM_LABEL="+strconv.Itoa(c.topics*c.perTopic))
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("child %s: %v\n%s", mode, err, out)
@@ -330,6 +360,34 @@ func TestMemoryFlat(t *testing.T) {
 			}
 		}
 	}
+}
+
+// memBenchDir returns a closed data dir of topics x perTopic ledgers. With
+// LEDGERMEDIC_MEMBENCH_KEEP set to a folder, it is built there once (<folder>/<ledgers>)
+// and reused by later runs; apply then works on a copy.
+func memBenchDir(t *testing.T, topics, perTopic int) string {
+	keep := os.Getenv(envMemKeep)
+	if keep != "" {
+		dir := filepath.Join(keep, strconv.Itoa(topics*perTopic))
+		if _, err := os.Stat(filepath.Join(dir, store.LedgersDirName)); err == nil {
+			return dir
+		}
+	}
+	dd, _ := buildDir(t, benchTopics(topics, perTopic))
+	if err := dd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if keep == "" {
+		return dd.Path
+	}
+	dir := filepath.Join(keep, strconv.Itoa(topics*perTopic))
+	if err := os.MkdirAll(keep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(copyOf(t, dd.Path), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
 
 func dirSize(t *testing.T, dir string) int64 {
@@ -357,7 +415,12 @@ func memChild(t *testing.T, dir, mode string) {
 		t.Fatal(err)
 	}
 	defer dd.Close()
-	s := startMemSampler()
+	profile := func(string) {}
+	if pd := os.Getenv(envMemProfile); pd != "" {
+		prefix := filepath.Join(pd, os.Getenv("LEDGERMEDIC_MEM_LABEL")+"-"+mode+"-")
+		profile = func(name string) { writeHeapProfile(t, prefix+name+".pprof") }
+	}
+	s := startMemSampler(profile)
 	ctx := context.Background()
 	var what string
 	switch mode {
@@ -386,13 +449,14 @@ func memChild(t *testing.T, dir, mode string) {
 		t.Fatal(err)
 	}
 	p := s.stop()
-	t.Logf("MEM VmHWM %4d MB | anon %4d MB | file %4d MB | heap %4d MB | %v | %s",
-		vmStatus("VmHWM")>>10, p.anon>>10, p.file>>10, p.heap>>20, p.elapsed.Round(time.Millisecond), what)
+	profile("end")
+	t.Logf("MEM VmHWM %4d MB | anon %4d MB | file %4d MB | heap %4d MB | live %4d MB | %v | %s",
+		vmStatus("VmHWM")>>10, p.anon>>10, p.file>>10, p.heap>>20, p.live>>20, p.elapsed.Round(time.Millisecond), what)
 }
 
 type memPeaks struct {
 	anon, file int64 // kB
-	heap       uint64
+	heap, live uint64
 	elapsed    time.Duration
 }
 
@@ -401,16 +465,28 @@ type memSampler struct {
 	done  chan memPeaks
 }
 
-// startMemSampler samples RssAnon, RssFile and HeapInuse every 10ms until stop.
-func startMemSampler() *memSampler {
+// startMemSampler samples RssAnon, RssFile and HeapInuse every 10ms until stop,
+// and the live heap as of the last GC; it calls peak("peak") each time the live heap
+// rises a tenth above the last such call.
+func startMemSampler(peak func(string)) *memSampler {
 	s := &memSampler{stopc: make(chan struct{}), done: make(chan memPeaks, 1)}
 	start := time.Now()
 	go func() {
 		var p memPeaks
 		var ms runtime.MemStats
+		var profiled uint64
+		live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		sample := func() {
 			runtime.ReadMemStats(&ms)
 			p.heap = max(p.heap, ms.HeapInuse)
+			metrics.Read(live)
+			if v := live[0].Value; v.Kind() == metrics.KindUint64 {
+				p.live = max(p.live, v.Uint64())
+			}
+			if p.live > profiled+profiled/10 {
+				profiled = p.live
+				peak("peak")
+			}
 			p.anon = max(p.anon, vmStatus("RssAnon"))
 			p.file = max(p.file, vmStatus("RssFile"))
 		}
@@ -434,6 +510,21 @@ func startMemSampler() *memSampler {
 func (s *memSampler) stop() memPeaks {
 	close(s.stopc)
 	return <-s.done
+}
+
+// writeHeapProfile collects garbage and writes the heap profile to path: the
+// collection makes the profile show what is live now, not as of an earlier cycle.
+func writeHeapProfile(t *testing.T, path string) {
+	runtime.GC()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Error(err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Error(err)
+	}
 }
 
 // vmStatus reads one kB field of /proc/self/status (0 when unavailable).

@@ -542,7 +542,7 @@ func TestLargeRunSplitsSteps(t *testing.T) {
 	dd, _ := newDataDir(t)
 	seed(t, dd)
 	before := dump(t, dd)
-	big := strings.Repeat("v", 700<<10) // 8 x 700 kB > one transaction (2.4 MB)
+	big := strings.Repeat("v", 700<<10) // 8 x 700 kB > one transaction (1.2 or 2.4 MB)
 	p := &Plan{Command: "big"}
 	ledger := Item{Kind: KindLedger, LedgerID: 300}
 	for i := range 8 {

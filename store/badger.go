@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 )
 
 // Memory budget of every Badger database this package opens. A data dir holds two,
@@ -30,10 +31,13 @@ const (
 	// memtable to replay a write-ahead log left behind (see memTableSize). 8 MB is
 	// about Badger's minimum: a transaction (15% of it) must hold a 1 MB value.
 	readOnlyMemTableSize = 8 << 20
-	// writableMemTableSize: repairs and back-fills write a few MB at most, and the
-	// memtable's arena is allocated whole at open. 16 MB allows transactions of
-	// 2.4 MB (the mutation engine splits larger steps); bulk loads flush sooner.
-	writableMemTableSize = 16 << 20
+	// writableMemTableSize: repairs write a few MB at most, and the memtable's arena
+	// is allocated whole at open. A back-fill writes every managed-ledger node, so its
+	// memtables fill and flush: each flush builds an L0 table in buffers that double
+	// up to several times the memtable, and Badger pools up to 8 of them. 8 MB keeps
+	// each near 12 MB and allows transactions of 1.2 MB (the mutation engine steps
+	// at 1 MB and splits on ErrBatchTooBig; Pulsar keeps metadata nodes under 1 MB).
+	writableMemTableSize = 8 << 20
 	// writableMemTables: one memtable takes writes while one is flushed; a bulk
 	// load that outruns the flusher waits instead of holding more in memory.
 	writableMemTables = 2
@@ -66,6 +70,15 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 	return opts.WithMemTableSize(memTableSize(dir, int64(mem)))
 }
 
+// sessionOptions adjust badgerOptions for a writable open of an existing dir (a
+// repair or back-fill session): tables it flushes are not compressed, because
+// Snappy adds a compressed copy of every block to the table builder's buffers.
+// Compression is recorded per table, so these tables read back as usual and are
+// compressed when a later compaction rewrites them. Bulk loads (Create) keep Snappy.
+func sessionOptions(opts badger.Options) badger.Options {
+	return opts.WithCompression(options.None)
+}
+
 // memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)
 // that the open must replay into a memtable: the memtable's arena must hold what
 // the writer's held, and Badger exits the process when it does not. A log is created
@@ -84,8 +97,12 @@ func memTableSize(dir string, want int64) int64 {
 }
 
 // openBadger opens one database and maps Badger's open errors to this package's sentinels.
-func openBadger(dir string, readOnly bool) (*badger.DB, error) {
-	db, err := badger.Open(badgerOptions(dir, readOnly))
+func openBadger(dir string, readOnly bool, adjust ...func(badger.Options) badger.Options) (*badger.DB, error) {
+	opts := badgerOptions(dir, readOnly)
+	for _, f := range adjust {
+		opts = f(opts)
+	}
+	db, err := badger.Open(opts)
 	if err != nil {
 		return nil, mapOpenError(dir, err)
 	}

@@ -131,7 +131,11 @@ func checkLayout(path string) error {
 // openDB opens one database of the dir, falling back to a sandbox copy when a
 // read-only open meets an unclean shutdown.
 func (d *DataDir) openDB(name string, opts Options) (*badger.DB, error) {
-	db, err := openBadger(filepath.Join(d.Path, name), opts.ReadOnly)
+	var adjust []func(badger.Options) badger.Options
+	if !opts.ReadOnly {
+		adjust = append(adjust, sessionOptions)
+	}
+	db, err := openBadger(filepath.Join(d.Path, name), opts.ReadOnly, adjust...)
 	if err == nil {
 		return db, nil
 	}
