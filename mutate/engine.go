@@ -449,10 +449,9 @@ func (e *Engine) checkEpoch(held uint64) error {
 	return nil
 }
 
-// preflight reads the before-image of every item and checks it is what the plan
-// expects. It returns one problem per item that no longer matches; it writes nothing.
-// Nodes are read from one snapshot.
-func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
+// readNodeItems reads the current node of every node item of the run from one
+// snapshot, keyed by item index.
+func (e *Engine) readNodeItems(rec *RunRecord) (map[int]store.Node, error) {
 	var nodeItems []int
 	for i := range rec.Items {
 		if rec.Items[i].isNode() {
@@ -461,11 +460,22 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error
 	}
 	nodes, err := e.getNodes(rec, nodeItems)
 	if err != nil {
-		return nil, fmt.Errorf("preflight: %w", err)
+		return nil, err
 	}
 	current := make(map[int]store.Node, len(nodeItems))
 	for k, i := range nodeItems {
 		current[i] = nodes[k]
+	}
+	return current, nil
+}
+
+// preflight reads the before-image of every item and checks it is what the plan
+// expects. It returns one problem per item that no longer matches; it writes nothing.
+// Nodes are read from one snapshot.
+func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
+	current, err := e.readNodeItems(rec)
+	if err != nil {
+		return nil, fmt.Errorf("preflight: %w", err)
 	}
 	var problems []string
 	for i := range rec.Items {
@@ -573,19 +583,9 @@ func nonNil(b []byte) []byte {
 // verify re-reads everything the run wrote and compares it with the plan. Nodes are
 // read from one snapshot.
 func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
-	var nodeItems []int
-	for i := range rec.Items {
-		if rec.Items[i].isNode() {
-			nodeItems = append(nodeItems, i)
-		}
-	}
-	nodes, err := e.getNodes(rec, nodeItems)
+	current, err := e.readNodeItems(rec)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
-	}
-	current := make(map[int]store.Node, len(nodeItems))
-	for k, i := range nodeItems {
-		current[i] = nodes[k]
 	}
 	var mismatches []string
 	for i := range rec.Items {
