@@ -540,7 +540,10 @@ func (b *backfiller) topicIndexed(refs []ledgerRef) bool {
 			continue
 		}
 		e, err := ParseEntryInfo(bts)
-		return err == nil && e.HasIndex
+		if err != nil {
+			continue // a corrupt entry is reported when its ledger is probed
+		}
+		return e.HasIndex
 	}
 	return false
 }
@@ -698,6 +701,11 @@ func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, fac
 		tp.result.Had++
 		return
 	}
+	if r.BadFirst != "" && !b.opts.Force {
+		tp.find(report.SeverityWarning, KindInvalid, r.ID, "%s %q is not a decimal index", b.opts.Key, r.BadFirst)
+		tp.skip(SkipInvalid)
+		return
+	}
 	p := i - 1
 	for p >= 0 && refs[p].Entries == 0 {
 		p--
@@ -710,13 +718,19 @@ func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, fac
 		switch {
 		case refs[p].NotLocal:
 			why = fmt.Sprintf("previous ledger %d is offloaded too", refs[p].ID)
-		case pf.hasLast:
-			prevLast, known = pf.last, true
 		default:
-			var detail string
-			pf.last, pf.entries, pf.hasLast, detail = readLast(b.dd.Ledgers, refs[p].ID)
-			prevLast, known = pf.last, pf.hasLast
-			why = fmt.Sprintf("previous ledger %d's last entry cannot be read (%s)", refs[p].ID, detail)
+			if !pf.hasLast {
+				var detail string
+				pf.last, pf.entries, pf.hasLast, detail = readLast(b.dd.Ledgers, refs[p].ID)
+				why = fmt.Sprintf("previous ledger %d's last entry cannot be read (%s)", refs[p].ID, detail)
+			}
+			// The stored last entry must be the one LedgerInfo counts: with the tail
+			// lost (or entries past the LAC) its index is not where this ledger starts.
+			if pf.hasLast && pf.entries != refs[p].Entries {
+				why = fmt.Sprintf("previous ledger %d has %d entries in the store but %d in LedgerInfo", refs[p].ID, pf.entries, refs[p].Entries)
+			} else {
+				prevLast, known = pf.last, pf.hasLast
+			}
 		}
 	}
 	if !known {
@@ -809,7 +823,8 @@ func (b *backfiller) checkContinuity(tp *topicPlan, refs []ledgerRef, facts []le
 			p := refs[prev]
 			pf := facts[prev]
 			switch {
-			case pf.hasLast && !Continuous(pf.last, values[i]):
+			// A ledger whose stored tail is not its LedgerInfo tail says nothing about where the next starts.
+			case pf.hasLast && pf.entries == p.Entries && !Continuous(pf.last, values[i]):
 				tp.find(report.SeverityError, KindContinuity, r.ID,
 					"ledger %d starts at %d but ledger %d ends at %d (want %d)", r.ID, values[i], p.ID, pf.last, pf.last+1)
 			case values[i]-values[prev] < p.Entries:

@@ -463,3 +463,76 @@ func TestLimiterStopsOnCancel(t *testing.T) {
 		t.Fatal("rate 0 must mean no limiter")
 	}
 }
+
+func TestBackfillDoesNotInferAcrossMissingTail(t *testing.T) {
+	// Ledger 0 says 4 entries but the store lost its last one: its stored last
+	// index is not where ledger 1 starts, so ledger 1 must not be inferred from it.
+	dd, _ := buildDir(t, []tTopic{{name: "tail", mlIndex: true, ledgers: []tLedger{
+		{batches: uniform(4, 2), dropTail: 1}, {batches: uniform(3, 2), offloaded: true}, {batches: uniform(3, 2)},
+	}}})
+	for _, verify := range []bool{false, true} {
+		res := backfill(t, dd, BackfillOptions{Verify: verify, OnPlanned: func(p PlannedLedger) {
+			if p.Source == SourceInferred {
+				t.Errorf("verify=%v: inferred %s %d for ledger %d from a ledger whose tail is missing", verify, DefaultKey, p.Value, p.LedgerID)
+			}
+		}})
+		if len(findingsOf(res, KindNotInferred)) != 1 || res.Skipped[SkipOffloaded] != 1 {
+			t.Errorf("verify=%v: want one not-inferred finding, got skipped %v findings %+v", verify, res.Skipped, res.Findings)
+		}
+	}
+}
+
+func TestBackfillOffloadedInvalidNeedsForce(t *testing.T) {
+	// An offloaded ledger's invalid value is, like any existing value, replaced only with Force.
+	dd, truth := buildDir(t, []tTopic{{name: "offinv", mlIndex: true, ledgers: []tLedger{
+		{batches: uniform(4, 2)}, {batches: uniform(3, 2), offloaded: true, prop: "x"}, {batches: uniform(3, 2)},
+	}}})
+	prop := func() string {
+		info, _, _ := loadInfo(t, dd, tPath("offinv"))
+		v, _ := formats.LedgerProperty(info.GetLedgerInfo()[1], DefaultKey)
+		return v
+	}
+	res := backfill(t, dd, BackfillOptions{Apply: true})
+	if v := prop(); v != "x" {
+		t.Fatalf("without force the invalid value became %q", v)
+	}
+	if len(findingsOf(res, KindInvalid)) != 1 || res.Skipped[SkipInvalid] != 1 {
+		t.Errorf("want one invalid finding and skip, got skipped %v findings %+v", res.Skipped, res.Findings)
+	}
+	backfill(t, dd, BackfillOptions{Apply: true, Force: true})
+	if v, want := prop(), strconv.FormatInt(truth[tPath("offinv")][1].First, 10); v != want {
+		t.Fatalf("with force: %q, want %q", v, want)
+	}
+}
+
+func TestBackfillCorruptNewestEntryDoesNotHideTopic(t *testing.T) {
+	// No ML "index" property: whether the topic is indexed comes from the newest
+	// ledger's entry 0. That entry being corrupt must be reported, not make the
+	// whole topic look unindexed.
+	dd, truth := buildDir(t, []tTopic{{name: "corrupt", ledgers: []tLedger{
+		{batches: uniform(3, 2)}, {batches: uniform(3, 2)},
+	}}})
+	w := dd.NewBulkWriter()
+	if err := w.PutEntry(truth[tPath("corrupt")][1].ID, 0, []byte{0x0e, 0x02, 0xff}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	res := backfill(t, dd, BackfillOptions{})
+	if len(findingsOf(res, KindNotIndexed)) != 0 || len(findingsOf(res, KindCorruptEntry)) != 1 || res.Planned != 1 {
+		t.Fatalf("planned %d, skipped %v, findings %+v", res.Planned, res.Skipped, res.Findings)
+	}
+}
+
+func TestBackfillVerifyMissingTailIsNotAContinuityBreak(t *testing.T) {
+	// Ledger 0's last stored entry is not its last entry (the tail is lost), so
+	// its stored last index says nothing about where ledger 1 starts.
+	dd, _ := buildDir(t, []tTopic{{name: "tailv", mlIndex: true, ledgers: []tLedger{
+		{batches: uniform(4, 2), dropTail: 1, prop: "auto"}, {batches: uniform(3, 2), prop: "auto"},
+	}}})
+	res := backfill(t, dd, BackfillOptions{Verify: true})
+	if n := len(findingsOf(res, KindContinuity)); n != 0 {
+		t.Fatalf("%d continuity findings for correct values: %+v", n, res.Findings)
+	}
+}

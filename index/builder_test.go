@@ -25,6 +25,7 @@ type tLedger struct {
 	lost      string // "", "node+entries" or "entries"
 	noIndex   bool   // entries carry no broker entry metadata
 	noEntry0  bool   // entry 0 deleted, later entries kept
+	dropTail  int    // this many last entries are not stored (LedgerInfo still counts them)
 	prop      string // "" no property; "auto" the true value; anything else stored as is
 }
 
@@ -92,7 +93,7 @@ func buildDir(t testing.TB, topics []tTopic) (*store.DataDir, map[string][]tTrut
 				if err != nil {
 					t.Fatal(err)
 				}
-				if tr.Local && !(l.noEntry0 && e == 0) {
+				if tr.Local && !(l.noEntry0 && e == 0) && e < len(l.batches)-l.dropTail {
 					if err := w.PutEntry(id, int64(e), v); err != nil {
 						t.Fatal(err)
 					}

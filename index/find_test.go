@@ -307,3 +307,35 @@ func TestFindOnGeneratedFixtures(t *testing.T) {
 		}
 	}
 }
+
+// TestScanAgreesWithBuilder ties the brute-force answer key (which decodes entries
+// with ParseEntryInfo) and FirstIndex to the indexes the builder wrote, so the
+// searches are not only checked against the code they use.
+func TestScanAgreesWithBuilder(t *testing.T) {
+	topics := findCases()
+	dd, truth := buildDir(t, topics)
+	for _, tt := range topics {
+		path := tPath(tt.name)
+		info, _, _ := loadInfo(t, dd, path)
+		all := scanAll(t, dd, info)
+		next := int64(0) // every message offset appears once, in order
+		for i, e := range all.info {
+			if !e.HasIndex || e.Base != next || e.Last < e.Base {
+				t.Fatalf("%s %v: [%d,%d] index=%v, want base %d", tt.name, all.pos[i], e.Base, e.Last, e.HasIndex, next)
+			}
+			next = e.Last + 1
+		}
+		for _, tr := range truth[path] {
+			if tr.Entries == 0 {
+				continue
+			}
+			first, err := FirstIndex(dd.Ledgers, tr.ID)
+			if err != nil || first != tr.First {
+				t.Errorf("%s ledger %d: FirstIndex %d (%v), builder wrote %d", tt.name, tr.ID, first, err, tr.First)
+			}
+		}
+		if last := truth[path][len(truth[path])-1].Last; next-1 != last {
+			t.Errorf("%s: scan ends at %d, builder at %d", tt.name, next-1, last)
+		}
+	}
+}
