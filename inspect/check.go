@@ -89,8 +89,8 @@ func (tc TopicCoverage) Percent() (pct float64, ok bool) {
 // CoverageTable renders Coverage, one row per managed ledger.
 func (s *CheckStats) CoverageTable() *report.Table {
 	t := report.NewTable("coverage", "firstEntryIndex coverage",
-		"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS_WITH_ENTRIES", "ledgers_with_entries",
-		"WITH_PROPERTY", "ledgers_with_property", "COVERAGE_%", "coverage_pct")
+		"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
+		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct")
 	for _, tc := range s.Coverage {
 		var pct any
 		if p, ok := tc.Percent(); ok {

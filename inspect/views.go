@@ -29,7 +29,7 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 	}
 	t := report.NewTable("topics", "",
 		"TOPIC", "topic", "LEDGERS", "ledgers", "ENTRIES", "entries", "SIZE", "size", "ENCODING", "encoding",
-		"INDEXED", "indexed", "FIRST_ENTRY_INDEX", "first_entry_index", "ERROR", "error")
+		"INDEXED", "indexed", "FIRST ENTRY INDEX", "first_entry_index", "ERROR", "error")
 	err := walkNodes(ctx, dd.Metadata, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
 		topic, ok := formats.ParseManagedLedgerPath(n.Path)
 		if !ok {
@@ -354,15 +354,15 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 	var e formats.Entry
 	row := func(id int64, v []byte) []any { return entryRow(id, v, &e) }
 	t = report.NewTable("entries", "",
-		"ENTRY", "entry_id", "INDEX", "broker_index", "BROKER_TS", "broker_timestamp", "PUBLISH_TIME", "publish_time",
-		"PRODUCER", "producer", "SEQUENCE", "sequence_id", "BATCH", "batch_size", "SCHEMA_VERSION", "schema_version",
-		"SCHEMA_ID", "schema_id", "CRC", "crc", "ERROR", "error")
+		"ENTRY", "entry_id", "INDEX", "broker_index", "BROKER TS", "broker_timestamp", "PUBLISH TIME", "publish_time",
+		"PRODUCER", "producer", "SEQUENCE", "sequence_id", "BATCH", "batch_size", "SCHEMA VERSION", "schema_version",
+		"SCHEMA ID", "schema_id", "CRC", "crc", "ERROR", "error")
 	if schema {
 		row = schemaEntryRow
 		t = report.NewTable("schema_entries", "",
 			"ENTRY", "entry_id", "SCHEMA", "schema_key", "TYPE", "type", "DELETED", "deleted",
-			"DEFINITION_SIZE", "definition_size", "DEFINITION_SHA256", "definition_sha256",
-			"INDEX_ENTRIES", "index_entries", "ERROR", "error")
+			"DEFINITION SIZE", "definition_size", "DEFINITION SHA256", "definition_sha256",
+			"INDEX ENTRIES", "index_entries", "ERROR", "error")
 	}
 	errLimit := errors.New("limit reached")
 	full := func() error {
