@@ -3,6 +3,7 @@ package index
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -19,11 +21,7 @@ import (
 
 func generate(t testing.TB, opts fixtures.Options) (*store.DataDir, *fixtures.Manifest) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "dd")
-	m, err := fixtures.Generate(context.Background(), dir, opts, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, m := testutil.Fixture(t, opts)
 	dd, err := store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -44,15 +42,7 @@ func backfill(t testing.TB, dd *store.DataDir, opts BackfillOptions) *BackfillRe
 // snapshot returns every metadata node's bytes.
 func snapshot(t testing.TB, dd *store.DataDir) map[string][]byte {
 	t.Helper()
-	out := make(map[string][]byte)
-	err := dd.Metadata.Walk(context.Background(), "/", func(n store.Node) error {
-		out[n.Path] = bytes.Clone(n.Value)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return out
+	return testutil.DumpStore(t, dd).Nodes
 }
 
 func findingsOf(res *BackfillResult, kind string) []report.Finding {
@@ -134,7 +124,7 @@ func TestBackfillMatchesFixtureManifest(t *testing.T) {
 	if again.Planned != 0 || again.Written != 0 || len(again.Runs) != 0 {
 		t.Fatalf("re-run planned %d written %d runs %v", again.Planned, again.Written, again.Runs)
 	}
-	if !equalSnapshots(after, snapshot(t, dd)) {
+	if !maps.EqualFunc(after, snapshot(t, dd), bytes.Equal) {
 		t.Fatal("re-run changed metadata")
 	}
 }
@@ -161,24 +151,12 @@ func TestBackfillAgreesWithGeneratorProperty(t *testing.T) {
 	// And back-filling the generator's output changes nothing.
 	snap := snapshot(t, want)
 	res := backfill(t, want, BackfillOptions{Apply: true, Verify: true})
-	if res.Written != 0 || !equalSnapshots(snap, snapshot(t, want)) {
+	if res.Written != 0 || !maps.EqualFunc(snap, snapshot(t, want), bytes.Equal) {
 		t.Fatalf("back-fill of a fully indexed fixture wrote %d ledgers", res.Written)
 	}
 	if n := len(findingsOf(res, KindContinuity)) + len(findingsOf(res, KindMismatch)); n != 0 {
 		t.Fatalf("verify of generator output: %d continuity/mismatch findings: %+v", n, res.Findings)
 	}
-}
-
-func equalSnapshots(a, b map[string][]byte) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if !bytes.Equal(v, b[k]) {
-			return false
-		}
-	}
-	return true
 }
 
 func TestBackfillSpecialCases(t *testing.T) {
@@ -385,7 +363,7 @@ func TestBackfillBatchesAreUndoableRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if !equalSnapshots(before, snapshot(t, dd)) {
+	if !maps.EqualFunc(before, snapshot(t, dd), bytes.Equal) {
 		t.Fatal("undoing every batch run did not restore the metadata")
 	}
 }
@@ -398,7 +376,7 @@ func TestBackfillDryRunWritesNothing(t *testing.T) {
 	if res.Planned != 2 || res.Written != 0 || len(planned) != 2 || planned[1].Value != 6 || planned[1].Source != SourceEntry0 {
 		t.Fatalf("planned %d written %d rows %+v", res.Planned, res.Written, planned)
 	}
-	if !equalSnapshots(before, snapshot(t, dd)) {
+	if !maps.EqualFunc(before, snapshot(t, dd), bytes.Equal) {
 		t.Fatal("dry run changed metadata")
 	}
 }
@@ -412,7 +390,7 @@ func TestBackfillCancelledWritesNothing(t *testing.T) {
 	if err == nil || res == nil || !res.Interrupted {
 		t.Fatalf("cancelled back-fill: res %+v err %v", res, err)
 	}
-	if !equalSnapshots(before, snapshot(t, dd)) {
+	if !maps.EqualFunc(before, snapshot(t, dd), bytes.Equal) {
 		t.Fatal("cancelled back-fill changed metadata")
 	}
 }
