@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
 )
@@ -30,6 +31,11 @@ type Options struct {
 	// Logger receives progress lines (the sandbox copy); nil is silent.
 	// Badger's own logging is always off.
 	Logger io.Writer
+	// Metadata and Ledgers pick other stores than the data dir's own Badger
+	// databases (ParseMetadataURL, ParseLedgersURL); nil keeps the data dir's.
+	Metadata, Ledgers *URL
+	// Remote tunes the stores the URLs name.
+	Remote RemoteOptions
 }
 
 // DataDir is an open data dir.
@@ -42,29 +48,109 @@ type DataDir struct {
 	SandboxPath string
 	// Notes are things the user must be told, such as a sandbox copy being inspected.
 	Notes []string
+	// Sources describe the metadata and ledger stores in use, in that order.
+	Sources []SourceInfo
 
-	meta    *badger.DB
-	ledgers *badger.DB
+	meta    *badger.DB // nil when the metadata comes from a URL
+	ledgers *badger.DB // nil when the ledgers come from a URL
+	remote  []io.Closer
 	logger  io.Writer
 }
 
-// Open opens an existing data dir. A read-only open writes no byte of the dir.
+// Open opens an existing data dir, or the stores opts.Metadata and opts.Ledgers
+// name in its place. path may be "" when both stores come from URLs (nothing can
+// then be written: the journal lives in the data dir). A read-only open writes no
+// byte of the dir.
 func Open(path string, opts Options) (*DataDir, error) {
-	if err := checkLayout(path); err != nil {
-		return nil, err
+	var local []string
+	if opts.Metadata == nil {
+		local = append(local, MetadataDirName)
+	}
+	if opts.Ledgers == nil {
+		local = append(local, LedgersDirName)
+	}
+	if path == "" && (len(local) > 0 || !opts.ReadOnly) {
+		return nil, fmt.Errorf("%w: --data-dir is required (it holds the %s and the write journal)", ErrNeedsDataDir, describeLocal(local))
+	}
+	if len(local) > 0 {
+		if err := checkLayout(path, local); err != nil {
+			return nil, err
+		}
+	} else if path != "" {
+		if err := checkJournalHome(path); err != nil {
+			return nil, err
+		}
 	}
 	d := &DataDir{Path: path, ReadOnly: opts.ReadOnly, logger: opts.Logger}
-	var err error
-	if d.meta, err = d.openDB(MetadataDirName, opts); err != nil {
+	if err := d.openStores(opts); err != nil {
 		d.Close()
 		return nil, err
 	}
-	if d.ledgers, err = d.openDB(LedgersDirName, opts); err != nil {
-		d.Close()
-		return nil, err
-	}
-	d.initStores()
 	return d, nil
+}
+
+// openStores opens the metadata store and then the ledger store, each from its
+// URL or from the data dir.
+func (d *DataDir) openStores(opts Options) error {
+	var err error
+	if opts.Metadata != nil {
+		mb, err := openMetadataURL(*opts.Metadata, opts)
+		if err != nil {
+			return err
+		}
+		d.remote = append(d.remote, mb)
+		d.Metadata = mb
+		d.Sources = append(d.Sources, mb.Source())
+	} else {
+		if d.meta, err = d.openDB(MetadataDirName, opts); err != nil {
+			return err
+		}
+		d.Metadata = &metadataStore{db: d.meta, readOnly: d.ReadOnly}
+		d.Sources = append(d.Sources, d.localSource(MetadataDirName))
+	}
+	if opts.Ledgers != nil {
+		lb, err := openLedgersURL(*opts.Ledgers, opts)
+		if err != nil {
+			return err
+		}
+		d.remote = append(d.remote, lb)
+		d.Ledgers = lb
+		d.Sources = append(d.Sources, lb.Source())
+	} else {
+		if d.ledgers, err = d.openDB(LedgersDirName, opts); err != nil {
+			return err
+		}
+		d.Ledgers = &ledgerStore{db: d.ledgers, readOnly: d.ReadOnly}
+		d.Sources = append(d.Sources, d.localSource(LedgersDirName))
+	}
+	return nil
+}
+
+func (d *DataDir) localSource(name string) SourceInfo {
+	return SourceInfo{URL: filepath.Join(d.Path, name), Kind: "badger", ReadOnly: d.ReadOnly}
+}
+
+func describeLocal(local []string) string {
+	if len(local) == 0 {
+		return "journal"
+	}
+	return strings.Join(local, " and ") + " store"
+}
+
+// checkJournalHome accepts a data dir that only holds a journal (or does not
+// exist yet) for commands whose stores both come from URLs.
+func checkJournalHome(path string) error {
+	st, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("%s: %w: not a directory", path, ErrNotDataDir)
+	}
+	return nil
 }
 
 // Create makes a new, empty, writable data dir at path. path may exist (holding, say,
@@ -93,14 +179,15 @@ func Create(path string) (*DataDir, error) {
 }
 
 func (d *DataDir) initStores() {
+	d.Sources = []SourceInfo{d.localSource(MetadataDirName), d.localSource(LedgersDirName)}
 	d.Metadata = &metadataStore{db: d.meta, readOnly: d.ReadOnly}
 	d.Ledgers = &ledgerStore{db: d.ledgers, readOnly: d.ReadOnly}
 }
 
 // checkLayout tells a data dir from anything else before Badger sees the path:
 // a writable Badger open would create a missing database, a read-only one would
-// fail with a less helpful message.
-func checkLayout(path string) error {
+// fail with a less helpful message. names are the databases to be opened from it.
+func checkLayout(path string, names []string) error {
 	st, err := os.Stat(path)
 	if err != nil {
 		return fmt.Errorf("%s: %w: %w", path, ErrNotDataDir, err)
@@ -109,7 +196,7 @@ func checkLayout(path string) error {
 		return fmt.Errorf("%s: %w: not a directory", path, ErrNotDataDir)
 	}
 	var missing []string
-	for _, name := range []string{MetadataDirName, LedgersDirName} {
+	for _, name := range names {
 		if st, err := os.Stat(filepath.Join(path, name)); err != nil || !st.IsDir() {
 			missing = append(missing, name+"/")
 		}
@@ -120,7 +207,7 @@ func checkLayout(path string) error {
 	case 1:
 		return fmt.Errorf("%s: %w: %s is missing", path, ErrNotDataDir, missing[0])
 	}
-	for _, name := range []string{MetadataDirName, LedgersDirName} {
+	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(path, name, "MANIFEST")); err != nil {
 			return fmt.Errorf("%s: %w: %s/ is not a Badger database (no MANIFEST)", path, ErrNotDataDir, name)
 		}
@@ -145,9 +232,15 @@ func (d *DataDir) openDB(name string, opts Options) (*badger.DB, error) {
 	return d.openSandboxed(name, opts)
 }
 
-// Close closes both databases and removes the sandbox copy, if any.
+// Close closes both stores and removes the sandbox copy, if any.
 func (d *DataDir) Close() error {
 	var errs []error
+	for _, c := range d.remote {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	d.remote = nil
 	for _, db := range []**badger.DB{&d.meta, &d.ledgers} {
 		if *db == nil {
 			continue
@@ -171,6 +264,9 @@ func (d *DataDir) Close() error {
 // BackupMetadata writes a Badger backup (badger's protobuf KV list) of the metadata
 // database to w, to be taken before a write.
 func (d *DataDir) BackupMetadata(w io.Writer) error {
+	if d.meta == nil {
+		return fmt.Errorf("back up %s: %w: a backup file is written for a data dir's own metadata store; take a copy of a live store with ledgermedic import", d.Sources[0].URL, ErrReadOnly)
+	}
 	if _, err := d.meta.Backup(w, 0); err != nil {
 		return fmt.Errorf("back up %s: %w", filepath.Join(d.Path, MetadataDirName), err)
 	}
@@ -189,6 +285,9 @@ func (d *DataDir) RawLedgerIteration(ctx context.Context, fn func(key, value []b
 // to skipped instead of fn, and goes on with the next key unless skipped returns an
 // error. A nil skipped stops at the first truncated value with its *TruncatedError.
 func (d *DataDir) RawLedgerIterationSkipping(ctx context.Context, fn func(key, value []byte) error, skipped func(*TruncatedError) error) error {
+	if d.ledgers == nil {
+		return d.scanLedgerBackend(ctx, fn, skipped)
+	}
 	return d.ledgers.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{entryKeyPrefix}
@@ -215,6 +314,20 @@ func (d *DataDir) RawLedgerIterationSkipping(ctx context.Context, fn func(key, v
 		}
 		return nil
 	})
+}
+
+// scanLedgerBackend is RawLedgerIterationSkipping over a ledger store opened from a
+// URL: the same keys (EntryKey) and values, in the same order.
+func (d *DataDir) scanLedgerBackend(ctx context.Context, fn func(key, value []byte) error, skipped func(*TruncatedError) error) error {
+	sc, ok := d.Ledgers.(LedgerScanner)
+	if !ok {
+		return fmt.Errorf("ledger store %s cannot be scanned whole", d.Sources[len(d.Sources)-1].URL)
+	}
+	key := make([]byte, 0, entryKeyLen)
+	return sc.ScanEntries(ctx, func(ledgerID, entryID int64, value []byte) error {
+		key = appendEntryKey(key[:0], ledgerID, entryID)
+		return fn(key, value)
+	}, skipped)
 }
 
 // truncatedEntry reports the truncated value of the entry at key to skipped, or

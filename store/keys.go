@@ -13,11 +13,14 @@ const entryKeyLen = 17
 
 // EntryKey returns the ledger-store key of one entry.
 func EntryKey(ledgerID, entryID int64) []byte {
-	k := make([]byte, entryKeyLen)
-	k[0] = entryKeyPrefix
-	binary.BigEndian.PutUint64(k[1:9], uint64(ledgerID))
-	binary.BigEndian.PutUint64(k[9:17], uint64(entryID))
-	return k
+	return appendEntryKey(make([]byte, 0, entryKeyLen), ledgerID, entryID)
+}
+
+// appendEntryKey appends the ledger-store key of one entry to k.
+func appendEntryKey(k []byte, ledgerID, entryID int64) []byte {
+	k = append(k, entryKeyPrefix)
+	k = binary.BigEndian.AppendUint64(k, uint64(ledgerID))
+	return binary.BigEndian.AppendUint64(k, uint64(entryID))
 }
 
 // ledgerKeyPrefix returns the key prefix shared by every entry of one ledger.
