@@ -11,6 +11,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/internal/guard"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/pierrec/lz4/v4"
 )
@@ -78,6 +79,13 @@ func compress(codec int32, src []byte) ([]byte, error) {
 // decompress decodes src and insists on exactly size bytes of output. Sizes a
 // codec could not reach from len(src) bytes are rejected before allocating.
 func decompress(codec int32, src []byte, size int) ([]byte, error) {
+	// The codecs are third-party code fed with bytes from a possibly damaged store.
+	return guard.Value(codecName(mlpb.CompressionType(codec))+" decoder", func() ([]byte, error) {
+		return decompressUnguarded(codec, src, size)
+	})
+}
+
+func decompressUnguarded(codec int32, src []byte, size int) ([]byte, error) {
 	if size < 0 || size > MaxUncompressedSize {
 		return nil, fmt.Errorf("uncompressed size %d out of range [0, %d]", size, MaxUncompressedSize)
 	}

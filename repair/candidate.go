@@ -16,6 +16,8 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/ledgermedic/ledgermedic/internal/guard"
+
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 )
@@ -143,6 +145,7 @@ func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
 	var cands []Candidate
 	var bad []*InputError
 	dec := json.NewDecoder(bytes.NewReader(data))
+	var lines lineCounter
 	for {
 		start := int(dec.InputOffset())
 		var raw json.RawMessage
@@ -150,7 +153,7 @@ func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
-		src := fmt.Sprintf("%s:%d", name, lineAt(data, start))
+		src := fmt.Sprintf("%s:%d", name, lines.lineAt(data, start))
 		if err != nil {
 			bad = append(bad, &InputError{src, fmt.Errorf("not JSON: %w", err)})
 			break // the decoder cannot resynchronise after a syntax error
@@ -162,12 +165,24 @@ func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
 	return cands, bad
 }
 
+// lineCounter turns byte offsets that only grow into line numbers, counting each
+// byte once (recounting from the start made large inputs quadratic).
+type lineCounter struct {
+	off, newlines int
+}
+
 // lineAt returns the 1-based line of the first non-space byte at or after off.
-func lineAt(data []byte, off int) int {
+func (lc *lineCounter) lineAt(data []byte, off int) int {
 	for off < len(data) && strings.IndexByte(" \t\r\n", data[off]) >= 0 {
 		off++
 	}
-	return 1 + bytes.Count(data[:min(off, len(data))], []byte{'\n'})
+	off = min(off, len(data))
+	if off < lc.off {
+		lc.off, lc.newlines = 0, 0
+	}
+	lc.newlines += bytes.Count(data[lc.off:off], []byte{'\n'})
+	lc.off = off
+	return 1 + lc.newlines
 }
 
 func parseDocument(src string, raw json.RawMessage) ([]Candidate, []*InputError) {
@@ -520,7 +535,10 @@ func withNull(vs [][]byte, err error) ([][]byte, error) {
 func validateDefinition(t schemapb.SchemaInfo_SchemaType, def []byte, props Properties) error {
 	switch {
 	case isAvroType(t):
-		if _, err := avro.ParseBytesWithCache(def, "", &avro.SchemaCache{}); err != nil {
+		_, err := guard.Value("Avro parser", func() (avro.Schema, error) {
+			return avro.ParseBytesWithCache(def, "", &avro.SchemaCache{})
+		})
+		if err != nil {
 			return fmt.Errorf("invalid %s schema (Avro): %w", TypeName(t), err)
 		}
 	case t == schemapb.SchemaInfo_KEYVALUE:

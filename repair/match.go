@@ -74,10 +74,15 @@ func (m *matcher) find(key string, version int64, hash []byte, implicit []Candid
 				if len(hash) == 0 {
 					reason = "it is not a tombstone (deleted, empty definition)"
 				}
-				m.refuse(c, key, version, reason, &res)
-				if fallback == nil && m.opts.AllowHashMismatch && len(hash) > 0 && validateDefinition(c.Type, primary(c), c.Properties) == nil {
-					fallback, fallbackDef = c, primary(c)
+				if m.opts.AllowHashMismatch && len(hash) > 0 {
+					// The flag could write it: say why it will not be when it is invalid.
+					if err := validateDefinition(c.Type, primary(c), c.Properties); err != nil {
+						reason += "; and not usable with --allow-hash-mismatch: " + err.Error()
+					} else if fallback == nil {
+						fallback, fallbackDef = c, primary(c)
+					}
 				}
+				m.refuse(c, key, version, reason, &res)
 			}
 			return
 		}
