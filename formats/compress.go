@@ -11,8 +11,8 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/guard"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/internal/guard"
 	"github.com/pierrec/lz4/v4"
 )
 

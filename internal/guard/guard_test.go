@@ -45,4 +45,3 @@ func TestCallPassesResultsThrough(t *testing.T) {
 		t.Fatalf("Value after a panic = %d, %v; want zero and an error", v, err)
 	}
 }
-
