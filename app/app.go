@@ -66,11 +66,11 @@ func New(e Env) *cli.App {
 		Writer:    e.Stdout,
 		ErrWriter: e.Stderr,
 		Reader:    e.Stdin,
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, EnvVars: []string{"LEDGERMEDIC_DATA_DIR"},
-				Usage: "the data dir (holds metadata/ and ledgers/)"},
+				Usage: "the data dir (holds metadata/, ledgers/ and the write journal)"},
 			&cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of tables"},
-		},
+		}, storeFlags()...),
 		Commands:              en.commands(),
 		HideHelpCommand:       true,
 		EnableBashCompletion:  false,
@@ -92,6 +92,7 @@ func (e *env) commands() []*cli.Command {
 		e.indexCommand(),
 		e.schemaidCommand(),
 		e.journalCommand(),
+		e.importCommand(),
 		e.demoCommand(),
 	}
 }
@@ -159,6 +160,8 @@ func exitCode(err error) int {
 		return ee.Code
 	}
 	switch {
+	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir):
+		return report.ExitBadInput
 	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrNotDataDir),
 		errors.Is(err, store.ErrReadOnly), errors.Is(err, os.ErrPermission), errors.Is(err, os.ErrNotExist):
 		return report.ExitCannotOpen

@@ -10,43 +10,15 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// dataDirPath returns --data-dir or a usage error.
-func dataDirPath(c *cli.Context) (string, error) {
-	p := c.String("data-dir")
-	if p == "" {
-		return "", report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required")
-	}
-	return p, nil
-}
-
-// openReadOnly opens the data dir for inspection and tells the user anything
-// they must know about how it was opened (for example, a sandbox copy).
+// openReadOnly opens the stores for inspection and tells the user anything
+// they must know about how they were opened (for example, a sandbox copy).
 func (e *env) openReadOnly(c *cli.Context) (*store.DataDir, error) {
-	p, err := dataDirPath(c)
-	if err != nil {
-		return nil, err
-	}
-	dd, err := store.Open(p, store.Options{ReadOnly: true})
-	if err != nil {
-		return nil, report.CannotOpen(err)
-	}
-	for _, n := range dd.Notes {
-		fmt.Fprintf(e.Stderr, "note: %s\n", n)
-	}
-	return dd, nil
+	return e.openStores(c, true)
 }
 
-// openWritable opens the data dir for a command that may write.
+// openWritable opens the stores for a command that may write.
 func (e *env) openWritable(c *cli.Context) (*store.DataDir, error) {
-	p, err := dataDirPath(c)
-	if err != nil {
-		return nil, err
-	}
-	dd, err := store.Open(p, store.Options{})
-	if err != nil {
-		return nil, report.CannotOpen(err)
-	}
-	return dd, nil
+	return e.openStores(c, false)
 }
 
 // print renders a document in the format the user asked for.

@@ -39,6 +39,16 @@ func (e *env) journalCommand() *cli.Command {
 				},
 				Action: e.journalUndo,
 			},
+			{
+				Name: "push",
+				Usage: "replay a committed run of this data dir (a working copy) onto the live store --metadata names " +
+					"(dry run unless --apply); refused when any node it changes differs from what the run saw",
+				ArgsUsage: "RUN",
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "apply", Usage: "really push (otherwise print the plan)"},
+				},
+				Action: e.journalPush,
+			},
 		},
 	}
 }
@@ -186,7 +196,8 @@ func ResultTable(res *mutate.Result) *report.Table {
 func journalError(err error) error {
 	switch {
 	case errors.Is(err, mutate.ErrRunNotFound), errors.Is(err, mutate.ErrAlreadyUndone),
-		errors.Is(err, mutate.ErrNotCommitted), errors.Is(err, mutate.ErrInvalidPlan):
+		errors.Is(err, mutate.ErrNotCommitted), errors.Is(err, mutate.ErrInvalidPlan),
+		errors.Is(err, mutate.ErrOtherStore):
 		return report.BadInput(err)
 	default:
 		return report.CannotOpen(err)

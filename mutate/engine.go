@@ -37,8 +37,9 @@ var epochMu sync.Mutex
 // Engine runs plans against one writable data dir. Its methods are safe for
 // concurrent use; runs are serialised.
 type Engine struct {
-	dd  *store.DataDir
-	dir string
+	dd    *store.DataDir
+	dir   string
+	store string // metadataStoreID of dd
 
 	// Now is the engine's clock (time.Now by default).
 	Now func() time.Time
@@ -103,7 +104,36 @@ func New(dd *store.DataDir) (*Engine, error) {
 	if err := syncDir(dd.Path); err != nil {
 		return nil, fmt.Errorf("fsync %s: %w: %w", dd.Path, ErrJournalWrite, err)
 	}
-	return &Engine{dd: dd, dir: dir, Now: time.Now}, nil
+	return &Engine{dd: dd, dir: dir, Now: time.Now, store: metadataStoreID(dd)}, nil
+}
+
+// metadataStoreID names the metadata store a run writes, as journaled in
+// RunRecord.MetadataStore: "" for the data dir's own Badger database (wherever the
+// dir is moved), else the store's URL.
+func metadataStoreID(dd *store.DataDir) string {
+	if len(dd.Sources) == 0 || dd.Sources[0].Kind == "badger" {
+		return ""
+	}
+	return dd.Sources[0].URL
+}
+
+// ErrOtherStore: the run belongs to another metadata store than the one open.
+var ErrOtherStore = errors.New("the run was applied to another metadata store")
+
+// checkStore refuses to act on a run applied to another metadata store: its
+// before-images describe that store's nodes, not this one's.
+func (e *Engine) checkStore(rec *RunRecord, action string) error {
+	if rec.MetadataStore == e.store {
+		return nil
+	}
+	where := func(s string) string {
+		if s == "" {
+			return "the data dir's own metadata store"
+		}
+		return "--metadata " + s
+	}
+	return fmt.Errorf("%s run %s: it wrote %s, but this command opened %s; run it again with %s: %w",
+		action, rec.RunID, where(rec.MetadataStore), where(e.store), where(rec.MetadataStore), ErrOtherStore)
 }
 
 // JournalDir returns the engine's journal folder.
@@ -163,6 +193,10 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 			maxEpoch = max(maxEpoch, h.Epoch)
 		}
 		if !r.State.Finished() {
+			if err := e.checkStore(r, "recover"); err != nil {
+				// Rolling it back here would write this store with another's before-images.
+				return nil, fmt.Errorf("an unfinished run must be recovered first: %w", err)
+			}
 			unfinished = append(unfinished, r)
 		}
 	}
@@ -248,6 +282,9 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 	if orig.State != StateCommitted {
 		return nil, fmt.Errorf("undo run %s: it is %s: %w", runID, orig.State, ErrNotCommitted)
 	}
+	if err := e.checkStore(orig, "undo"); err != nil {
+		return nil, err
+	}
 	if err := e.checkUndoable(runID); err != nil {
 		return nil, err
 	}
@@ -325,6 +362,7 @@ func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
 	rec := &RunRecord{
 		Format: JournalFormat, RunID: id, Command: p.Command, Args: p.Args, Flags: p.Flags,
 		Notes: p.Notes, CreatedAt: created.UTC(), Items: make([]JournalItem, len(p.Items)),
+		MetadataStore: e.store,
 	}
 	for i, it := range p.Items {
 		rec.Items[i] = JournalItem{Item: it, Status: StatusPending}

@@ -107,8 +107,12 @@ type RunRecord struct {
 	// Epoch is the epoch the run took at start.
 	Epoch uint64 `json:"epoch"`
 	// UndoOf names the run this run undoes.
-	UndoOf string   `json:"undoOf,omitempty"`
-	State  RunState `json:"state"`
+	UndoOf string `json:"undoOf,omitempty"`
+	// MetadataStore is the metadata store the run writes: "" for the data dir's own,
+	// else its URL (a live ZooKeeper or etcd). Recovery and undo act on a run only
+	// with that same store open.
+	MetadataStore string   `json:"metadataStore,omitempty"`
+	State         RunState `json:"state"`
 	// Backup is the metadata backup file written before applying, if any.
 	Backup   string        `json:"backup,omitempty"`
 	Items    []JournalItem `json:"items"`
@@ -127,10 +131,12 @@ type RunSummary struct {
 	Flags     map[string]string `json:"flags,omitempty"`
 	CreatedAt time.Time         `json:"createdAt"`
 	Epoch     uint64            `json:"epoch"`
-	State     RunState          `json:"state"`
-	Items     int               `json:"items"`
-	Verified  bool              `json:"verified"`
-	UndoOf    string            `json:"undoOf,omitempty"`
+	// MetadataStore: "" for the data dir's own, else the live store's URL.
+	MetadataStore string   `json:"metadataStore,omitempty"`
+	State         RunState `json:"state"`
+	Items         int      `json:"items"`
+	Verified      bool     `json:"verified"`
+	UndoOf        string   `json:"undoOf,omitempty"`
 	// UndoneBy names the committed run that undid this one.
 	UndoneBy string `json:"undoneBy,omitempty"`
 	Error    string `json:"error,omitempty"`
@@ -151,7 +157,7 @@ func List(journalDir string) ([]RunSummary, error) {
 	for _, r := range recs {
 		out = append(out, RunSummary{
 			RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
-			CreatedAt: r.CreatedAt, Epoch: r.Epoch, State: r.State, Items: len(r.Items),
+			CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, State: r.State, Items: len(r.Items),
 			Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy[r.RunID], Error: r.Error,
 		})
 	}

@@ -1,0 +1,156 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// importCommand copies a store into a new data dir: the forensic working copy.
+func (e *env) importCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "import",
+		Usage: "copy a metadata store (--metadata URL) and/or bookie dirs (--ledgers) into a new data dir (read-only on the source)",
+		Description: "The copy records where it came from (" + store.ImportRecordFile + ": the URLs, the zxid or revision\n" +
+			"the view reflects) and each node's version in the source (" + store.ImportNodesFile + ").\n" +
+			"Repair the copy, then replay the reviewed run onto the live store with `journal push`.\n\n" +
+			"  ledgermedic --metadata zk://zk1:2181/pulsar import --out /incident/copy\n" +
+			"  ledgermedic --metadata zk-data:/var/lib/zookeeper --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Required: true, Usage: "new data dir to create (must not exist or be empty)"},
+			&cli.StringFlag{Name: "prefix", Usage: "copy only the nodes whose path starts with this (e.g. /schemas)"},
+			&cli.BoolFlag{Name: "copy-ledgers", Usage: "copy the ledger store's entries too (default: only when --ledgers is given)"},
+		},
+		Action: e.importStores,
+	}
+}
+
+func (e *env) importStores(c *cli.Context) error {
+	if !c.IsSet("metadata") && !c.IsSet("ledgers") && c.String("data-dir") == "" {
+		return report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
+	}
+	out := c.String("out")
+	if err := checkEmptyDir(out); err != nil {
+		return err
+	}
+	src, err := e.openReadOnly(c)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	copyLedgers := c.IsSet("ledgers") || c.Bool("copy-ledgers")
+	bar := e.progress(c)
+	bar.Start("import", 0)
+	var last int64
+	rec, err := store.Import(c.Context, src, out, store.ImportOptions{
+		Prefix: c.String("prefix"), CopyLedgers: copyLedgers,
+		Progress: func(nodes, entries int64) { bar.Add(nodes + entries - last); last = nodes + entries },
+	})
+	bar.Done()
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	t := report.NewTable("sources", "Imported into "+out, "STORE", "kind", "URL", "url", "ZXID", "zxid",
+		"REVISION", "revision", "AS OF", "as_of")
+	for _, s := range rec.Sources {
+		var asOf any
+		if !s.AsOf.IsZero() {
+			asOf = s.AsOf.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		}
+		t.Add(s.Kind, s.URL, optionalInt(s.Zxid), optionalInt(s.Revision), asOf)
+	}
+	totals := report.NewTable("totals", "Copied", "NODES", "nodes", "NODE BYTES", "node_bytes",
+		"LEDGERS", "ledgers", "ENTRIES", "entries")
+	totals.Add(rec.Nodes, rec.NodeBytes, rec.Ledgers, rec.Entries)
+	doc := &report.Document{}
+	doc.Add(t, totals)
+	if !copyLedgers {
+		doc.Note("entries were not copied (give --ledgers bookie:DIR... or --copy-ledgers); %s/ledgers is empty", out)
+	}
+	doc.Note("source versions of every node: %s/%s", out, store.ImportNodesFile)
+	return e.print(c, doc)
+}
+
+func optionalInt(v int64) any {
+	if v == 0 {
+		return nil
+	}
+	return v
+}
+
+// journalPush replays a committed run of the working copy onto another metadata store.
+func (e *env) journalPush(c *cli.Context) error {
+	runID, err := oneArg(c, "RUN")
+	if err != nil {
+		return err
+	}
+	if !c.IsSet("metadata") {
+		return report.BadInputf("journal push: --metadata URL names the store to push to (zk://... or etcd://...)")
+	}
+	p, err := dataDirPath(c)
+	if err != nil {
+		return err
+	}
+	rec, err := mutate.Show(mutate.JournalDir(p), runID)
+	if err != nil {
+		return journalError(err)
+	}
+	if rec.MetadataStore != "" {
+		return report.BadInputf("journal push: run %s was applied to %s, not to this data dir's own metadata store", runID, rec.MetadataStore)
+	}
+	apply := c.Bool("apply")
+	dd, err := e.openStores(c, !apply)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	plan, err := mutate.PushPlan(rec, dd.Metadata)
+	if errors.Is(err, mutate.ErrPushConflict) {
+		fmt.Fprintf(e.Stderr, "ledgermedic: %v\n", err)
+		fmt.Fprintf(e.Stderr, "nothing was written; import the store again and redo the repair on the new copy\n")
+		return report.ErrFindings
+	}
+	if err != nil {
+		return journalError(err)
+	}
+	plan.Args = commandLine(c)
+	doc := &report.Document{}
+	if !apply {
+		t := report.NewTable("plan", "Push plan for "+dd.Sources[0].URL+" (dry run: nothing written)",
+			"KIND", "kind", "PATH", "path", "EXPECT VERSION", "expect_version", "BYTES", "bytes")
+		for _, it := range plan.Items {
+			t.Add(string(it.Kind), it.Path, it.Expect, len(it.After))
+		}
+		doc.Add(t)
+		for _, n := range plan.Notes {
+			doc.Note("%s", n)
+		}
+		doc.Note("dry run: nothing was written; add --apply to push run %s", runID)
+		return e.print(c, doc)
+	}
+	eng, err := mutate.New(dd)
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	res, err := eng.Apply(c.Context, plan, mutate.ApplyOptions{})
+	if res != nil {
+		doc.Add(ResultTable(res))
+		for _, n := range plan.Notes {
+			doc.Note("%s", n)
+		}
+		doc.Note("push of run %s is run %s: %s; undo it with: ledgermedic -d %s --metadata %s journal undo --apply %s",
+			runID, res.RunID, res.State, p, dd.Sources[0].URL, res.RunID)
+		if perr := e.print(c, doc); perr != nil {
+			return perr
+		}
+	}
+	if err != nil {
+		return journalError(err)
+	}
+	return nil
+}

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// storeFlags pick the stores a command reads, beside --data-dir: a live ZooKeeper or
+// etcd, their files read offline, or bookie dirs. Without them, the data dir's own.
+func storeFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "metadata", EnvVars: []string{"LEDGERMEDIC_METADATA"},
+			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR (a ZooKeeper dataDir, offline), " +
+				"etcd://h1:2379,h2:2379, etcd-db:PATH (an etcd member/snap/db, offline); Pulsar's metadataStoreUrl " +
+				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. Default: DATA-DIR/metadata"},
+		&cli.StringFlag{Name: "ledgers", EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
+			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie). Default: DATA-DIR/ledgers"},
+		&cli.Float64Flag{Name: "read-rate", Usage: "live stores: at most N reads per second (0: no limit)"},
+		&cli.IntFlag{Name: "read-concurrency", Usage: "live stores: reads in flight at once (0: the backend's default)"},
+		&cli.DurationFlag{Name: "timeout", Usage: "live stores: connect and request timeout (0: the backend's default)"},
+		&cli.StringFlag{Name: "zk-digest", EnvVars: []string{"LEDGERMEDIC_ZK_DIGEST"}, Usage: "ZooKeeper digest auth, user:password"},
+		&cli.DurationFlag{Name: "zk-session-timeout", Usage: "ZooKeeper session timeout (0: 10s)"},
+		&cli.StringFlag{Name: "etcd-cacert", Usage: "etcd: CA certificate file (TLS)"},
+		&cli.StringFlag{Name: "etcd-cert", Usage: "etcd: client certificate file (TLS)"},
+		&cli.StringFlag{Name: "etcd-key", Usage: "etcd: client key file (TLS)"},
+		&cli.StringFlag{Name: "etcd-user", Usage: "etcd: user name"},
+		&cli.StringFlag{Name: "etcd-password", EnvVars: []string{"LEDGERMEDIC_ETCD_PASSWORD"}, Usage: "etcd: password"},
+		&cli.Int64Flag{Name: "at-zxid", Usage: "zk-data: show the tree as it was after this zxid (decimal or 0x hex is not accepted: decimal)"},
+		&cli.StringFlag{Name: "at-time", Usage: "zk-data (and etcd-db where it can): show the store as it was at this RFC 3339 time"},
+		&cli.Int64Flag{Name: "revision", Usage: "etcd-db: show the store as it was at this revision"},
+	}
+}
+
+// storeOptions turns the store flags into store.Options. Bad URLs and flags that do
+// not fit the store are bad usage (exit 2), found before anything is opened.
+func storeOptions(c *cli.Context, readOnly bool) (store.Options, error) {
+	opts := store.Options{ReadOnly: readOnly}
+	if s := c.String("metadata"); s != "" {
+		u, err := store.ParseMetadataURL(s)
+		if err != nil {
+			return opts, report.BadInput(err)
+		}
+		opts.Metadata = &u
+	}
+	if s := c.String("ledgers"); s != "" {
+		u, err := store.ParseLedgersURL(s)
+		if err != nil {
+			return opts, report.BadInput(err)
+		}
+		opts.Ledgers = &u
+	}
+	r := &opts.Remote
+	r.Rate, r.Concurrency, r.Timeout = c.Float64("read-rate"), c.Int("read-concurrency"), c.Duration("timeout")
+	r.ZKDigest, r.SessionTimeout = c.String("zk-digest"), c.Duration("zk-session-timeout")
+	r.EtcdCACert, r.EtcdCert, r.EtcdKey = c.String("etcd-cacert"), c.String("etcd-cert"), c.String("etcd-key")
+	r.EtcdUser, r.EtcdPassword = c.String("etcd-user"), c.String("etcd-password")
+	r.AtZxid, r.Revision = c.Int64("at-zxid"), c.Int64("revision")
+	if s := c.String("at-time"); s != "" {
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return opts, report.BadInputf("--at-time %q: want an RFC 3339 time such as 2024-06-10T06:13:20Z", s)
+		}
+		r.AtTime = t
+	}
+	return opts, checkPointInTime(opts)
+}
+
+// checkPointInTime refuses point-in-time flags that the chosen metadata store cannot honour.
+func checkPointInTime(opts store.Options) error {
+	r := opts.Remote
+	scheme := ""
+	if opts.Metadata != nil {
+		scheme = opts.Metadata.Scheme
+	}
+	if (r.AtZxid != 0 || !r.AtTime.IsZero() && scheme != store.SchemeEtcdDB) && scheme != store.SchemeZKData {
+		return report.BadInputf("--at-zxid and --at-time need --metadata zk-data:DIR (a ZooKeeper dataDir read offline)")
+	}
+	if r.Revision != 0 && scheme != store.SchemeEtcdDB {
+		return report.BadInputf("--revision needs --metadata etcd-db:PATH (an etcd db read offline)")
+	}
+	if r.AtZxid < 0 || r.Revision < 0 {
+		return report.BadInputf("--at-zxid and --revision must not be negative")
+	}
+	return nil
+}
+
+// checkWritable refuses, before any plan is made, a writing command on stores it
+// cannot write: files of another program are never written.
+func checkWritable(opts store.Options) error {
+	if u := opts.Metadata; u != nil && !u.Writable() {
+		return report.BadInputf("--metadata %s is read-only (ledgermedic never writes another program's files); "+
+			"write to the live store (zk:// or etcd://), or import it into a data dir and write there", u)
+	}
+	if u := opts.Ledgers; u != nil {
+		return report.BadInputf("--ledgers %s is read-only; a writing command writes ledgers into the data dir's own "+
+			"ledger store (import the bookie dirs first: ledgermedic import --ledgers ... --out DIR)", u)
+	}
+	if opts.Remote.AtZxid != 0 || opts.Remote.Revision != 0 || !opts.Remote.AtTime.IsZero() {
+		return report.BadInputf("--at-zxid, --at-time and --revision show the past; a writing command works on the present")
+	}
+	return nil
+}
+
+// openStores opens the data dir and the stores the flags name.
+func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) {
+	opts, err := storeOptions(c, readOnly)
+	if err != nil {
+		return nil, err
+	}
+	if !readOnly {
+		if err := checkWritable(opts); err != nil {
+			return nil, err
+		}
+	}
+	p := c.String("data-dir")
+	if p == "" && (opts.Metadata == nil || opts.Ledgers == nil || !readOnly) {
+		what := "metadata/ and ledgers/"
+		switch {
+		case opts.Metadata != nil && opts.Ledgers == nil:
+			what = "ledgers/ (or give --ledgers)"
+		case opts.Metadata == nil && opts.Ledgers != nil:
+			what = "metadata/ (or give --metadata)"
+		case !readOnly:
+			what = "the write journal"
+		}
+		return nil, report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required: it holds %s", what)
+	}
+	dd, err := store.Open(p, opts)
+	if err != nil {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) {
+			return nil, report.BadInput(err)
+		}
+		return nil, report.CannotOpen(err)
+	}
+	if readOnly {
+		for _, n := range dd.Notes {
+			fmt.Fprintf(e.Stderr, "note: %s\n", n)
+		}
+		for _, s := range dd.Sources {
+			for _, n := range s.Notes {
+				fmt.Fprintf(e.Stderr, "note: %s: %s\n", s.URL, n)
+			}
+		}
+	}
+	return dd, nil
+}
+
+// dataDirPath returns --data-dir or a usage error.
+func dataDirPath(c *cli.Context) (string, error) {
+	p := c.String("data-dir")
+	if p == "" {
+		return "", report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required")
+	}
+	return p, nil
+}
