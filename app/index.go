@@ -59,6 +59,8 @@ func (e *env) indexBackfillCommand() *cli.Command {
 			&cli.IntFlag{Name: "batch", Value: 100, Usage: "topics per journaled run"},
 			&cli.IntFlag{Name: "batch-ledgers", Value: 10000, Usage: "ledgers per journaled run (a topic is never split)"},
 			&cli.StringFlag{Name: "backup", Usage: "write a metadata backup to FILE (must not exist) before the first batch"},
+			&cli.StringFlag{Name: "shard", Usage: "I/N: only the topics whose managed-ledger path hashes to shard I of N, " +
+				"so N processes (on N machines, against one live store) split the cluster; overlaps are caught by compare-and-set"},
 		},
 		Action: e.indexBackfill,
 	}
@@ -70,6 +72,13 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	}
 	if c.String("key") == "" {
 		return report.BadInputf("--key must not be empty")
+	}
+	var shard index.Shard
+	if c.IsSet("shard") {
+		var err error
+		if shard, err = index.ParseShard(c.String("shard")); err != nil {
+			return report.BadInput(err)
+		}
 	}
 	backup := c.String("backup")
 	if backup != "" {
@@ -99,7 +108,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	opts := index.BackfillOptions{
 		Key: c.String("key"), Paths: paths, Apply: c.Bool("apply"),
 		Workers: c.Int("workers"), Rate: c.Float64("rate"), Verify: c.Bool("verify"), Force: c.Bool("force"),
-		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup,
+		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup, Shard: shard,
 		Progress: e.progress(c), Args: commandLine(c),
 		OnPlanned: func(p index.PlannedLedger) {
 			planned++

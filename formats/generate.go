@@ -1,5 +1,5 @@
 // Package formats reads and writes the bytes Pulsar and BookKeeper keep on disk
-// (FORMATS.md): protobuf messages generated from ./proto, plus the hand-written
+// (docs/formats.md): protobuf messages generated from ./proto, plus the hand-written
 // framing around them. It knows nothing of Badger, files or the CLI.
 package formats
 

@@ -10,7 +10,7 @@ import (
 )
 
 // EncodeSchemaVersion returns the 8-byte big-endian form a registry schema
-// version takes in MessageMetadata.schema_version (FORMATS.md §4).
+// version takes in MessageMetadata.schema_version (docs/formats.md §4.1).
 func EncodeSchemaVersion(v int64) []byte {
 	return binary.BigEndian.AppendUint64(nil, uint64(v))
 }

@@ -61,6 +61,9 @@ type BackfillOptions struct {
 	Key string // LedgerInfo property; "" means DefaultKey
 	// Paths are the managed-ledger nodes to back-fill; empty means every one.
 	Paths []string
+	// Shard keeps only the managed ledgers of one shard (zero value: all), so n
+	// processes can split one cluster.
+	Shard Shard
 	// Apply writes through the mutation engine; without it nothing is written.
 	Apply bool
 	// Workers bounds parallel entry reads (default 4); Rate caps ledgers read per
@@ -216,16 +219,20 @@ func listTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptio
 	}
 	if len(opts.Paths) > 0 {
 		for _, p := range opts.Paths {
+			if !opts.Shard.Has(p) {
+				continue
+			}
+			paths = append(paths, p)
 			n, err := ms.Get(p)
 			if err != nil {
 				return nil, 0, err
 			}
 			count(n.Value)
 		}
-		return opts.Paths, todo, nil
+		return paths, todo, nil
 	}
 	err := ms.Walk(ctx, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
-		if _, ok := formats.ParseManagedLedgerPath(n.Path); ok {
+		if _, ok := formats.ParseManagedLedgerPath(n.Path); ok && opts.Shard.Has(n.Path) {
 			paths = append(paths, n.Path)
 			count(n.Value)
 		}

@@ -1,4 +1,4 @@
-// Package index works with the broker entry index of indexed topics (FORMATS.md §1, §2):
+// Package index works with the broker entry index of indexed topics (docs/formats.md §1.5, §2):
 // it back-fills the per-ledger firstEntryIndex property from each ledger's entry 0 and
 // finds the entry that holds a given offset (or publish time) offline.
 //

@@ -1,4 +1,4 @@
-// Package repair restores lost schema versions (FORMATS.md section 5).
+// Package repair restores lost schema versions (docs/formats.md §5).
 //
 // When a schema ledger is lost, Pulsar deletes the topic's whole schema history (or,
 // with schemaLedgerForceRecovery, lets clients attach without a schema). This package

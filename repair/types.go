@@ -10,7 +10,7 @@ import (
 )
 
 // typeNames maps stored schema types to the Java SchemaType names pulsar-admin
-// prints and capture files use (stored = Java + 1, FORMATS.md section 5).
+// prints and capture files use (stored = Java + 1, docs/formats.md §5.3).
 var typeNames = map[schemapb.SchemaInfo_SchemaType]string{
 	schemapb.SchemaInfo_NONE:           "NONE",
 	schemapb.SchemaInfo_STRING:         "STRING",

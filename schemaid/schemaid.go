@@ -3,7 +3,7 @@
 // and the external-registry id in schema_id (field 32, PIP-420), including the
 // Kafka/Confluent forms. It does no I/O: bytes in, values out.
 //
-// The byte layouts and the rules for telling them apart are FORMATS.md §4.
+// The byte layouts and the rules for telling them apart are docs/formats.md §4.
 // In short, the field the bytes came from decides first; within schema_id the
 // magic byte decides (0xFF value id, 0xFE key/value id, 0x00 + exactly 4 bytes
 // Confluent id, 0x01 + exactly 16 bytes Confluent GUID); otherwise the old

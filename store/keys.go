@@ -5,7 +5,7 @@ import (
 	"fmt"
 )
 
-// entryKeyPrefix starts every key of the ledger store (FORMATS.md section 7).
+// entryKeyPrefix starts every key of the ledger store (docs/formats.md §7).
 const entryKeyPrefix = 'e'
 
 // entryKeyLen is 'e' | ledgerId (8 bytes BE) | entryId (8 bytes BE).

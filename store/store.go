@@ -1,4 +1,4 @@
-// Package store opens a ledgermedic data dir (FORMATS.md section 7): the metadata
+// Package store opens a ledgermedic data dir (docs/formats.md §7): the metadata
 // store (node path -> node bytes) and the ledger store (ledger, entry -> entry bytes),
 // both Badger v4 databases, behind two small interfaces so other backends can come later.
 //

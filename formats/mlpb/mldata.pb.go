@@ -1,4 +1,4 @@
-// Managed-ledger metadata, written from FORMATS.md section 1
+// Managed-ledger metadata, written from docs/formats.md §1
 // (upstream: managed-ledger/src/main/proto/MLDataFormats.proto).
 // Our own proto package so the binary links beside the Pulsar Go client.
 
