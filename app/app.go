@@ -94,6 +94,7 @@ func (e *env) commands() []*cli.Command {
 		e.journalCommand(),
 		e.importCommand(),
 		e.demoCommand(),
+		e.reportCommand(),
 	}
 }
 

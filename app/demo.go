@@ -96,5 +96,7 @@ func demoSteps(healthy, broken, capture, seed string) []demoStep {
 			[]string{"--data-dir", broken, "index", "find", "--topic", "persistent://public/default/events", "--offset", "100", "--compare"}, 0},
 		{"The journal: every write, undoable",
 			[]string{"--data-dir", broken, "journal", "list"}, 0},
+		{"The incident report: one HTML page to look at and attach to the postmortem (kept with --dir)",
+			[]string{"--data-dir", broken, "report", "--out", filepath.Join(filepath.Dir(broken), "incident-report.html")}, 0},
 	}
 }

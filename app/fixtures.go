@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
@@ -42,6 +43,16 @@ func (e *env) fixturesCommand() *cli.Command {
 				&cli.BoolFlag{Name: "lose-entries-only", Usage: "fault: delete the entries (keep the node) of another topic ledger"},
 				&cli.BoolFlag{Name: "orphan-ledger", Usage: "fault: add a schema ledger and a topic ledger that nothing references"},
 				&cli.BoolFlag{Name: "corrupt-crc", Usage: "fault: flip one payload byte of an entry that has a checksum"},
+				&cli.IntFlag{Name: "delete-schema-history", Usage: "fault: the broker deleted N topics' schema histories (locator and version ledgers gone, messages kept)"},
+				&cli.IntFlag{Name: "reset-schema-history", Usage: "fault: N more topics' histories deleted, then a different schema registered as a new version 0, with new messages using it"},
+				// Bookie dirs (fixtures/bookie.go).
+				&cli.IntFlag{Name: "bookies", Usage: "also write the entries as N bookie dirs under OUT/bookies (entry logs, journals; 5 gives one dir per ensemble member)"},
+				&cli.IntFlag{Name: "bookie-logs", Usage: "entry logs per bookie, the newest left unclosed (default 3)"},
+				&cli.IntFlag{Name: "bookie-journal-only", Usage: "newest entries per bookie only in the journal, after lastMark (default 2, -1 none)"},
+				&cli.BoolFlag{Name: "bookie-cut-log", Usage: "bookie fault: bookie-1's newest entry log ends inside an entry"},
+				&cli.BoolFlag{Name: "bookie-unclosed-log", Usage: "bookie fault: bookie-1's oldest entry log left unclosed (no ledgers map)"},
+				&cli.BoolFlag{Name: "bookie-flip-byte", Usage: "bookie fault: flip a payload byte of one replica on bookie-1"},
+				&cli.BoolFlag{Name: "bookie-missing", Usage: "bookie fault: do not write bookie-N"},
 			},
 			Action: e.fixturesGenerate,
 		}},
@@ -68,6 +79,8 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		LoseEntriesOnly:     c.Bool("lose-entries-only"),
 		OrphanLedger:        c.Bool("orphan-ledger"),
 		CorruptCRC:          c.Bool("corrupt-crc"),
+		DeleteSchemaHistory: c.Int("delete-schema-history"),
+		ResetSchemaHistory:  c.Int("reset-schema-history"),
 	}
 	if err := fixtures.CheckOptions(opts); err != nil {
 		return report.BadInput(err)
@@ -76,7 +89,40 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	return e.print(c, fixturesDocument(out, m))
+	doc := fixturesDocument(out, m)
+	if c.Int("bookies") > 0 {
+		if err := writeFixtureBookies(c, out, doc); err != nil {
+			return err
+		}
+	}
+	if c.IsSet("metadata") {
+		note, err := e.loadFixture(c, out)
+		if err != nil {
+			return err
+		}
+		doc.Note("%s", note)
+	}
+	return e.print(c, doc)
+}
+
+// writeFixtureBookies writes the fixture's entries as bookie dirs (--bookies).
+func writeFixtureBookies(c *cli.Context, out string, doc *report.Document) error {
+	dir := filepath.Join(out, "bookies")
+	bm, err := fixtures.WriteBookies(c.Context, out, dir, fixtures.BookieOptions{
+		Bookies:       c.Int("bookies"),
+		LogsPerBookie: c.Int("bookie-logs"),
+		JournalOnly:   c.Int("bookie-journal-only"),
+		CutLog:        c.Bool("bookie-cut-log"),
+		UnclosedLog:   c.Bool("bookie-unclosed-log"),
+		FlipByte:      c.Bool("bookie-flip-byte"),
+		MissingBookie: c.Bool("bookie-missing"),
+	})
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	doc.Note("bookie dirs: %s/bookie-1..%d (%d replicas of %d entries, %d bookie faults); manifest %s",
+		dir, c.Int("bookies"), bm.Replicas, bm.Entries, len(bm.Faults), filepath.Join(dir, fixtures.BookieManifestFile))
+	return nil
 }
 
 // checkEmptyDir refuses an --out that exists and holds anything: generating into

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/repair"
@@ -44,7 +46,11 @@ func (e *env) schemaCommand() *cli.Command {
 					"Lost delete markers (tombstones) are rebuilt without input. Inputs (--from, a file or a folder):\n" +
 					"`ledgermedic schema capture` files; what `pulsar-admin schemas get TOPIC [--version N]` prints;\n" +
 					"REST GetSchemaResponse JSON; `pulsar-admin schemas upload` files. Exit 1 while any lost version\n" +
-					"stays unresolved.",
+					"stays unresolved.\n" +
+					"A schema key whose locator is gone (the broker deleted the history) or does not decode is rebuilt\n" +
+					"from a capture: every version 0..n, each proven by its recorded SHA-256, refused unless the capture\n" +
+					"holds every version stored messages use. A key whose locator holds other schemas than the capture\n" +
+					"under the same version numbers is a collision: nothing is written until --resolve-collision.",
 				Flags: []cli.Flag{
 					&cli.StringSliceFlag{Name: "from", Usage: "input file or directory (repeatable)"},
 					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema; inputs naming no topic are taken to be its"},
@@ -52,6 +58,8 @@ func (e *env) schemaCommand() *cli.Command {
 					&cli.BoolFlag{Name: "allow-hash-mismatch", Usage: "DANGEROUS: use an input naming the exact topic and version even though its SHA-256 differs"},
 					&cli.StringFlag{Name: "backup", Usage: "with --apply: write a metadata backup to this new file first"},
 					&cli.BoolFlag{Name: "count-usage", Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
+					&cli.StringFlag{Name: "resolve-collision", Usage: "when the current schema history holds other schemas than the capture " +
+						"under the same versions: old (rebuild the captured history over it) or new (keep it); refused without it"},
 				},
 				Action: e.schemaRepair,
 			},
@@ -136,7 +144,11 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.BadInput(err)
 	}
-	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: commandLine(c)}
+	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: commandLine(c),
+		ResolveCollision: c.String("resolve-collision")}
+	if r := opts.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
+		return report.BadInputf("--resolve-collision %q: want %s or %s", r, repair.ResolveOld, repair.ResolveNew)
+	}
 	if opts.AllowHashMismatch {
 		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
 			"written; consumers may then decode old messages with the wrong schema")
@@ -151,6 +163,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if opts.Usage, err = e.usageFunc(c, dd); err != nil {
 		return err
 	}
+	opts.Scan = messageScan(dd)
 	rp, err := repair.Plan(c.Context, dd, cands, opts)
 	if err != nil {
 		return report.CannotOpen(err)
@@ -215,6 +228,13 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 	if len(rp.Refusals) > 0 {
 		doc.Add(repair.RefusalTable(rp.Refusals))
 	}
+	if len(rp.Collisions) > 0 {
+		doc.Add(repair.CollisionTable(rp.Collisions))
+		if rp.UnresolvedCollisions > 0 {
+			fmt.Fprintf(e.Stderr, "ledgermedic: %d schema key(s) have a version collision: nothing is written until "+
+				"--resolve-collision old|new (see docs/runbook-lost-schema-ledger.md)\n", rp.UnresolvedCollisions)
+		}
+	}
 	if len(inputErrs) > 0 {
 		doc.Add(repair.InputErrorTable(inputErrs))
 		fmt.Fprintf(e.Stderr, "ledgermedic: %d input record(s) could not be used (see the table)\n", len(inputErrs))
@@ -263,4 +283,32 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 		return report.ErrFindings
 	}
 	return nil
+}
+
+// messageScan lets repair read which schema versions a topic's stored messages
+// use (to rebuild a deleted history, and to split colliding ones).
+func messageScan(dd *store.DataDir) repair.MessageScan {
+	return func(ctx context.Context, key string, splitMs map[int64]int64) ([]repair.VersionUse, bool, error) {
+		t, ok := formats.ParseSchemaLocatorPath(formats.SchemasRoot + "/" + key)
+		if !ok {
+			return nil, false, fmt.Errorf("schema key %q is not tenant/namespace/topic", key)
+		}
+		splits, err := inspect.SplitVersionUsage(ctx, dd, t, splitMs)
+		if errors.Is(err, inspect.ErrNoSuchTopic) {
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err
+		}
+		out := make([]repair.VersionUse, len(splits))
+		for i, s := range splits {
+			out[i] = repair.VersionUse{Version: s.Version, Before: repairSpan(s.Before), After: repairSpan(s.After)}
+		}
+		return out, true, nil
+	}
+}
+
+func repairSpan(s inspect.MessageSpan) repair.MessageSpan {
+	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries, First: s.First.String(), Last: s.Last.String(),
+		FirstPublishMs: int64(s.FirstPublishMs), LastPublishMs: int64(s.LastPublishMs)}
 }

@@ -55,7 +55,16 @@ func storeOptions(c *cli.Context, readOnly bool) (store.Options, error) {
 		}
 		opts.Ledgers = &u
 	}
-	r := &opts.Remote
+	var err error
+	if opts.Remote, err = remoteOptions(c); err != nil {
+		return opts, err
+	}
+	return opts, checkPointInTime(opts)
+}
+
+// remoteOptions reads the flags that tune live and offline stores.
+func remoteOptions(c *cli.Context) (store.RemoteOptions, error) {
+	var r store.RemoteOptions
 	r.Rate, r.Concurrency, r.Timeout = c.Float64("read-rate"), c.Int("read-concurrency"), c.Duration("timeout")
 	r.ZKDigest, r.SessionTimeout = c.String("zk-digest"), c.Duration("zk-session-timeout")
 	r.EtcdCACert, r.EtcdCert, r.EtcdKey = c.String("etcd-cacert"), c.String("etcd-cert"), c.String("etcd-key")
@@ -64,11 +73,14 @@ func storeOptions(c *cli.Context, readOnly bool) (store.Options, error) {
 	if s := c.String("at-time"); s != "" {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
-			return opts, report.BadInputf("--at-time %q: want an RFC 3339 time such as 2024-06-10T06:13:20Z", s)
+			return r, report.BadInputf("--at-time %q: want an RFC 3339 time such as 2024-06-10T06:13:20Z", s)
 		}
 		r.AtTime = t
 	}
-	return opts, checkPointInTime(opts)
+	if r.Rate < 0 || r.Concurrency < 0 || r.Timeout < 0 || r.SessionTimeout < 0 {
+		return r, report.BadInputf("--read-rate, --read-concurrency, --timeout and --zk-session-timeout must not be negative")
+	}
+	return r, nil
 }
 
 // checkPointInTime refuses point-in-time flags that the chosen metadata store cannot honour.

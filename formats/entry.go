@@ -18,7 +18,7 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// Entry is one decoded topic-ledger entry (FORMATS.md §3):
+// Entry is one decoded topic-ledger entry (docs/formats.md §3):
 //
 //	[u16 0x0e02 | u32 size | BrokerEntryMetadata]
 //	[u16 0x0e01 | u32 crc32c]
@@ -138,7 +138,7 @@ func BuildEntry(bm *pulsarpb.BrokerEntryMetadata, withChecksum bool, md *pulsarp
 }
 
 // EntryBaseIndex returns the broker index of the first message in an entry:
-// index - num_messages_in_batch + 1 (FORMATS.md §2). ok is false when the
+// index - num_messages_in_batch + 1 (docs/formats.md §2). ok is false when the
 // entry has no broker index or the values cannot form a valid offset.
 func EntryBaseIndex(bm *pulsarpb.BrokerEntryMetadata, md *pulsarpb.MessageMetadata) (int64, bool) {
 	if bm == nil || bm.Index == nil || bm.GetIndex() > math.MaxInt64 {

@@ -10,7 +10,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 )
 
-// EntryRefs is what scans need of a topic entry (FORMATS.md §3), read by
+// EntryRefs is what scans need of a topic entry (docs/formats.md §3), read by
 // PeekEntry without building protobuf messages. Byte slices alias the entry.
 type EntryRefs struct {
 	HasBrokerMeta      bool // the frame has a broker entry metadata block
@@ -106,7 +106,7 @@ var (
 	brokerMetadataDesc  = (&pulsarpb.BrokerEntryMetadata{}).ProtoReflect().Descriptor()
 )
 
-// Field numbers PeekEntry reads (FORMATS.md §3).
+// Field numbers PeekEntry reads (docs/formats.md §3).
 const (
 	fieldBrokerTimestamp    = 1
 	fieldBrokerIndex        = 2

@@ -21,13 +21,13 @@ import (
 )
 
 // DefaultFirstEntryIndexKey is the LedgerInfo property holding a ledger's first
-// broker index (FORMATS.md section 1).
+// broker index (docs/formats.md §1.5).
 const DefaultFirstEntryIndexKey = "firstEntryIndex"
 
 // mlIndexProperty is the ML-level property the broker's index interceptor keeps.
 const mlIndexProperty = "index"
 
-// Custom metadata of Pulsar's ledgers (FORMATS.md sections 5 and 6).
+// Custom metadata of Pulsar's ledgers (docs/formats.md §5.4, §6.2).
 const (
 	cmComponent     = "component"
 	cmManagedLedger = "pulsar/managed-ledger"
@@ -218,6 +218,8 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 		}
 		c.findings = append(c.findings, fs...)
 	}
+	c.findings = append(c.findings, StoreDamageFindings(dd)...)
+	MarkStoreDamage(c.findings, dd)
 	sortFindings(c.findings)
 	return c.findings, &c.stats, nil
 }

@@ -378,7 +378,7 @@ func TestCheckCapsEntryFindings(t *testing.T) {
 }
 
 // TestCheckLedgerPresenceKindsAreDistinct plants, in one dir, the three cases of
-// FORMATS.md section 7 at once: a node without entries, entries without a node,
+// docs/formats.md §7 at once: a node without entries, entries without a node,
 // and references (a LedgerInfo, an IndexEntry) to ledgers that have neither.
 // Each is one finding of its own kind, and no ledger is reported twice.
 func TestCheckLedgerPresenceKindsAreDistinct(t *testing.T) {

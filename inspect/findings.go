@@ -59,6 +59,9 @@ var kindSeverity = map[string]report.Severity{
 	KindUsedSchemaVersionMissing: report.SeverityError,
 	KindSchemaRefUnchecked:       report.SeverityInfo,
 	KindBadEntriesNotListed:      report.SeverityError,
+	KindStoreDamaged:             report.SeverityError,
+	// issue 17 (inspect/collision.go)
+	KindSchemaVersionCollision: report.SeverityError,
 }
 
 // Kinds lists every finding kind Check can report (with the schema-usage scan),
@@ -70,6 +73,8 @@ func Kinds() []string {
 		KindOrphanLedger, KindEntryCRCMismatch, KindEntryUndecodable, KindNodeUndecodable,
 		KindValueTruncated, KindFirstEntryIndexMissing,
 		KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindBadEntriesNotListed,
+		KindStoreDamaged,
+		KindSchemaVersionCollision,
 	}
 }
 

@@ -177,7 +177,7 @@ func SchemaUsageFindings(ctx context.Context, dd *store.DataDir) ([]report.Findi
 	var out []report.Finding
 	for _, f := range r.Findings {
 		switch f.Kind {
-		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked:
+		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindSchemaVersionCollision:
 			out = append(out, f)
 		}
 	}
@@ -234,7 +234,15 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 		}
 		findings = append(findings, fs...)
 	}
+	// Versions registered after messages that use them (inspect/collision.go).
+	cf, err := collisionFindings(ctx, dd, r)
+	if err != nil {
+		return nil, err
+	}
+	findings = append(findings, cf...)
 	r.Findings = append(findings, r.Findings...)
+	r.Findings = append(r.Findings, StoreDamageFindings(dd)...)
+	MarkStoreDamage(r.Findings, dd)
 	report.SortFindings(r.Findings)
 	return r, nil
 }

@@ -53,6 +53,10 @@ type Candidate struct {
 	User         string
 	HasUser      bool
 	Deleted      bool
+	// RecordedHash is the SHA-256 a capture recorded for the definition (nil for
+	// other inputs); LedgerID the ledger the version was captured from (0: unknown).
+	RecordedHash []byte
+	LedgerID     int64
 }
 
 // InputError is a record of an input file that is not a usable candidate.
@@ -263,12 +267,17 @@ func parseCaptureRecord(src string, raw json.RawMessage) (Candidate, error) {
 	}
 	// The record's own hash guards against a damaged or hand-edited capture.
 	if got := hex.EncodeToString(formats.SchemaHash(def)); r.Hash != "" && !strings.EqualFold(got, r.Hash) {
-		return Candidate{}, fmt.Errorf("capture record: hash %s does not match its definition (sha256 %s): the file was changed", r.Hash, got)
+		return Candidate{}, fmt.Errorf("capture record of %s version %d: hash %s does not match its definition (sha256 %s): the file was changed",
+			r.SchemaKey, r.Version, r.Hash, got)
+	}
+	recorded, err := hex.DecodeString(r.Hash)
+	if err != nil {
+		return Candidate{}, fmt.Errorf("capture record of %s version %d: hash: %w", r.SchemaKey, r.Version, err)
 	}
 	return Candidate{
 		Source: src, Format: FormatCapture, SchemaKey: r.SchemaKey, Version: r.Version, HasVersion: true,
 		Type: t, Definitions: [][]byte{def}, Properties: r.Properties, Timestamp: r.Timestamp, HasTimestamp: true,
-		User: r.User, HasUser: true, Deleted: r.Deleted,
+		User: r.User, HasUser: true, Deleted: r.Deleted, RecordedHash: recorded, LedgerID: r.LedgerID,
 	}, nil
 }
 

@@ -157,3 +157,13 @@ func (m *matcher) unused() int {
 	}
 	return n
 }
+
+// markCandidate marks one of m.cands (by identity) as used.
+func (m *matcher) markCandidate(c *Candidate) {
+	for i := range m.cands {
+		if &m.cands[i] == c {
+			m.used[i] = true
+			return
+		}
+	}
+}

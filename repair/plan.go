@@ -37,6 +37,13 @@ type Options struct {
 	Now func() time.Time
 	// Args is the command line, recorded in the journal.
 	Args []string
+	// Scan reads which versions stored messages of a schema key's topic use; it
+	// is needed to rebuild a deleted history and to split colliding ones.
+	Scan MessageScan
+	// ResolveCollision is "", ResolveOld or ResolveNew: what to do with a schema
+	// key whose current history holds other schemas than the capture. Without
+	// it, nothing is written while a collision exists.
+	ResolveCollision string
 }
 
 // Action says what the plan does with a lost version.
@@ -98,7 +105,11 @@ type RepairPlan struct {
 	Notes           []string
 	UnusedInputs    int
 	HashMismatches  []string // key@version restored despite a hash mismatch
-	Plan            *mutate.Plan
+	// Collisions are schema keys whose current history holds other schemas than
+	// the capture; UnresolvedCollisions counts those without a resolution.
+	Collisions           []Collision
+	UnresolvedCollisions int
+	Plan                 *mutate.Plan
 }
 
 // Unresolved counts the lost versions the plan cannot restore.
@@ -112,11 +123,11 @@ func (rp *RepairPlan) Unresolved() int {
 	return n
 }
 
-// Restored counts the versions the plan restores.
+// Restored counts the versions the plan restores or rebuilds.
 func (rp *RepairPlan) Restored() int {
 	n := 0
 	for _, v := range rp.Versions {
-		if v.Action != ActionUnresolved {
+		if v.Action != ActionUnresolved && v.Action != ActionKeepCurrent && v.Action != ActionReplaced {
 			n++
 		}
 	}
@@ -138,8 +149,16 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 	if opts.Now != nil {
 		now = opts.Now
 	}
+	if r := opts.ResolveCollision; r != "" && r != ResolveOld && r != ResolveNew {
+		return nil, fmt.Errorf("resolve collision %q: want %s or %s", r, ResolveOld, ResolveNew)
+	}
 	rp := &RepairPlan{}
-	work, err := findLost(ctx, dd, opts.KeyFilter, rp)
+	captured := capturesByKey(cands, opts.KeyFilter)
+	work, current, damaged, err := findLost(ctx, dd, opts.KeyFilter, rp, captured)
+	if err != nil {
+		return nil, err
+	}
+	hw, err := planHistories(ctx, dd, captured, current, damaged, opts, rp)
 	if err != nil {
 		return nil, err
 	}
@@ -151,7 +170,7 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 			}
 		}
 	}
-	if len(work) == 0 {
+	if len(work) == 0 && len(hw.rebuilds) == 0 {
 		return rp, nil
 	}
 	u, err := scanLedgerIDs(ctx, dd)
@@ -159,20 +178,67 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 		return nil, err
 	}
 	rp.Warnings = append(rp.Warnings, u.Warnings...)
+	for _, rb := range hw.rebuilds {
+		for _, i := range rb.versions {
+			// A rebuilt version never reuses the ledger id it was captured from:
+			// a bookie may still hold that ledger.
+			u.MaxID = max(u.MaxID, rp.Versions[i].OldLedgerID)
+		}
+	}
 	m := newMatcher(cands, opts)
 	created := now()
 	plan := &mutate.Plan{Command: Command, Args: opts.Args, CreatedAt: created}
 	for _, kw := range work {
+		if why, ok := hw.blocked[kw.lv.Key]; ok {
+			for _, i := range kw.lost {
+				rp.Versions[i].Reason = fmt.Sprintf("%s (%s); not restored on its own: %s", rp.Versions[i].State, rp.Versions[i].Reason, why)
+				if hw.rebuilt[kw.lv.Key] {
+					rp.Versions[i].Action = ActionReplaced
+				}
+			}
+			continue
+		}
 		items, err := planKey(kw, rp, m, u, created)
 		if err != nil {
 			return nil, err
 		}
 		plan.Items = append(plan.Items, items...)
 	}
+	for _, rb := range hw.rebuilds {
+		items, err := rebuildItems(rb, rp, u, created)
+		if err != nil {
+			return nil, err
+		}
+		plan.Items = append(plan.Items, items...)
+	}
+	if rp.UnresolvedCollisions > 0 && len(plan.Items) > 0 {
+		rp.Notes = append(rp.Notes, fmt.Sprintf("nothing is written while %d schema key(s) have an unresolved version collision "+
+			"(see the collisions table; choose --resolve-collision old|new)", rp.UnresolvedCollisions))
+		plan.Items = nil
+		for i := range rp.Versions {
+			if v := &rp.Versions[i]; v.Action != ActionUnresolved && v.Action != ActionKeepCurrent && v.Action != ActionReplaced {
+				v.Notes = append(v.Notes, "held back: a version collision is unresolved")
+			}
+		}
+	}
+	if opts.ResolveCollision != "" && len(rp.Collisions) > 0 {
+		if plan.Flags == nil {
+			plan.Flags = map[string]string{}
+		}
+		plan.Flags["resolve-collision"] = opts.ResolveCollision
+	}
+	for _, rb := range hw.rebuilds {
+		for _, c := range rb.used {
+			m.markCandidate(c)
+		}
+	}
 	rp.Refusals = m.refusals
 	rp.UnusedInputs = m.unused()
 	if opts.AllowHashMismatch {
-		plan.Flags = map[string]string{"allow-hash-mismatch": "true"}
+		if plan.Flags == nil {
+			plan.Flags = map[string]string{}
+		}
+		plan.Flags["allow-hash-mismatch"] = "true"
 		if len(rp.HashMismatches) > 0 {
 			plan.Flags["hash-mismatch-versions"] = strings.Join(rp.HashMismatches, ",")
 		}
@@ -204,10 +270,17 @@ func (rp *RepairPlan) firstNewID() int64 {
 }
 
 // findLost reads every locator and every version, recording the lost ones.
-func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *RepairPlan) ([]*keyWork, error) {
-	var work []*keyWork
-	err := scanLocators(ctx, dd, keyFilter, func(lv *locatorView) error {
+// Keys the captures name are returned too: current holds those whose locator
+// decodes, damaged those whose locator does not.
+func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *RepairPlan, captured map[string]capturedVersions) (
+	work []*keyWork, current map[string]*keyWork, damaged map[string]*locatorView, err error) {
+	current, damaged = map[string]*keyWork{}, map[string]*locatorView{}
+	err = scanLocators(ctx, dd, keyFilter, func(lv *locatorView) error {
 		rp.SchemaKeys++
+		if lv.DecodeErr != nil && captured[lv.Key] != nil {
+			damaged[lv.Key] = lv // rebuilt from the capture (planHistories)
+			return nil
+		}
 		if lv.DecodeErr != nil {
 			rp.Versions = append(rp.Versions, VersionRepair{
 				SchemaKey: lv.Key, LocatorPath: lv.Path, Version: -1, State: StateUnreadable,
@@ -236,9 +309,12 @@ func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *Repa
 		if len(kw.lost) > 0 {
 			work = append(work, kw)
 		}
+		if captured[lv.Key] != nil {
+			current[lv.Key] = kw
+		}
 		return nil
 	})
-	return work, err
+	return work, current, damaged, err
 }
 
 // planKey resolves the lost versions of one key and returns its items: per

@@ -97,3 +97,43 @@ func SkippedTable(st CaptureStats) *report.Table {
 	}
 	return t
 }
+
+// CollisionTable lists the versions two schema histories use for different
+// schemas, and which stored messages belong to which history.
+func CollisionTable(cs []Collision) *report.Table {
+	t := report.NewTable("schema_collisions", "Schema version collisions",
+		"SCHEMA KEY", "schema_key", "VERSION", "version", "CURRENT HASH", "current_hash", "CAPTURED HASH", "captured_hash",
+		"REGISTERED", "registered", "OLD-HISTORY MESSAGES", "old_messages", "OLD ENTRIES", "old_entries", "OLD RANGE", "old_range",
+		"OLD PUBLISHED", "old_published", "NEW-HISTORY MESSAGES", "new_messages", "NEW ENTRIES", "new_entries",
+		"NEW RANGE", "new_range", "NEW PUBLISHED", "new_published", "RESOLUTION", "resolution")
+	for _, c := range cs {
+		res := c.Resolution
+		if res == "" {
+			res = "none (refused)"
+		}
+		for _, v := range c.Versions {
+			var registered any
+			if v.RegisteredMs >= 0 {
+				registered = msTime(v.RegisteredMs)
+			}
+			t.Add(c.SchemaKey, v.Version, hexOrNil(v.CurrentHash), hexOrNil(v.CapturedHash), registered,
+				v.Old.Messages, v.Old.Entries, spanRange(v.Old), spanPublished(v.Old),
+				v.New.Messages, v.New.Entries, spanRange(v.New), spanPublished(v.New), res)
+		}
+	}
+	return t
+}
+
+func spanRange(s MessageSpan) any {
+	if s.Entries == 0 {
+		return nil
+	}
+	return s.First + " to " + s.Last
+}
+
+func spanPublished(s MessageSpan) any {
+	if s.Entries == 0 {
+		return nil
+	}
+	return msTime(s.FirstPublishMs) + " to " + msTime(s.LastPublishMs)
+}

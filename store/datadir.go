@@ -13,7 +13,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 )
 
-// The two Badger databases of a data dir (FORMATS.md section 7). Other folders beside
+// The two Badger databases of a data dir (docs/formats.md §7). Other folders beside
 // them (the mutation journal, for one) belong to other code.
 const (
 	MetadataDirName = "metadata"
@@ -50,11 +50,15 @@ type DataDir struct {
 	Notes []string
 	// Sources describe the metadata and ledger stores in use, in that order.
 	Sources []SourceInfo
+	// Damage lists the damaged files a read-only open found and read around
+	// (readonly.go); a writable open refuses a damaged store with ErrStoreDamaged.
+	Damage []Damage
 
 	meta    *badger.DB // nil when the metadata comes from a URL
 	ledgers *badger.DB // nil when the ledgers come from a URL
 	remote  []io.Closer
 	logger  io.Writer
+	ro      *readOnlySession
 }
 
 // Open opens an existing data dir, or the stores opts.Metadata and opts.Ledgers
@@ -122,6 +126,10 @@ func (d *DataDir) openStores(opts Options) error {
 		}
 		d.Ledgers = &ledgerStore{db: d.ledgers, readOnly: d.ReadOnly}
 		d.Sources = append(d.Sources, d.localSource(LedgersDirName))
+	}
+	// Bookie dirs: digests are checked with each ledger's BookKeeper metadata (bookie.go).
+	if bs, ok := d.Ledgers.(*BookieStore); ok {
+		bs.SetLedgerMeta(LedgerMetaFromStore(d.Metadata))
 	}
 	return nil
 }
@@ -215,21 +223,10 @@ func checkLayout(path string, names []string) error {
 	return nil
 }
 
-// openDB opens one database of the dir, falling back to a sandbox copy when a
-// read-only open meets an unclean shutdown.
+// openDB opens one database of the dir: verified first, read-only through a
+// sandbox Badger cannot use to change the original (readonly.go).
 func (d *DataDir) openDB(name string, opts Options) (*badger.DB, error) {
-	var adjust []func(badger.Options) badger.Options
-	if !opts.ReadOnly {
-		adjust = append(adjust, sessionOptions)
-	}
-	db, err := openBadger(filepath.Join(d.Path, name), opts.ReadOnly, adjust...)
-	if err == nil {
-		return db, nil
-	}
-	if !opts.ReadOnly || opts.NoSandbox || !errors.Is(err, ErrUncleanShutdown) {
-		return nil, err
-	}
-	return d.openSandboxed(name, opts)
+	return d.openVerified(name, opts)
 }
 
 // Close closes both stores and removes the sandbox copy, if any.
@@ -254,6 +251,9 @@ func (d *DataDir) Close() error {
 		if err := os.RemoveAll(d.SandboxPath); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox copy: %w", err))
 		}
+	}
+	if err := d.closeReadOnly(); err != nil {
+		errs = append(errs, fmt.Errorf("remove read-only sandbox: %w", err))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("close data dir %s: %w", d.Path, err)

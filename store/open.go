@@ -67,10 +67,24 @@ type RemoteOptions struct {
 	Revision int64
 }
 
+// OpenMetadata opens only the metadata store a URL names (no data dir): for
+// loading a generated cluster into a live store, and for tools that need no ledgers.
+func OpenMetadata(u URL, opts Options) (MetadataBackend, error) {
+	return openMetadataURL(u, opts)
+}
+
 // openMetadataURL opens the metadata backend a --metadata URL names: the one place
 // where a scheme picks a backend.
 func openMetadataURL(u URL, opts Options) (MetadataBackend, error) {
 	switch u.Scheme {
+	case SchemeZK:
+		return openZK(u, opts)
+	case SchemeZKData:
+		return openZKData(u, opts)
+	case SchemeEtcd:
+		return openEtcd(u, opts)
+	case SchemeEtcdDB:
+		return openEtcdDB(u, opts)
 	}
 	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a metadata store", ErrBadURL, u.Raw, u.Scheme)
 }
@@ -78,6 +92,8 @@ func openMetadataURL(u URL, opts Options) (MetadataBackend, error) {
 // openLedgersURL opens the ledger backend a --ledgers URL names.
 func openLedgersURL(u URL, opts Options) (LedgerBackend, error) {
 	switch u.Scheme {
+	case SchemeBookie:
+		return openBookies(u, opts)
 	}
 	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a ledger store", ErrBadURL, u.Raw, u.Scheme)
 }

@@ -17,17 +17,12 @@ import (
 const badgerLockFile = "LOCK"
 
 // openSandboxed serves a read-only view of a database that Badger refuses to open
-// read-only after an unclean shutdown: it copies the database into the sandbox, lets
-// Badger recover the copy read-write, then reopens the copy read-only.
-// The original is only read, under a shared lock so no writer can start meanwhile.
-func (d *DataDir) openSandboxed(name string, opts Options) (*badger.DB, error) {
-	src := filepath.Join(d.Path, name)
-	unlock, err := lockShared(src)
-	if err != nil {
-		return nil, err
-	}
-	defer unlock()
-
+// read-only after an unclean shutdown: it copies the database (the tables and logs p
+// kept, with p's MANIFEST) into the sandbox, lets Badger recover the copy
+// read-write, then reopens the copy read-only. The original is only read; the
+// caller holds a shared lock on it so no writer can start meanwhile.
+func (d *DataDir) openSandboxed(p *dbPlan, opts Options) (*badger.DB, error) {
+	src := p.src
 	if d.SandboxPath == "" {
 		sb, err := os.MkdirTemp(opts.SandboxDir, "ledgermedic-sandbox-")
 		if err != nil {
@@ -35,24 +30,24 @@ func (d *DataDir) openSandboxed(name string, opts Options) (*badger.DB, error) {
 		}
 		d.SandboxPath = sb
 	}
-	dst := filepath.Join(d.SandboxPath, name)
+	dst := filepath.Join(d.SandboxPath, p.name)
 	if err := checkFreeSpace(src, d.SandboxPath); err != nil {
 		return nil, fmt.Errorf("%s: %w; %w", src, ErrUncleanShutdown, err)
 	}
 	d.logf("%s was not shut down cleanly; copying it to %s to inspect it without writing the original\n", src, dst)
-	if err := copyDirSparse(src, dst); err != nil {
+	if err := p.buildSandbox(dst, true); err != nil {
 		return nil, fmt.Errorf("%s: %w; copying to sandbox: %w", src, ErrUncleanShutdown, err)
 	}
 	rw, err := openBadger(dst, false)
 	if err != nil {
-		return nil, fmt.Errorf("recover sandbox copy of %s: %w", src, err)
+		return nil, cannotRead(src, fmt.Errorf("recover sandbox copy of %s: %w", src, err))
 	}
 	if err := rw.Close(); err != nil {
-		return nil, fmt.Errorf("recover sandbox copy of %s: close: %w", src, err)
+		return nil, cannotRead(src, fmt.Errorf("recover sandbox copy of %s: close: %w", src, err))
 	}
-	db, err := openBadger(dst, true)
+	db, err := openBadger(dst, true, verifiedReads)
 	if err != nil {
-		return nil, fmt.Errorf("sandbox copy of %s: %w", src, err)
+		return nil, cannotRead(src, fmt.Errorf("sandbox copy of %s: %w", src, err))
 	}
 	d.Notes = append(d.Notes, fmt.Sprintf(
 		"unclean shutdown: %s was not closed cleanly; inspected a sandbox copy at %s (Badger truncated its log there); the original was not written",
@@ -68,6 +63,20 @@ func lockShared(dir string) (unlock func(), err error) {
 		return nil, err
 	}
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: another process (a Pulsar broker tool, another ledgermedic) has it open; stop it and retry", dir, ErrLocked)
+	}
+	return func() { f.Close() }, nil
+}
+
+// lockExclusive takes the flock a writable Badger open takes, to read the files
+// before Badger opens them; the caller releases it before Badger takes its own.
+func lockExclusive(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w: another process (a Pulsar broker tool, another ledgermedic) has it open; stop it and retry", dir, ErrLocked)
 	}

@@ -1,0 +1,145 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/report"
+	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// reportCommand is `report`: the incident report, one self-contained HTML file
+// made from the same scans as check, plus the journal.
+func (e *env) reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write the incident report: one self-contained HTML page (summary, ledger and schema timelines, journal, findings)",
+		Description: "Reads what check reads (never writes the stores) and writes one HTML file with no external\n" +
+			"assets: it opens offline. Stores that cannot be opened or read, an empty data dir and topics\n" +
+			"without ledgers are stated in the report rather than failing it.\n" +
+			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html)"},
+			&cli.StringSliceFlag{Name: "topic", Usage: "only these topics (repeat; a base name takes every partition)"},
+			firstEntryIndexKeyFlag(),
+			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the scan of every stored message (no per-version message counts)"},
+		},
+		Action: e.report,
+	}
+}
+
+func (e *env) report(c *cli.Context) error {
+	out := c.String("out")
+	var topics []formats.TopicName
+	for _, s := range c.StringSlice("topic") {
+		t, err := topicArg(s)
+		if err != nil {
+			return err
+		}
+		topics = append(topics, t)
+	}
+	opts := inspect.IncidentOptions{Topics: topics, FirstEntryIndexKey: c.String("first-entry-index-key"),
+		SkipMessageScan: c.Bool("skip-message-scan"), Now: time.Now(), Version: buildVersion()}
+	r, err := e.incident(c, opts)
+	if err != nil {
+		return err
+	}
+	if err := writeReport(out, r); err != nil {
+		return report.CannotOpen(err)
+	}
+	fmt.Fprintf(e.Stdout, "wrote %s: %d findings, %d topics, %d journal runs\n", out, len(r.Findings), len(r.Topics), len(r.Runs))
+	for _, p := range r.Problems {
+		fmt.Fprintf(e.Stderr, "report: %s\n", p)
+	}
+	if report.Actionable(r.Findings) || len(r.Problems) > 0 {
+		return report.ErrFindings
+	}
+	return nil
+}
+
+// incident opens the stores read-only and gathers the report. Stores that do not
+// open are a problem stated in the report (bad flags are still bad usage).
+func (e *env) incident(c *cli.Context, opts inspect.IncidentOptions) (*htmlreport.Report, error) {
+	dd, err := e.openReadOnly(c)
+	if err != nil {
+		if report.CodeOf(err, report.ExitCannotOpen) == report.ExitBadInput {
+			return nil, err
+		}
+		r, _ := inspect.Incident(c.Context, nil, opts, nil)
+		r.DataDir = c.String("data-dir")
+		r.Problems = append(r.Problems, "the stores could not be opened: "+openProblem(err))
+		return r, nil
+	}
+	defer dd.Close()
+	if dd.Path != "" {
+		opts.JournalDir = mutate.JournalDir(dd.Path)
+	}
+	r, err := inspect.Incident(c.Context, dd, opts, e.progress(c))
+	if err != nil {
+		return nil, report.CannotOpen(err)
+	}
+	return r, nil
+}
+
+// openProblem says in words why a data dir did not open.
+func openProblem(err error) string {
+	if errors.Is(err, store.ErrNotDataDir) || errors.Is(err, os.ErrNotExist) {
+		return err.Error() + " (an empty or wrong directory?)"
+	}
+	return err.Error()
+}
+
+// writeReport writes the page to a temp file beside out and renames it, so a
+// failed run never leaves half a report.
+func writeReport(out string, r *htmlreport.Report) error {
+	f, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
+	if err != nil {
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after the rename
+	if err := htmlreport.Render(f, r); err != nil {
+		f.Close()
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	return nil
+}
+
+// buildVersion is the module version and VCS revision the binary was built from.
+func buildVersion() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			v += " " + s.Value[:min(12, len(s.Value))]
+		case "vcs.modified":
+			if s.Value == "true" {
+				v += "+dirty"
+			}
+		}
+	}
+	return v
+}

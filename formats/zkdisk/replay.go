@@ -1,0 +1,270 @@
+package zkdisk
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+)
+
+// ErrNoData: a directory holds no ZooKeeper snapshot or txn log.
+var ErrNoData = errors.New("no ZooKeeper snapshot or txn log")
+
+// LoadOptions pick the point in time of the view. Zero values: the newest state.
+type LoadOptions struct {
+	// AtZxid stops replay after the last txn with zxid <= AtZxid.
+	AtZxid int64
+	// AtTime stops replay after the last txn whose time is <= AtTime.
+	AtTime time.Time
+	// LogDir holds the log.* files when they are not beside the snapshots
+	// (ZooKeeper's dataLogDir/version-2).
+	LogDir string
+}
+
+// View is a tree as of one point: a snapshot plus the txns replayed over it.
+type View struct {
+	Tree         *Tree
+	Snapshot     string // the snapshot file used ("" when only logs were replayed)
+	SnapshotZxid int64
+	Zxid         int64     // the last zxid the view reflects
+	Time         time.Time // that txn's time (or the newest node time of the snapshot)
+	Applied      int       // txns replayed
+	Notes        []string  // rejected snapshots, where replay stopped, gaps
+	Sessions     map[int64]int32
+}
+
+type fileAt struct {
+	path string
+	zxid int64
+}
+
+// listDir finds snapshot.* and log.* in dir, sorted by zxid ascending.
+func listDir(dir string) (snaps, logs []fileAt, err error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		if z, _, ok := ParseSnapshotName(e.Name()); ok {
+			snaps = append(snaps, fileAt{filepath.Join(dir, e.Name()), z})
+		} else if z, ok := ParseLogName(e.Name()); ok {
+			logs = append(logs, fileAt{filepath.Join(dir, e.Name()), z})
+		}
+	}
+	byZxid := func(a, b fileAt) int {
+		return cmp.Or(cmp.Compare(a.zxid, b.zxid), cmp.Compare(a.path, b.path))
+	}
+	slices.SortFunc(snaps, byZxid)
+	slices.SortFunc(logs, byZxid)
+	return snaps, logs, nil
+}
+
+// Load reads the version-2 directory dir (snapshots and, unless opts.LogDir says
+// otherwise, logs): the newest snapshot whose seals check out (older ones are
+// tried in turn, each rejection noted), then every txn after it in zxid order,
+// until opts' point in time, the end of the logs, or the first damaged record.
+func Load(dir string, opts LoadOptions) (*View, error) {
+	snaps, logs, err := listDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	if opts.LogDir != "" && opts.LogDir != dir {
+		if _, logs, err = listDir(opts.LogDir); err != nil {
+			return nil, err
+		}
+	}
+	if len(snaps) == 0 && len(logs) == 0 {
+		return nil, fmt.Errorf("%s: %w (want snapshot.<zxid> / log.<zxid> files)", dir, ErrNoData)
+	}
+	v := &View{}
+	atZxid := opts.AtZxid
+	if !opts.AtTime.IsZero() {
+		z, found, note := zxidAtTime(logs, opts.AtTime)
+		if note != "" {
+			v.Notes = append(v.Notes, note)
+		}
+		if found {
+			atZxid = z
+		} else {
+			// Every logged txn is later than AtTime: only a snapshot whose newest
+			// change is not later can show that moment.
+			return loadSnapshotAtTime(v, snaps, opts.AtTime)
+		}
+	}
+	if err := loadNewestSnapshot(v, snaps, atZxid, time.Time{}); err != nil {
+		return nil, err
+	}
+	replay(v, logs, atZxid)
+	v.Tree.Compact()
+	return v, nil
+}
+
+func loadSnapshotAtTime(v *View, snaps []fileAt, at time.Time) (*View, error) {
+	if err := loadNewestSnapshot(v, snaps, 0, at); err != nil {
+		return nil, err
+	}
+	v.Tree.Compact()
+	return v, nil
+}
+
+// loadNewestSnapshot loads the newest valid snapshot with zxid <= atZxid (any
+// when 0) whose newest node time is <= notAfter (any when zero). With no usable
+// snapshot but logs present, replay starts from an empty tree.
+func loadNewestSnapshot(v *View, snaps []fileAt, atZxid int64, notAfter time.Time) error {
+	for i := len(snaps) - 1; i >= 0; i-- {
+		s := snaps[i]
+		if atZxid > 0 && s.zxid > atZxid {
+			continue
+		}
+		tree, sessions, newest, err := loadSnapshot(s.path)
+		if err == nil && !notAfter.IsZero() && newest.After(notAfter) {
+			err = fmt.Errorf("it holds changes made at %s, after the requested time", newest.UTC().Format(time.RFC3339Nano))
+		}
+		if err != nil {
+			v.Notes = append(v.Notes, fmt.Sprintf("snapshot %s rejected: %v", s.path, err))
+			continue
+		}
+		v.Tree, v.Snapshot, v.SnapshotZxid, v.Zxid, v.Time, v.Sessions = tree, s.path, s.zxid, s.zxid, newest, sessions
+		return nil
+	}
+	if !notAfter.IsZero() {
+		return fmt.Errorf("no snapshot or logged txn at or before %s: %w", notAfter.UTC().Format(time.RFC3339), ErrNoData)
+	}
+	if len(snaps) > 0 {
+		v.Notes = append(v.Notes, "no usable snapshot: replaying the logs onto an empty tree")
+	}
+	v.Tree, v.Sessions = newTree(nil), map[int64]int32{}
+	v.Tree.put(Node{Path: "/"})
+	return nil
+}
+
+// loadSnapshot reads a whole snapshot into a tree; newest is the latest node
+// ctime/mtime (ZooKeeper records no time for a snapshot itself).
+func loadSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
+	sr, err := OpenSnapshot(path)
+	if err != nil {
+		return nil, nil, time.Time{}, err
+	}
+	defer sr.Close()
+	var nodes []Node
+	if fi, err := os.Stat(path); err == nil {
+		// Real bytes bound the guess: a node takes at least 76 bytes on disk,
+		// about 128 with a Pulsar-length path.
+		nodes = make([]Node, 0, min(fi.Size()/128, 1<<24))
+	}
+	var newest int64
+	for {
+		n, err := sr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, nil, time.Time{}, err
+		}
+		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
+		nodes = append(nodes, Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
+	}
+	sessions := make(map[int64]int32, len(sr.Sessions))
+	for _, s := range sr.Sessions {
+		sessions[s.ID] = s.TimeoutMs
+	}
+	return newTree(nodes), sessions, time.UnixMilli(newest), nil
+}
+
+// zxidAtTime finds the last logged txn whose time is <= at. found is false when
+// every txn is later (or there are none).
+func zxidAtTime(logs []fileAt, at time.Time) (zxid int64, found bool, note string) {
+	limit := at.UnixMilli()
+	for _, l := range logs {
+		lr, err := OpenLog(l.path)
+		if err != nil {
+			continue
+		}
+		for {
+			t, err := lr.Next()
+			if err != nil {
+				if err != io.EOF {
+					note = fmt.Sprintf("--at-time: stopped looking at %v", err)
+				}
+				break
+			}
+			if t.Header.Time > limit {
+				lr.Close()
+				return zxid, found, note
+			}
+			zxid, found = max(zxid, t.Header.Zxid), true
+		}
+		lr.Close()
+		if note != "" {
+			break
+		}
+	}
+	return zxid, found, note
+}
+
+// replay applies the txns after the view's zxid: from the log whose start zxid is
+// <= it, and every later log, in order.
+func replay(v *View, logs []fileAt, atZxid int64) {
+	first := 0
+	for i, l := range logs {
+		if l.zxid <= v.SnapshotZxid {
+			first = i
+		}
+	}
+	last := v.SnapshotZxid
+	for _, l := range logs[first:] {
+		if atZxid > 0 && last >= atZxid {
+			return
+		}
+		stop, err := replayLog(v, l.path, &last, atZxid)
+		if err != nil {
+			v.Notes = append(v.Notes, fmt.Sprintf("replay stopped at %v; the view reflects zxid %#x (the last good txn)", err, v.Zxid))
+			return
+		}
+		if stop {
+			return
+		}
+	}
+}
+
+func replayLog(v *View, path string, last *int64, atZxid int64) (stop bool, err error) {
+	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
+		v.Notes = append(v.Notes, fmt.Sprintf("log %s is empty (0 bytes): skipped", path))
+		return false, nil
+	}
+	lr, err := OpenLog(path)
+	if err != nil {
+		return true, err
+	}
+	defer lr.Close()
+	for {
+		t, err := lr.Next()
+		if err == io.EOF {
+			return false, nil
+		}
+		if err != nil {
+			return true, err
+		}
+		z := t.Header.Zxid
+		if z <= *last {
+			continue // in the snapshot already (or a duplicate)
+		}
+		if atZxid > 0 && z > atZxid {
+			return true, nil
+		}
+		if *last > 0 && z>>32 == *last>>32 && z != *last+1 && v.Applied == 0 {
+			v.Notes = append(v.Notes, fmt.Sprintf("txns %#x to %#x are missing from the logs (purged?): the view may lack their changes", *last+1, z-1))
+		}
+		apply(v.Tree, v.Sessions, t.Header, t.Record)
+		*last = z
+		v.Zxid, v.Time = z, time.UnixMilli(t.Header.Time)
+		v.Applied++
+	}
+}

@@ -1,0 +1,279 @@
+package testutil
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// ZooKeeper 3.8 from Debian (STORES.md §3): the jar pulls in its dependencies
+// through its manifest Class-Path, so these two entries are the whole class path.
+const (
+	ZKJar     = "/usr/share/java/zookeeper.jar"
+	ZKConfDir = "/etc/zookeeper/conf"
+)
+
+// ZKOptions tune StartZooKeeper. Zero values are the defaults.
+type ZKOptions struct {
+	// DataDir reuses an existing dataDir (for example a copy of testdata); "" makes a
+	// new temp dir.
+	DataDir string
+	// SnapCount is zoo.cfg snapCount (0: 20, so short tests still roll snapshots and
+	// logs; negative: omit it and use ZooKeeper's default).
+	SnapCount int
+	// PreAllocKB is zoo.cfg preAllocSize in KB (0: 64, which keeps logs ~65 KB).
+	PreAllocKB int
+	// ExtraConfig lines are appended to zoo.cfg as given ("extendedTypesEnabled=true").
+	ExtraConfig []string
+	// StartTimeout bounds the wait for `srvr` to show a Mode: line (0: 30 s).
+	StartTimeout time.Duration
+}
+
+// ZKServer is one ZooKeeper server a test started. Stop, Kill and Restart may be
+// called in any order and more than once; t.Cleanup stops it at the end of the test.
+type ZKServer struct {
+	Addr    string // 127.0.0.1:port, stable across Restart
+	DataDir string // zoo.cfg dataDir; the files are under DataDir/version-2
+	LogFile string // the JVM's stdout and stderr (shown when the start fails)
+
+	t        testing.TB
+	cfg      string
+	timeout  time.Duration
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	exited   chan struct{}
+	logCount int
+}
+
+// ZooKeeperAvailable reports whether java and the ZooKeeper jar are installed.
+func ZooKeeperAvailable() bool {
+	if _, err := os.Stat(ZKJar); err != nil {
+		return false
+	}
+	_, err := exec.LookPath("java")
+	return err == nil
+}
+
+// SkipWithoutZooKeeper skips the test when java or the ZooKeeper jar is missing,
+// except when CI=true: CI installs them, so there their absence is a failure.
+func SkipWithoutZooKeeper(t testing.TB) {
+	t.Helper()
+	if ZooKeeperAvailable() {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("ZooKeeper is required in CI: need java on PATH and %s (apt-get install zookeeper)", ZKJar)
+	}
+	t.Skipf("ZooKeeper not installed (need java and %s)", ZKJar)
+}
+
+// StartZooKeeper starts a standalone ZooKeeper on a free 127.0.0.1 port and waits
+// until it serves. It skips the test when ZooKeeper is not installed (fails under
+// CI=true). The server is stopped (SIGTERM, then SIGKILL) by t.Cleanup.
+func StartZooKeeper(t testing.TB, opts ZKOptions) *ZKServer {
+	t.Helper()
+	SkipWithoutZooKeeper(t)
+	base := t.TempDir()
+	dataDir := opts.DataDir
+	if dataDir == "" {
+		dataDir = filepath.Join(base, "data")
+	}
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		t.Fatalf("zookeeper dataDir: %v", err)
+	}
+	port, err := freePort()
+	if err != nil {
+		t.Fatalf("zookeeper: free port: %v", err)
+	}
+	s := &ZKServer{
+		Addr:    fmt.Sprintf("127.0.0.1:%d", port),
+		DataDir: dataDir,
+		t:       t,
+		cfg:     filepath.Join(base, "zoo.cfg"),
+		timeout: opts.StartTimeout,
+	}
+	if s.timeout == 0 {
+		s.timeout = 30 * time.Second
+	}
+	if err := os.WriteFile(s.cfg, []byte(ZKConfig(dataDir, port, opts)), 0o644); err != nil {
+		t.Fatalf("zookeeper: write zoo.cfg: %v", err)
+	}
+	t.Cleanup(s.Stop)
+	if err := s.start(); err != nil {
+		t.Fatalf("zookeeper: %v", err)
+	}
+	return s
+}
+
+// ZKConfig is the zoo.cfg StartZooKeeper writes (STORES.md §3): loopback only, no
+// admin server (it would bind 8080), small preallocation.
+func ZKConfig(dataDir string, port int, opts ZKOptions) string {
+	prealloc := opts.PreAllocKB
+	if prealloc == 0 {
+		prealloc = 64
+	}
+	lines := []string{
+		"tickTime=2000",
+		"dataDir=" + dataDir,
+		fmt.Sprintf("clientPort=%d", port),
+		"clientPortAddress=127.0.0.1",
+		"admin.enableServer=false",
+		"4lw.commands.whitelist=srvr,ruok",
+		fmt.Sprintf("preAllocSize=%d", prealloc),
+	}
+	switch {
+	case opts.SnapCount == 0:
+		lines = append(lines, "snapCount=20")
+	case opts.SnapCount > 0:
+		lines = append(lines, fmt.Sprintf("snapCount=%d", opts.SnapCount))
+	}
+	lines = append(lines, opts.ExtraConfig...)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+func (s *ZKServer) start() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd != nil {
+		return errors.New("already running")
+	}
+	s.logCount++
+	s.LogFile = filepath.Join(filepath.Dir(s.cfg), fmt.Sprintf("zookeeper-%d.log", s.logCount))
+	logf, err := os.Create(s.LogFile)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("java", "-Xmx128m",
+		"-Dzookeeper.log.dir="+filepath.Dir(s.cfg),
+		"-cp", ZKConfDir+":"+ZKJar,
+		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfg)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Own process group, so a test binary killed by a signal does not leave it
+	// sharing our terminal's group; we still stop it by its PID only.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start java: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	s.cmd, s.exited = cmd, exited
+	deadline := time.Now().Add(s.timeout)
+	for time.Now().Before(deadline) {
+		select {
+		case <-exited:
+			s.cmd = nil
+			return fmt.Errorf("server exited during start; log %s:\n%s", s.LogFile, tail(s.LogFile))
+		default:
+		}
+		if out, err := FourLetter(s.Addr, "srvr"); err == nil && strings.Contains(out, "Mode:") {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	s.signalLocked(syscall.SIGKILL)
+	return fmt.Errorf("not serving on %s after %v; log %s:\n%s", s.Addr, s.timeout, s.LogFile, tail(s.LogFile))
+}
+
+// Stop ends the server with SIGTERM (a clean shutdown that keeps the data) and
+// waits for it; after 10 s it sends SIGKILL. A stopped server is a no-op.
+func (s *ZKServer) Stop() { s.stop(syscall.SIGTERM) }
+
+// Kill ends the server with SIGKILL, as a crash would.
+func (s *ZKServer) Kill() { s.stop(syscall.SIGKILL) }
+
+func (s *ZKServer) stop(sig syscall.Signal) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.signalLocked(sig)
+}
+
+func (s *ZKServer) signalLocked(sig syscall.Signal) {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.exited:
+	case <-time.After(10 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// Restart stops the server if it runs (SIGTERM) and starts it again on the same
+// dataDir and port.
+func (s *ZKServer) Restart() {
+	s.t.Helper()
+	s.Stop()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("zookeeper restart: %v", err)
+	}
+}
+
+// Running reports whether the server process is alive (started and not stopped).
+func (s *ZKServer) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// PID is the server's process id, 0 when stopped.
+func (s *ZKServer) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// FourLetter sends a four-letter-word command (srvr, ruok) and returns the answer.
+func FourLetter(addr, cmd string) (string, error) {
+	c, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(cmd)); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	sc := bufio.NewScanner(c)
+	for sc.Scan() {
+		b.WriteString(sc.Text() + "\n")
+	}
+	return b.String(), sc.Err()
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// tail returns the end of a log file, for failure messages.
+func tail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > 4000 {
+		b = b[len(b)-4000:]
+	}
+	return string(b)
+}

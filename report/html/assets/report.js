@@ -1,0 +1,27 @@
+// Filters the findings table: free text, severity, kind. No libraries, no network.
+(function () {
+  var table = document.getElementById('findings');
+  if (!table) { return; }
+  var text = document.getElementById('f-text');
+  var kind = document.getElementById('f-kind');
+  var sevs = Array.prototype.slice.call(document.querySelectorAll('input.f-sev'));
+  var shown = document.getElementById('f-shown');
+  var rows = Array.prototype.slice.call(table.tBodies[0].rows);
+  function apply() {
+    var q = text.value.toLowerCase();
+    var k = kind.value;
+    var on = {};
+    sevs.forEach(function (c) { on[c.value] = c.checked; });
+    var n = 0;
+    rows.forEach(function (r) {
+      var ok = on[r.dataset.severity] && (!k || r.dataset.kind === k) && (!q || r.textContent.toLowerCase().indexOf(q) >= 0);
+      r.hidden = !ok;
+      if (ok) { n++; }
+    });
+    shown.textContent = n + ' of ' + rows.length + ' shown';
+  }
+  text.addEventListener('input', apply);
+  kind.addEventListener('change', apply);
+  sevs.forEach(function (c) { c.addEventListener('change', apply); });
+  apply();
+})();

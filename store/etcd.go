@@ -1,0 +1,424 @@
+package store
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+	"golang.org/x/time/rate"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ErrEtcdOutcomeUnknown: the connection to etcd was lost (or the request timed out)
+// while a write was in flight, so it may or may not have been applied. Re-read the
+// nodes to learn which; the mutation engine's rollback and Recover do.
+var ErrEtcdOutcomeUnknown = errors.New("etcd write outcome unknown (connection lost or timed out mid-request): re-read the nodes")
+
+// Limits of one etcd transaction: the server defaults (--max-txn-ops 128,
+// --max-request-bytes 1.5 MiB). A cluster configured otherwise can say so in the
+// URL (?max-txn-ops=N&max-request-bytes=N).
+const (
+	etcdDefaultMaxTxnOps   = 128
+	etcdDefaultMaxReqBytes = 3 << 19 // 1.5 MiB
+	// etcdReqSlack covers the request's own framing (raft header, txn fields) so a
+	// batch we accept is never refused by the server for size.
+	etcdReqSlack = 4 << 10
+	// etcdPerOpBytes bounds the protobuf framing of one compare plus one op.
+	etcdPerOpBytes = 48
+	// etcdPageKeys bounds one range read of a walk.
+	etcdPageKeys       = 1000
+	etcdDefaultTimeout = 5 * time.Second
+)
+
+// etcdStore is a live etcd cluster holding Pulsar metadata in the layout of
+// Pulsar's EtcdMetadataStore (STORES.md §5.3): key = node path, no parent keys.
+type etcdStore struct {
+	cli       *clientv3.Client
+	endpoints string
+	timeout   time.Duration
+	limiter   *rate.Limiter // nil: no cap
+	maxOps    int
+	maxBytes  int
+	pageKeys  int64
+	source    SourceInfo
+}
+
+// openEtcd connects to the endpoints u names and proves the connection with one
+// read (which also yields the revision the session starts at).
+func openEtcd(u URL, opts Options) (MetadataBackend, error) {
+	ro := opts.Remote
+	q := func(key, given string) string {
+		if given != "" {
+			return given
+		}
+		return u.Query.Get(key)
+	}
+	s := &etcdStore{
+		endpoints: strings.Join(u.Hosts, ","),
+		timeout:   ro.Timeout,
+		maxOps:    etcdDefaultMaxTxnOps,
+		maxBytes:  etcdDefaultMaxReqBytes,
+		pageKeys:  etcdPageKeys,
+	}
+	if s.timeout <= 0 {
+		s.timeout = etcdDefaultTimeout
+	}
+	if t := u.Query.Get("timeout"); t != "" && ro.Timeout == 0 {
+		d, err := time.ParseDuration(t)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("%w %s: timeout=%q is not a duration", ErrBadURL, u, t)
+		}
+		s.timeout = d
+	}
+	for key, dst := range map[string]*int{"max-txn-ops": &s.maxOps, "max-request-bytes": &s.maxBytes} {
+		if v := u.Query.Get(key); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return nil, fmt.Errorf("%w %s: %s=%q is not a positive number", ErrBadURL, u, key, v)
+			}
+			*dst = n
+		}
+	}
+	if ro.Rate > 0 {
+		s.limiter = rate.NewLimiter(rate.Limit(ro.Rate), 1)
+	}
+	tlsCfg, err := etcdTLS(u, q("cacert", ro.EtcdCACert), q("cert", ro.EtcdCert), q("key", ro.EtcdKey))
+	if err != nil {
+		return nil, err
+	}
+	user, password := q("user", ro.EtcdUser), q("password", ro.EtcdPassword)
+	if user == "" && password != "" {
+		return nil, fmt.Errorf("%w %s: a password without a user", ErrBadURL, u)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:   u.Hosts,
+		DialTimeout: s.timeout,
+		TLS:         tlsCfg,
+		Username:    user,
+		Password:    password,
+		Context:     context.Background(),
+		Logger:      zap.NewNop(), // the client's own logging would interleave with our output
+		// One retry at most: a dead endpoint must fail within the timeout.
+		MaxUnaryRetries: 1,
+	})
+	if err != nil {
+		return nil, s.openError(user, err)
+	}
+	s.cli = cli
+	// A read of one key proves the endpoints answer and the credentials work.
+	resp, err := cli.Get(ctx, "/", clientv3.WithKeysOnly(), clientv3.WithLimit(1))
+	if err != nil {
+		cli.Close()
+		return nil, s.openError(user, err)
+	}
+	s.source = SourceInfo{URL: u.String(), Kind: SchemeEtcd, Revision: resp.Header.Revision}
+	return s, nil
+}
+
+// openError names the endpoints and says what went wrong in an SRE's words.
+func (s *etcdStore) openError(user string, err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrAuthNotEnabled):
+		return fmt.Errorf("etcd %s: user %q given but authentication is not enabled on the server (drop user and password): %w", s.endpoints, user, err)
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrUserEmpty), errors.Is(err, rpctypes.ErrPermissionDenied),
+		status.Code(err) == codes.Unauthenticated:
+		return fmt.Errorf("etcd %s: authentication for user %q failed (wrong user or password, or no access to the keys): %w", s.endpoints, user, err)
+	case errors.Is(err, context.DeadlineExceeded), status.Code(err) == codes.DeadlineExceeded, status.Code(err) == codes.Unavailable:
+		return fmt.Errorf("etcd %s: no answer within %v (endpoint down or unreachable): %w", s.endpoints, s.timeout, err)
+	}
+	return fmt.Errorf("etcd %s: %w", s.endpoints, err)
+}
+
+// etcdTLS builds the client's TLS config from PEM files; nil when no file is
+// given and no endpoint is https.
+func etcdTLS(u URL, caFile, certFile, keyFile string) (*tls.Config, error) {
+	https := false
+	for _, h := range u.Hosts {
+		https = https || strings.HasPrefix(h, "https://")
+	}
+	if !https && caFile == "" && certFile == "" && keyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caFile != "" {
+		pem, err := os.ReadFile(caFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd CA certificate: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("etcd CA certificate %s: no PEM certificate in it", caFile)
+		}
+		cfg.RootCAs = pool
+	}
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%w %s: etcd client certificate and key go together (cert=%q key=%q)", ErrBadURL, u, certFile, keyFile)
+	}
+	if certFile != "" {
+		pair, err := tls.LoadX509KeyPair(certFile, keyFile)
+		if err != nil {
+			return nil, fmt.Errorf("etcd client certificate %s / key %s: %w", certFile, keyFile, err)
+		}
+		cfg.Certificates = []tls.Certificate{pair}
+	}
+	return cfg, nil
+}
+
+func (s *etcdStore) Source() SourceInfo { return s.source }
+
+func (s *etcdStore) Close() error { return s.cli.Close() }
+
+// ctx bounds one request by the timeout, after waiting for the rate limiter.
+func (s *etcdStore) request(parent context.Context) (context.Context, context.CancelFunc, error) {
+	if s.limiter != nil {
+		if err := s.limiter.Wait(parent); err != nil {
+			return nil, nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(parent, s.timeout)
+	return ctx, cancel, nil
+}
+
+func (s *etcdStore) readError(what string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.DeadlineExceeded || status.Code(err) == codes.Unavailable {
+		return fmt.Errorf("%s: etcd %s: no answer within %v: %w", what, s.endpoints, s.timeout, err)
+	}
+	return fmt.Errorf("%s: etcd %s: %w", what, s.endpoints, err)
+}
+
+func (s *etcdStore) Get(path string) (Node, error) {
+	ctx, cancel, err := s.request(context.Background())
+	if err != nil {
+		return Node{}, err
+	}
+	defer cancel()
+	resp, err := s.cli.Get(ctx, path)
+	if err != nil {
+		return Node{}, s.readError(fmt.Sprintf("metadata node %q", path), err)
+	}
+	if len(resp.Kvs) == 0 {
+		return Node{}, fmt.Errorf("metadata node %q: %w", path, ErrNotFound)
+	}
+	return kvNode(resp.Kvs[0]), nil
+}
+
+func kvNode(kv *mvccpb.KeyValue) Node {
+	return Node{Path: string(kv.Key), Value: kv.Value, Version: uint64(kv.Version)}
+}
+
+func (s *etcdStore) Walk(ctx context.Context, prefix string, fn func(Node) error) error {
+	return s.WalkFrom(ctx, prefix, "", fn)
+}
+
+// WalkFrom reads the prefix range in pages of pageKeys keys, every page at the
+// revision of the first, so the walk is one consistent snapshot.
+func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error {
+	begin, end := etcdRange(prefix, start)
+	var rev int64
+	for {
+		rctx, cancel, err := s.request(ctx)
+		if err != nil {
+			return err
+		}
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(s.pageKeys)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := s.cli.Get(rctx, begin, opts...)
+		cancel()
+		if errors.Is(err, rpctypes.ErrCompacted) {
+			return fmt.Errorf("walk %q from %q: etcd compacted revision %d during the walk; run it again: %w", prefix, begin, rev, err)
+		}
+		if err != nil {
+			return s.readError(fmt.Sprintf("walk %q from %q", prefix, begin), err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for _, kv := range resp.Kvs {
+			if err := fn(kvNode(kv)); err != nil {
+				return err
+			}
+		}
+		if !resp.More || len(resp.Kvs) == 0 {
+			return nil
+		}
+		begin = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+	}
+}
+
+// etcdRange is the key range [begin, end) of the nodes under prefix from start.
+// Every Pulsar path starts with "/": the empty prefix walks those, not keys other
+// programs keep in the same cluster.
+func etcdRange(prefix, start string) (begin, end string) {
+	if prefix == "" {
+		prefix = "/"
+	}
+	return max(prefix, start), clientv3.GetPrefixRangeEnd(prefix)
+}
+
+// GetNodes reads the paths with Txns of at most maxOps Gets, all at the revision
+// of the first, so the result is one snapshot.
+func (s *etcdStore) GetNodes(paths []string) ([]Node, error) {
+	nodes := make([]Node, len(paths))
+	var rev int64
+	for lo := 0; lo < len(paths); lo += s.maxOps {
+		hi := min(lo+s.maxOps, len(paths))
+		ops := make([]clientv3.Op, 0, hi-lo)
+		for _, p := range paths[lo:hi] {
+			if rev > 0 {
+				ops = append(ops, clientv3.OpGet(p, clientv3.WithRev(rev)))
+			} else {
+				ops = append(ops, clientv3.OpGet(p))
+			}
+		}
+		ctx, cancel, err := s.request(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		resp, err := s.cli.Txn(ctx).Then(ops...).Commit()
+		cancel()
+		if err != nil {
+			return nil, s.readError(fmt.Sprintf("read %d metadata node(s) from %q", hi-lo, paths[lo]), err)
+		}
+		if rev == 0 {
+			rev = resp.Header.Revision
+		}
+		for k, r := range resp.Responses {
+			i := lo + k
+			nodes[i].Path = paths[i]
+			if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
+				nodes[i].Value, nodes[i].Version = kvs[0].Value, uint64(kvs[0].Version)
+			}
+		}
+	}
+	return nodes, nil
+}
+
+// CompareAndSetNodes is one etcd Txn: If every node is at its expected version
+// (Expect 0: create revision 0, the key does not exist), Then every put and
+// delete, Else read every node to name the ones that differ.
+func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
+	what := describeWrites(writes)
+	if err := s.checkBatch(writes); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	cmps := make([]clientv3.Cmp, len(writes))
+	then := make([]clientv3.Op, len(writes))
+	els := make([]clientv3.Op, len(writes))
+	for i, w := range writes {
+		if w.Expect == 0 {
+			cmps[i] = clientv3.Compare(clientv3.CreateRevision(w.Path), "=", 0)
+		} else {
+			cmps[i] = clientv3.Compare(clientv3.Version(w.Path), "=", int64(w.Expect))
+		}
+		if w.Delete {
+			then[i] = clientv3.OpDelete(w.Path)
+		} else {
+			then[i] = clientv3.OpPut(w.Path, string(w.Value))
+		}
+		els[i] = clientv3.OpGet(w.Path, clientv3.WithKeysOnly())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, s.writeError(err))
+	}
+	if !resp.Succeeded {
+		var mismatches []error
+		for i, r := range resp.Responses {
+			var cur uint64
+			if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
+				cur = uint64(kvs[0].Version)
+			}
+			if cur != writes[i].Expect {
+				mismatches = append(mismatches, fmt.Errorf("node %q: %w: expected version %d, found %d", writes[i].Path, ErrVersionMismatch, writes[i].Expect, cur))
+			}
+		}
+		if len(mismatches) == 0 { // changed between the compare and the read: still refused
+			mismatches = append(mismatches, fmt.Errorf("%w (etcd revision %d)", ErrVersionMismatch, resp.Header.Revision))
+		}
+		return nil, fmt.Errorf("%s: %w", what, errors.Join(mismatches...))
+	}
+	// The compares held, so each version is known: a put adds one, a create is 1.
+	versions := make([]uint64, len(writes))
+	for i, w := range writes {
+		if !w.Delete {
+			versions[i] = w.Expect + 1
+		}
+	}
+	return versions, nil
+}
+
+// checkBatch refuses, before sending, what etcd would refuse: too many ops, a
+// request over the size limit, a path twice, a delete of a node that must not exist.
+func (s *etcdStore) checkBatch(writes []NodeWrite) error {
+	if len(writes) > s.maxOps {
+		return fmt.Errorf("%d writes, etcd takes %d ops per txn: %w", len(writes), s.maxOps, ErrBatchTooBig)
+	}
+	size := 0
+	seen := make(map[string]bool, len(writes))
+	for _, w := range writes {
+		if seen[w.Path] {
+			return fmt.Errorf("node %q written twice in one batch", w.Path)
+		}
+		seen[w.Path] = true
+		if w.Delete && w.Expect == 0 {
+			return fmt.Errorf("node %q: %w: a delete needs the node's version (expected version 0 means absent)", w.Path, ErrVersionMismatch)
+		}
+		// The key appears in the compare, the op and the else-read.
+		size += 3*len(w.Path) + len(w.Value) + etcdPerOpBytes
+	}
+	if size+etcdReqSlack > s.maxBytes {
+		return fmt.Errorf("about %d bytes, etcd takes %d per request: %w", size+etcdReqSlack, s.maxBytes, ErrBatchTooBig)
+	}
+	return nil
+}
+
+// writeError maps a failed Txn: refusals for size are ErrBatchTooBig (nothing was
+// written); a lost connection or timeout leaves the outcome unknown.
+func (s *etcdStore) writeError(err error) error {
+	switch {
+	case errors.Is(err, rpctypes.ErrTooManyOps), errors.Is(err, rpctypes.ErrRequestTooLarge):
+		return fmt.Errorf("etcd %s: %w: %w", s.endpoints, ErrBatchTooBig, err)
+	case errors.Is(err, rpctypes.ErrAuthFailed), errors.Is(err, rpctypes.ErrPermissionDenied):
+		return fmt.Errorf("etcd %s: refused, nothing written: %w", s.endpoints, err)
+	}
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.PermissionDenied, codes.Unauthenticated, codes.FailedPrecondition, codes.ResourceExhausted:
+		return fmt.Errorf("etcd %s: refused, nothing written: %w", s.endpoints, err)
+	}
+	return fmt.Errorf("etcd %s: %w: %w", s.endpoints, ErrEtcdOutcomeUnknown, err)
+}
+
+func (s *etcdStore) CompareAndSet(path string, expect uint64, value []byte) (uint64, error) {
+	v, err := s.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Value: value}})
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+func (s *etcdStore) CompareAndDelete(path string, expect uint64) error {
+	_, err := s.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Delete: true}})
+	return err
+}
+
+var _ MetadataBackend = (*etcdStore)(nil)

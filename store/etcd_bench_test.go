@@ -1,0 +1,255 @@
+package store_test
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+// Benchmarks of the etcd backends, each beside its physical baseline measured in the
+// same run (docs/benchmarks.md, "etcd backends"): compare ns/op of the pairs.
+
+const (
+	benchDBKeys   = 200_000
+	benchLiveKeys = 50_000
+	benchCASBatch = 100
+)
+
+// benchEtcdDB writes a db in etcd's layout (key bucket: revision -> mvccpb.KeyValue,
+// meta bucket) straight with bbolt: 200k Pulsar-like paths in random order, a fifth
+// of them written twice and one in fifty deleted, as a real history would be.
+func benchEtcdDB(b *testing.B) string {
+	b.Helper()
+	file := filepath.Join(b.TempDir(), "db")
+	if err := writeBenchDB(file); err != nil {
+		b.Fatal(err)
+	}
+	return file
+}
+
+func writeBenchDB(file string) error {
+	db, err := bolt.Open(file, 0o600, &bolt.Options{NoSync: true})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := rng.Perm(benchDBKeys)
+	value := make([]byte, 200)
+	rev := int64(1)
+	var ops []func(*bolt.Bucket) error
+	putRev := func(path string, version int64, tomb bool) {
+		rev++
+		k := binary.BigEndian.AppendUint64(nil, uint64(rev))
+		k = append(k, '_')
+		k = binary.BigEndian.AppendUint64(k, 0)
+		kv := &mvccpb.KeyValue{Key: []byte(path), CreateRevision: rev, ModRevision: rev, Version: version, Value: value}
+		if tomb {
+			k = append(k, 't')
+			kv = &mvccpb.KeyValue{Key: []byte(path)}
+		}
+		v, _ := proto.Marshal(kv)
+		ops = append(ops, func(bk *bolt.Bucket) error { return bk.Put(k, v) })
+	}
+	for i, n := range order {
+		path := fmt.Sprintf("/managed-ledgers/tenant-%03d/ns/persistent/topic-%06d", n%500, n)
+		putRev(path, 1, false)
+		if i%5 == 0 {
+			putRev(path, 2, false)
+		}
+		if i%50 == 0 {
+			putRev(path, 0, true)
+		}
+	}
+	return db.Update(func(tx *bolt.Tx) error {
+		keys, err := tx.CreateBucket([]byte("key"))
+		if err != nil {
+			return err
+		}
+		keys.FillPercent = 1 // sequential revision keys: pack pages as etcd does
+		for _, op := range ops {
+			if err := op(keys); err != nil {
+				return err
+			}
+		}
+		meta, err := tx.CreateBucket([]byte("meta"))
+		if err != nil {
+			return err
+		}
+		return meta.Put([]byte("consistent_index"), binary.BigEndian.AppendUint64(nil, uint64(rev)))
+	})
+}
+
+// BenchmarkEtcdDBRead: open the db offline and walk every node (ours), against a
+// bare read-only bbolt cursor walk of the key bucket that decodes each value with
+// proto.Unmarshal (what any reader of the format must do), and a cursor walk that
+// decodes nothing (the floor).
+func BenchmarkEtcdDBRead(b *testing.B) {
+	file := benchEtcdDB(b)
+	want := benchDBKeys - (benchDBKeys+49)/50
+	b.Run("ours", func(b *testing.B) {
+		for b.Loop() {
+			m, err := openDB(b, file, store.RemoteOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			n := 0
+			if err := m.Walk(context.Background(), "", func(store.Node) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			m.Close()
+			if n != want {
+				b.Fatalf("walked %d nodes, want %d", n, want)
+			}
+		}
+	})
+	bare := func(decode bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			for b.Loop() {
+				db, err := bolt.Open(file, 0o400, &bolt.Options{ReadOnly: true})
+				if err != nil {
+					b.Fatal(err)
+				}
+				err = db.View(func(tx *bolt.Tx) error {
+					c := tx.Bucket([]byte("key")).Cursor()
+					var kv mvccpb.KeyValue
+					for k, v := c.First(); k != nil; k, v = c.Next() {
+						if decode {
+							if err := proto.Unmarshal(v, &kv); err != nil {
+								return err
+							}
+						}
+					}
+					return nil
+				})
+				db.Close()
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	b.Run("bare-cursor-unmarshal", bare(true))
+	b.Run("bare-cursor-no-decode", bare(false))
+}
+
+// benchLiveEtcd starts an etcd holding 50k keys of 200 bytes.
+func benchLiveEtcd(b *testing.B) *testutil.EtcdServer {
+	b.Helper()
+	srv := testutil.StartEtcd(b)
+	c := etcdClient(b, srv.Endpoint)
+	putMany(b, c, "/managed-ledgers/t/ns/persistent/topic-", benchLiveKeys, func(int) string { return string(make([]byte, 200)) })
+	return srv
+}
+
+// BenchmarkEtcdLiveWalk: Walk over 50k keys against a bare client range read in pages
+// of the same size (1000), pinned to the first page's revision.
+func BenchmarkEtcdLiveWalk(b *testing.B) {
+	srv := benchLiveEtcd(b)
+	b.Run("ours", func(b *testing.B) {
+		m := mustOpenEtcd(b, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+		for b.Loop() {
+			n := 0
+			if err := m.Walk(context.Background(), "/managed-ledgers/", func(store.Node) error { n++; return nil }); err != nil {
+				b.Fatal(err)
+			}
+			if n != benchLiveKeys {
+				b.Fatalf("walked %d", n)
+			}
+		}
+	})
+	b.Run("bare-range-pages", func(b *testing.B) {
+		c := etcdClient(b, srv.Endpoint)
+		ctx := context.Background()
+		end := clientv3.GetPrefixRangeEnd("/managed-ledgers/")
+		for b.Loop() {
+			n, begin, rev := 0, "/managed-ledgers/", int64(0)
+			for {
+				opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
+				if rev > 0 {
+					opts = append(opts, clientv3.WithRev(rev))
+				}
+				resp, err := c.Get(ctx, begin, opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rev = resp.Header.Revision
+				n += len(resp.Kvs)
+				if !resp.More {
+					break
+				}
+				begin = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+			}
+			if n != benchLiveKeys {
+				b.Fatalf("read %d", n)
+			}
+		}
+	})
+}
+
+// BenchmarkEtcdCAS: one CompareAndSetNodes of 100 nodes per op against a bare Txn of
+// the same 100 version compares and puts.
+func BenchmarkEtcdCAS(b *testing.B) {
+	srv := benchLiveEtcd(b)
+	paths := make([]string, benchCASBatch)
+	for i := range paths {
+		paths[i] = fmt.Sprintf("/managed-ledgers/t/ns/persistent/topic-%06d", i)
+	}
+	b.Run("ours", func(b *testing.B) {
+		m := mustOpenEtcd(b, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+		nodes, err := m.GetNodes(paths)
+		if err != nil {
+			b.Fatal(err)
+		}
+		writes := make([]store.NodeWrite, len(paths))
+		for b.Loop() {
+			for i, n := range nodes {
+				writes[i] = store.NodeWrite{Path: n.Path, Expect: n.Version, Value: []byte("v")}
+			}
+			vs, err := m.CompareAndSetNodes(writes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for i := range nodes {
+				nodes[i].Version = vs[i]
+			}
+		}
+	})
+	b.Run("bare-txn", func(b *testing.B) {
+		c := etcdClient(b, srv.Endpoint)
+		ctx := context.Background()
+		resp, err := c.Get(ctx, paths[0], clientv3.WithRange(paths[len(paths)-1]+"\x00"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		versions := make([]int64, len(paths))
+		for i, kv := range resp.Kvs {
+			versions[i] = kv.Version
+		}
+		for b.Loop() {
+			cmps := make([]clientv3.Cmp, len(paths))
+			ops := make([]clientv3.Op, len(paths))
+			for i, p := range paths {
+				cmps[i] = clientv3.Compare(clientv3.Version(p), "=", versions[i])
+				ops[i] = clientv3.OpPut(p, "v")
+			}
+			r, err := c.Txn(ctx).If(cmps...).Then(ops...).Commit()
+			if err != nil || !r.Succeeded {
+				b.Fatalf("txn: %v (succeeded %v)", err, r != nil && r.Succeeded)
+			}
+			for i := range versions {
+				versions[i]++
+			}
+		}
+	})
+}

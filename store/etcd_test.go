@@ -1,0 +1,378 @@
+package store_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+)
+
+// openEtcdURL opens a metadata backend from a URL string.
+func openEtcdURL(t testing.TB, raw string, remote store.RemoteOptions) (store.MetadataBackend, error) {
+	t.Helper()
+	u, err := store.ParseMetadataURL(raw)
+	if err != nil {
+		t.Fatalf("parse %q: %v", raw, err)
+	}
+	return store.OpenMetadataURLForTest(u, store.Options{Remote: remote})
+}
+
+func mustOpenEtcd(t testing.TB, raw string, remote store.RemoteOptions) store.MetadataBackend {
+	t.Helper()
+	b, err := openEtcdURL(t, raw, remote)
+	if err != nil {
+		t.Fatalf("open %s: %v", raw, err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// etcdClient is a plain client for seeding and checking, independent of our backend.
+func etcdClient(t testing.TB, endpoint string) *clientv3.Client {
+	t.Helper()
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		t.Fatalf("client: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func put(t testing.TB, c *clientv3.Client, kvs ...string) {
+	t.Helper()
+	for i := 0; i+1 < len(kvs); i += 2 {
+		if _, err := c.Put(context.Background(), kvs[i], kvs[i+1]); err != nil {
+			t.Fatalf("put %q: %v", kvs[i], err)
+		}
+	}
+}
+
+// putMany writes n keys prefix+%06d in txns of 100.
+func putMany(t testing.TB, c *clientv3.Client, prefix string, n int, value func(i int) string) {
+	t.Helper()
+	for lo := 0; lo < n; lo += 100 {
+		var ops []clientv3.Op
+		for i := lo; i < min(lo+100, n); i++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s%06d", prefix, i), value(i)))
+		}
+		if _, err := c.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+			t.Fatalf("txn: %v", err)
+		}
+	}
+}
+
+func walkPaths(t testing.TB, m store.MetadataStore, prefix, start string) []string {
+	t.Helper()
+	var got []string
+	err := m.WalkFrom(context.Background(), prefix, start, func(n store.Node) error {
+		got = append(got, n.Path)
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %q from %q: %v", prefix, start, err)
+	}
+	return got
+}
+
+func TestEtcdLiveReads(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	put(t, c,
+		"/managed-ledgers/acme/orders/persistent/o1", "v1",
+		"/managed-ledgers/acme/orders/persistent/o1", "v1b", // version 2
+		"/managed-ledgers/acme/ordinal/persistent/x", "x",
+		"/managed-ledgers/acme/other/persistent/y", "y",
+		"/managed-ledgers/acme/orders", "", // a parent key with an empty value (sequential nodes)
+		"/schemas/acme/orders/t", "\x00\xff\x01",
+		"foo", "not pulsar",
+	)
+	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+
+	src := b.Source()
+	if src.Kind != store.SchemeEtcd || src.Revision < 8 || src.ReadOnly {
+		t.Errorf("Source = %+v; want kind etcd, revision >= 8, writable", src)
+	}
+	n, err := b.Get("/managed-ledgers/acme/orders/persistent/o1")
+	if err != nil || string(n.Value) != "v1b" || n.Version != 2 {
+		t.Errorf("Get o1 = %+v, %v; want v1b version 2", n, err)
+	}
+	if n, err := b.Get("/schemas/acme/orders/t"); err != nil || !bytes.Equal(n.Value, []byte{0, 0xff, 1}) || n.Version != 1 {
+		t.Errorf("Get schema = %+v, %v; want bytes 00ff01 version 1", n, err)
+	}
+	if _, err := b.Get("/nope"); !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "/nope") {
+		t.Errorf("Get /nope: %v; want ErrNotFound naming the path", err)
+	}
+
+	cases := []struct {
+		prefix, start string
+		want          []string
+	}{
+		{"/managed-ledgers/acme/ord", "", []string{
+			"/managed-ledgers/acme/orders", "/managed-ledgers/acme/orders/persistent/o1", "/managed-ledgers/acme/ordinal/persistent/x"}},
+		{"/managed-ledgers/acme/orders/", "", []string{"/managed-ledgers/acme/orders/persistent/o1"}},
+		{"/managed-ledgers/", "/managed-ledgers/acme/ordinal", []string{
+			"/managed-ledgers/acme/ordinal/persistent/x", "/managed-ledgers/acme/other/persistent/y"}},
+		{"", "", []string{ // every Pulsar path, not "foo"
+			"/managed-ledgers/acme/orders", "/managed-ledgers/acme/orders/persistent/o1",
+			"/managed-ledgers/acme/ordinal/persistent/x", "/managed-ledgers/acme/other/persistent/y", "/schemas/acme/orders/t"}},
+		{"/zzz", "", nil},
+	}
+	for _, tc := range cases {
+		if got := walkPaths(t, b, tc.prefix, tc.start); !slices.Equal(got, tc.want) {
+			t.Errorf("walk %q from %q = %q, want %q", tc.prefix, tc.start, got, tc.want)
+		}
+	}
+
+	nodes, err := b.GetNodes([]string{"/schemas/acme/orders/t", "/absent", "/managed-ledgers/acme/orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes[0].Version != 1 || nodes[1].Version != 0 || nodes[1].Value != nil || nodes[1].Path != "/absent" ||
+		nodes[2].Version != 1 || len(nodes[2].Value) != 0 {
+		t.Errorf("GetNodes = %+v", nodes)
+	}
+}
+
+// A walk over several pages reads every page at the first page's revision: writes
+// during the walk are not seen.
+func TestEtcdLiveWalkPagesSnapshot(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	const n = 2500 // three pages of 1000
+	putMany(t, c, "/p/k", n, func(i int) string { return fmt.Sprint("v", i) })
+	b := mustOpenEtcd(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.RemoteOptions{})
+	var got []string
+	wrote := false
+	err := b.Walk(context.Background(), "/p/", func(nd store.Node) error {
+		if want := "v" + strings.TrimLeft(strings.TrimPrefix(nd.Path, "/p/k"), "0"); string(nd.Value) != want && nd.Path != "/p/k000000" {
+			return fmt.Errorf("%s = %q, want %q", nd.Path, nd.Value, want)
+		}
+		got = append(got, nd.Path)
+		if !wrote {
+			wrote = true
+			put(t, c, "/p/k002000", "changed", "/p/k001500x", "new")
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n || !slices.IsSorted(got) {
+		t.Fatalf("walk saw %d keys (sorted %v), want %d in order", len(got), slices.IsSorted(got), n)
+	}
+	// After the walk, a new walk sees the writes.
+	if p := walkPaths(t, b, "/p/k001500", ""); !slices.Equal(p, []string{"/p/k001500", "/p/k001500x"}) {
+		t.Errorf("second walk = %q", p)
+	}
+}
+
+func TestEtcdLiveCompareAndSet(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	put(t, c, "/a", "a1", "/b", "b1", "/b", "b2", "/c", "c1")
+	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	ctx := context.Background()
+	state := func() map[string]string {
+		resp, err := c.Get(ctx, "/", clientv3.WithPrefix())
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for _, kv := range resp.Kvs {
+			m[string(kv.Key)] = fmt.Sprintf("%s@%d", kv.Value, kv.Version)
+		}
+		return m
+	}
+	before := state()
+
+	// Stale: /a expected 2 (is 1), /new must not exist (it does not: fine), /c expected 1 (ok).
+	_, err := b.CompareAndSetNodes([]store.NodeWrite{
+		{Path: "/a", Expect: 2, Value: []byte("x")},
+		{Path: "/new", Expect: 0, Value: []byte("n")},
+		{Path: "/b", Expect: 1, Delete: true},
+		{Path: "/c", Expect: 1, Value: []byte("c2")},
+	})
+	if !errors.Is(err, store.ErrVersionMismatch) || !strings.Contains(err.Error(), `"/a"`) || !strings.Contains(err.Error(), `"/b"`) ||
+		strings.Contains(err.Error(), `node "/c"`) || strings.Contains(err.Error(), `node "/new"`) {
+		t.Errorf("stale batch: %v; want a mismatch naming /a and /b only", err)
+	}
+	if after := state(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("stale batch wrote: %v, was %v", after, before)
+	}
+
+	vs, err := b.CompareAndSetNodes([]store.NodeWrite{
+		{Path: "/a", Expect: 1, Value: []byte("a2")},
+		{Path: "/new", Expect: 0, Value: []byte{}},
+		{Path: "/b", Expect: 2, Delete: true},
+	})
+	if err != nil || !slices.Equal(vs, []uint64{2, 1, 0}) {
+		t.Fatalf("batch = %v, %v; want versions [2 1 0]", vs, err)
+	}
+	if got := state(); got["/a"] != "a2@2" || got["/new"] != "@1" || got["/b"] != "" || got["/c"] != "c1@1" {
+		t.Errorf("after batch: %v", got)
+	}
+	// Create of an existing node is a mismatch.
+	if _, err := b.CompareAndSet("/a", 0, []byte("z")); !errors.Is(err, store.ErrVersionMismatch) {
+		t.Errorf("create existing: %v", err)
+	}
+	if v, err := b.CompareAndSet("/a", 2, []byte("a3")); err != nil || v != 3 {
+		t.Errorf("CompareAndSet = %d, %v", v, err)
+	}
+	if err := b.CompareAndDelete("/c", 5); !errors.Is(err, store.ErrVersionMismatch) {
+		t.Errorf("stale delete: %v", err)
+	}
+	if err := b.CompareAndDelete("/c", 1); err != nil {
+		t.Errorf("delete: %v", err)
+	}
+	if n, err := b.Get("/a"); err != nil || n.Version != 3 || string(n.Value) != "a3" {
+		t.Errorf("Get /a = %+v, %v", n, err)
+	}
+
+	// Too big, refused before sending: nothing written.
+	var many []store.NodeWrite
+	for i := range 129 {
+		many = append(many, store.NodeWrite{Path: fmt.Sprintf("/many/%d", i), Value: []byte("v")})
+	}
+	if _, err := b.CompareAndSetNodes(many); !errors.Is(err, store.ErrBatchTooBig) {
+		t.Errorf("129 ops: %v; want ErrBatchTooBig", err)
+	}
+	if _, err := b.CompareAndSetNodes(many[:128]); err != nil {
+		t.Errorf("128 ops: %v", err)
+	}
+	big := []store.NodeWrite{{Path: "/big1", Value: make([]byte, 800<<10)}, {Path: "/big2", Value: make([]byte, 800<<10)}}
+	if _, err := b.CompareAndSetNodes(big); !errors.Is(err, store.ErrBatchTooBig) {
+		t.Errorf("1.6 MB batch: %v; want ErrBatchTooBig", err)
+	}
+	if _, err := b.CompareAndSetNodes(big[:1]); err != nil {
+		t.Errorf("800 KB batch: %v", err)
+	}
+	// A server with a lower limit refuses what our default lets through: still ErrBatchTooBig.
+	b2 := mustOpenEtcd(t, "etcd:"+srv.Endpoint+"?max-txn-ops=2", store.RemoteOptions{})
+	if _, err := b2.CompareAndSetNodes(many[:3]); !errors.Is(err, store.ErrBatchTooBig) {
+		t.Errorf("3 ops over max-txn-ops=2: %v", err)
+	}
+}
+
+func TestEtcdLiveRateLimit(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	putMany(t, c, "/r/", 50, func(int) string { return "v" })
+	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{Rate: 20})
+	start := time.Now()
+	for range 11 {
+		if _, err := b.Get("/r/000001"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// 11 requests at 20/s with a burst of 1: at least 10 waits of 50 ms.
+	if d := time.Since(start); d < 450*time.Millisecond {
+		t.Errorf("11 reads at 20/s took %v; want >= 450ms", d)
+	}
+}
+
+func TestEtcdUnreachable(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // nothing listens there now
+	start := time.Now()
+	_, err = openEtcdURL(t, "etcd://"+addr, store.RemoteOptions{Timeout: time.Second})
+	d := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "no answer within 1s") {
+		t.Errorf("open of a dead endpoint: %v; want an error naming %s and the timeout", err, addr)
+	}
+	if d > 3*time.Second {
+		t.Errorf("open of a dead endpoint took %v; want about the 1s timeout", d)
+	}
+}
+
+func TestEtcdAuth(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	ctx := context.Background()
+	put(t, c, "/k", "v")
+	if _, err := c.UserAdd(ctx, "root", "rootpw"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.UserGrantRole(ctx, "root", "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.AuthEnable(ctx); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, url string
+		remote    store.RemoteOptions
+		wantErr   string
+	}{
+		{"wrong password", "etcd:" + srv.Endpoint, store.RemoteOptions{EtcdUser: "root", EtcdPassword: "nope"}, `authentication for user "root" failed`},
+		{"wrong password in URL", "etcd:" + srv.Endpoint + "?user=root&password=nope", store.RemoteOptions{}, `authentication for user "root" failed`},
+		{"no credentials", "etcd:" + srv.Endpoint, store.RemoteOptions{}, "authentication"},
+		{"right password", "etcd:" + srv.Endpoint + "?user=root&password=rootpw", store.RemoteOptions{}, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			b, err := openEtcdURL(t, tc.url, tc.remote)
+			if tc.wantErr != "" {
+				if err == nil {
+					b.Close()
+				}
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "nope") {
+					t.Errorf("open: %v; want an error with %q that does not show the password", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if n, err := b.Get("/k"); err != nil || string(n.Value) != "v" {
+				t.Errorf("Get = %+v, %v", n, err)
+			}
+			if u := b.Source().URL; strings.Contains(u, "rootpw") || !strings.Contains(u, "REDACTED") {
+				t.Errorf("Source().URL = %q; want the password redacted", u)
+			}
+		})
+	}
+}
+
+func TestEtcdTLSFiles(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.pem")
+	if err := os.WriteFile(bad, []byte("not pem"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		remote  store.RemoteOptions
+		query   string
+		wantErr string
+	}{
+		{"missing CA file", store.RemoteOptions{EtcdCACert: filepath.Join(dir, "none.pem")}, "", "none.pem"},
+		{"CA file without PEM", store.RemoteOptions{}, "?cacert=" + bad, "no PEM certificate"},
+		{"cert without key", store.RemoteOptions{EtcdCert: bad}, "", "go together"},
+		{"bad key pair", store.RemoteOptions{EtcdCert: bad, EtcdKey: bad}, "", "bad.pem"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := openEtcdURL(t, "etcd:https://127.0.0.1:1"+tc.query, tc.remote)
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("open: %v; want %q", err, tc.wantErr)
+			}
+		})
+	}
+}

@@ -1,0 +1,282 @@
+package store
+
+import (
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// A walk over a live ZooKeeper tree must hand nodes over in path byte order, which
+// is not a depth-first order: "/t-1" sorts between "/t" and "/t/x" because '-' <
+// '/'. So the walk is a lazy merge: a node sorts under its path, the listing of its
+// children under path+"/" (a lower bound of every path below it). The smallest
+// pending key is always the next to hand over or expand. Reads run ahead of the
+// hand-over (bounded by the concurrency and a window of finished, undelivered
+// reads), so the server sees a steady pipeline instead of one request at a time.
+
+// walkItem is one read of a walk: the data of a node, or the children of one.
+type walkItem struct {
+	key    string // sort key: path (node) or path+"/" (listing)
+	path   string // node path (relative to the chroot)
+	list   bool   // a children listing
+	filter string // listing only: keep child names that start with this
+	done   bool
+	idx    [2]int // positions in the two heaps
+
+	data     []byte
+	stat     *zk.Stat
+	children []string
+	gone     bool // deleted while the walk ran
+}
+
+// walkHeap orders items by key; which says which of the item's positions it keeps.
+type walkHeap struct {
+	items []*walkItem
+	which int
+}
+
+func (h *walkHeap) Len() int           { return len(h.items) }
+func (h *walkHeap) Less(i, j int) bool { return h.items[i].key < h.items[j].key }
+func (h *walkHeap) Swap(i, j int) {
+	h.items[i], h.items[j] = h.items[j], h.items[i]
+	h.items[i].idx[h.which], h.items[j].idx[h.which] = i, j
+}
+func (h *walkHeap) Push(x any) {
+	it := x.(*walkItem)
+	it.idx[h.which] = len(h.items)
+	h.items = append(h.items, it)
+}
+func (h *walkHeap) Pop() any {
+	n := len(h.items) - 1
+	it := h.items[n]
+	h.items[n] = nil
+	h.items = h.items[:n]
+	return it
+}
+
+type walkResult struct {
+	it       *walkItem
+	data     []byte
+	stat     *zk.Stat
+	children []string
+	err      error
+}
+
+// zkWalk is the state of one Walk.
+type zkWalk struct {
+	s        *zkStore
+	ctx      context.Context
+	prefix   string
+	start    string
+	all      walkHeap // every item not yet handed over, by key
+	pending  walkHeap // items not yet sent, by key
+	results  chan walkResult
+	inflight int
+	buffered int // finished and not yet handed over
+	window   int
+	system   bool // the prefix asks for ZooKeeper's own /zookeeper subtree
+}
+
+func (s *zkStore) Walk(ctx context.Context, prefix string, fn func(Node) error) error {
+	return s.WalkFrom(ctx, prefix, "", fn)
+}
+
+// WalkFrom walks every node under prefix whose path is >= start, in path order.
+// The root "/" (the chroot itself) is not a node of the store and is never handed
+// over; ZooKeeper's /zookeeper subtree is skipped unless prefix starts with it.
+// The walk is not a snapshot: a node deleted while it runs is left out.
+func (s *zkStore) WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error {
+	if prefix != "" && !strings.HasPrefix(prefix, "/") {
+		return nil // every node path starts with "/"
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &zkWalk{
+		s: s, ctx: ctx, prefix: prefix, start: start,
+		all: walkHeap{which: 0}, pending: walkHeap{which: 1},
+		results: make(chan walkResult, s.conc),
+		window:  max(1024, 64*s.conc),
+		system:  strings.HasPrefix(prefix, "/zookeeper"),
+	}
+	// The listing of the prefix's parent, filtered to names that continue it.
+	base, filter := "/", ""
+	if p := strings.TrimPrefix(prefix, "/"); p != "" {
+		i := strings.LastIndexByte(prefix, '/')
+		base, filter = prefix[:i], prefix[i+1:]
+		if base == "" {
+			base = "/"
+		}
+	}
+	w.push(&walkItem{key: listKey(base), path: base, list: true, filter: filter})
+	return w.run(fn)
+}
+
+func listKey(path string) string {
+	if path == "/" {
+		return "/"
+	}
+	return path + "/"
+}
+
+func childPath(parent, name string) string {
+	if parent == "/" {
+		return "/" + name
+	}
+	return parent + "/" + name
+}
+
+func (w *zkWalk) push(it *walkItem) {
+	heap.Push(&w.all, it)
+	heap.Push(&w.pending, it)
+}
+
+func (w *zkWalk) run(fn func(Node) error) error {
+	for w.all.Len() > 0 {
+		w.dispatch()
+		head := w.all.items[0]
+		if !head.done {
+			if err := w.collect(); err != nil {
+				return err
+			}
+			continue
+		}
+		heap.Pop(&w.all)
+		w.buffered--
+		if head.list || head.gone || head.path < w.start {
+			continue
+		}
+		if err := fn(Node{Path: head.path, Value: head.data, Version: zkVersion(head.stat)}); err != nil {
+			return err
+		}
+		head.data = nil
+	}
+	return nil
+}
+
+// dispatch sends pending reads in key order while fewer than the concurrency are
+// in flight, and while the window of undelivered reads has room (the smallest
+// pending item always goes: nothing can be handed over before it).
+func (w *zkWalk) dispatch() {
+	for w.pending.Len() > 0 && w.inflight < w.s.conc {
+		next := w.pending.items[0]
+		if w.buffered >= w.window && next != w.all.items[0] {
+			return
+		}
+		heap.Pop(&w.pending)
+		w.inflight++
+		go w.fetch(next)
+	}
+}
+
+func (w *zkWalk) fetch(it *walkItem) {
+	r := walkResult{it: it}
+	if r.err = w.s.wait(w.ctx); r.err == nil {
+		p := w.s.zkPath(it.path)
+		if it.list {
+			r.children, _, r.err = w.s.conn.Children(p)
+		} else {
+			r.data, r.stat, r.err = w.s.conn.Get(p)
+		}
+	}
+	w.results <- r // never blocks: the channel holds every read in flight
+}
+
+// collect waits for one read to finish and files its result: a node with children
+// adds the listing of them, a listing adds its children.
+func (w *zkWalk) collect() error {
+	stall := w.s.timeout
+	if w.s.limiter != nil {
+		stall += time.Duration(float64(time.Second) * float64(w.s.conc) / float64(w.s.limiter.Limit()))
+	}
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	var r walkResult
+	select {
+	case r = <-w.results:
+	case <-w.ctx.Done():
+		return w.ctx.Err()
+	case <-timer.C:
+		return fmt.Errorf("walk %q: zookeeper %s: %w (%v)", w.prefix, w.s.hosts, errRequestTimeout, stall)
+	}
+	w.inflight--
+	it := r.it
+	it.done = true
+	w.buffered++
+	switch {
+	case errors.Is(r.err, zk.ErrNoNode):
+		it.gone = true
+	case r.err != nil:
+		return fmt.Errorf("walk %q: %w", w.prefix, w.s.readError(it.path, r.err))
+	case it.list:
+		w.addChildren(it, r.children)
+	default:
+		it.data, it.stat = r.data, r.stat
+		if r.stat.NumChildren > 0 && w.wanted(listKey(it.path)) {
+			w.push(&walkItem{key: listKey(it.path), path: it.path, list: true})
+		}
+	}
+	return nil
+}
+
+// addChildren queues the children of a listing: their data when they are at or
+// after start, else (when their subtree may reach start) their own listing.
+func (w *zkWalk) addChildren(list *walkItem, names []string) {
+	for _, name := range names {
+		if !strings.HasPrefix(name, list.filter) {
+			continue
+		}
+		if list.path == "/" && name == "zookeeper" && w.s.chroot == "" && !w.system {
+			continue
+		}
+		p := childPath(list.path, name)
+		switch {
+		case p >= w.start:
+			w.push(&walkItem{key: p, path: p})
+		case w.wanted(listKey(p)):
+			w.push(&walkItem{key: listKey(p), path: p, list: true})
+		}
+	}
+}
+
+// wanted reports whether a subtree whose paths all start with key can hold a path
+// >= start.
+func (w *zkWalk) wanted(key string) bool {
+	return key >= w.start || strings.HasPrefix(w.start, key)
+}
+
+// GetNodes reads every path with pipelined Gets (bounded by the concurrency and
+// the rate cap). ZooKeeper 3.8 has no multi-read over the Go client, so this is not
+// one snapshot; a write after it is still guarded by the versions it returned.
+func (s *zkStore) GetNodes(paths []string) ([]Node, error) {
+	nodes := make([]Node, len(paths))
+	errs := make([]error, len(paths))
+	sem := make(chan struct{}, s.conc)
+	var wg sync.WaitGroup
+	for i, p := range paths {
+		nodes[i].Path = p
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			n, err := s.Get(p)
+			switch {
+			case errors.Is(err, ErrNotFound):
+			case err != nil:
+				errs[i] = err
+			default:
+				nodes[i] = n
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return nodes, nil
+}
