@@ -26,6 +26,9 @@ type Env struct {
 	// StderrIsTTY turns on progress bars.
 	StderrIsTTY bool
 	Getenv      func(string) string
+	// TermWidth is the width of the terminal stdout is, 0 when it is none; tables
+	// are fitted to it (else to $COLUMNS) unless -o wide.
+	TermWidth int
 }
 
 // ProcessEnv is the Env of the running process.
@@ -36,6 +39,7 @@ func ProcessEnv() Env {
 		Stdin:       os.Stdin,
 		StderrIsTTY: isatty.IsTerminal(os.Stderr.Fd()),
 		Getenv:      os.Getenv,
+		TermWidth:   terminalWidth(os.Stdout),
 	}
 }
 
@@ -45,10 +49,11 @@ type env struct {
 }
 
 const exitCodesHelp = `EXIT CODES:
-   0  clean: nothing found, or the action succeeded
-   1  findings: something is wrong (or left unresolved); see the output
-   2  bad usage or bad input
-   3  could not open or could not write the data dir (or another file)`
+   0    clean: nothing found, or the action succeeded
+   1    findings: something is wrong (or left unresolved); see the output
+   2    bad usage or bad input
+   3    could not open or could not write the data dir (or another file)
+   130  interrupted (Ctrl-C or SIGTERM): writes already made stay journaled`
 
 // New builds the app.
 func New(e Env) *cli.App {
@@ -63,22 +68,22 @@ func New(e Env) *cli.App {
 			"cluster's metadata store and ledger store. Inspection never changes a byte; commands that\n" +
 			"write are dry-run unless --apply is given, and every write is journaled and can be undone.\n\n" +
 			exitCodesHelp,
+		Version:   Version(),
 		Writer:    e.Stdout,
 		ErrWriter: e.Stderr,
 		Reader:    e.Stdin,
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, EnvVars: []string{"LEDGERMEDIC_DATA_DIR"},
-				Usage: "the data dir (holds metadata/, ledgers/ and the write journal)"},
-			&cli.BoolFlag{Name: "json", Usage: "print one JSON document instead of tables"},
-		}, storeFlags()...),
-		Commands:              en.commands(),
-		HideHelpCommand:       true,
-		EnableBashCompletion:  false,
-		ExitErrHandler:        func(*cli.Context, error) {}, // exit codes are decided by Run, not by urfave
-		OnUsageError:          usageError,
-		Action:                unknownCommand,
-		CustomAppHelpTemplate: cli.AppHelpTemplate,
+		// Global flags work before and after the command (addGlobalFlags).
+		Flags:                     globalFlags(),
+		Commands:                  en.commands(),
+		EnableBashCompletion:      true,
+		Suggest:                   true,
+		DisableSliceFlagSeparator: true,                         // --from 'cap,2024.jsonl' is one file
+		ExitErrHandler:            func(*cli.Context, error) {}, // exit codes are decided by Run, not by urfave
+		OnUsageError:              usageError,
+		Action:                    unknownCommand,
+		CustomAppHelpTemplate:     cli.AppHelpTemplate,
 	}
+	addGlobalFlags(app.Commands)
 	setUsageErrors(app.Commands)
 	return app
 }
@@ -98,7 +103,17 @@ func (e *env) commands() []*cli.Command {
 	}
 }
 
-func usageError(_ *cli.Context, err error, _ bool) error {
+// usageError makes a flag the parser refuses exit 2, with urfave's did-you-mean.
+func usageError(c *cli.Context, err error, _ bool) error {
+	if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok && cli.SuggestFlag != nil {
+		var flags []cli.Flag
+		if c.Command != nil {
+			flags = c.Command.Flags
+		}
+		if s := cli.SuggestFlag(flags, name, false); s != "" {
+			return report.BadInputf("%v (did you mean %s?)", err, s)
+		}
+	}
 	return report.BadInput(err)
 }
 
@@ -121,7 +136,8 @@ func unknownCommand(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
 	}
-	return report.BadInputf("unknown command %q (see ledgermedic --help)", c.Args().First())
+	return report.BadInputf("unknown command %q%s (see ledgermedic --help)", c.Args().First(),
+		didYouMean(c.App.Commands, c.Args().First()))
 }
 
 // unknownSubcommand runs when a command group gets no sub-command (help, exit 0)
@@ -136,13 +152,34 @@ func unknownSubcommand(c *cli.Context) error {
 			names = append(names, sc.Name)
 		}
 	}
-	return report.BadInputf("%s: unknown command %q (commands: %s)", c.Command.FullName(), c.Args().First(), strings.Join(names, ", "))
+	return report.BadInputf("%s: unknown command %q%s (commands: %s)", c.Command.FullName(), c.Args().First(),
+		didYouMean(c.Command.Subcommands, c.Args().First()), strings.Join(names, ", "))
+}
+
+// didYouMean is ", did you mean X?" for the command nearest to name, or "".
+func didYouMean(cmds []*cli.Command, name string) string {
+	if cli.SuggestCommand == nil {
+		return ""
+	}
+	if s := cli.SuggestCommand(cmds, name); s != "" && s != name {
+		return fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return ""
 }
 
 // Run runs the app with args (args[0] is the program name) and returns the exit code.
 func Run(ctx context.Context, args []string, e Env) int {
 	app := New(e)
 	err := app.RunContext(ctx, args)
+	if ctx.Err() != nil {
+		// Interrupted (Ctrl-C, SIGTERM): whatever the command returned, it did not finish.
+		msg := "interrupted"
+		if err != nil && !errors.Is(err, report.ErrFindings) && err.Error() != "" {
+			msg += ": " + err.Error()
+		}
+		fmt.Fprintf(e.Stderr, "ledgermedic: %s\n", msg)
+		return report.ExitInterrupted
+	}
 	if err == nil {
 		return report.ExitClean
 	}
@@ -161,17 +198,15 @@ func exitCode(err error) int {
 		return ee.Code
 	}
 	switch {
-	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir):
+	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir), errors.Is(err, store.ErrEtcdNoTime):
 		return report.ExitBadInput
 	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrNotDataDir),
 		errors.Is(err, store.ErrReadOnly), errors.Is(err, os.ErrPermission), errors.Is(err, os.ErrNotExist):
 		return report.ExitCannotOpen
 	case errors.Is(err, context.Canceled):
-		return report.ExitCannotOpen
+		return report.ExitInterrupted
 	}
-	// urfave reports unknown flags and missing arguments as plain errors.
-	if msg := err.Error(); strings.Contains(msg, "flag provided but not defined") || strings.Contains(msg, "Required flag") {
-		return report.ExitBadInput
-	}
+	// Flag errors are typed by usageError and required flags by withGlobals; what
+	// is left could not be read or written.
 	return report.ExitCannotOpen
 }

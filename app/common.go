@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/urfave/cli/v2"
 
@@ -21,17 +22,55 @@ func (e *env) openWritable(c *cli.Context) (*store.DataDir, error) {
 	return e.openStores(c, false)
 }
 
-// print renders a document in the format the user asked for.
+// print renders a document in the format the user asked for. Suggested
+// commands in it are made runnable for the stores in use first.
 func (e *env) print(c *cli.Context, doc *report.Document) error {
-	if err := report.Print(e.Stdout, doc, c.Bool("json")); err != nil {
+	o, err := e.outputOptions(c)
+	if err != nil {
+		return err
+	}
+	if globalBool(c, "quiet") && (o.Format == report.FormatTable || o.Format == report.FormatWide) {
+		return nil
+	}
+	runnableDoc(c, doc)
+	if err := report.PrintWith(e.Stdout, doc, o); err != nil {
 		return report.CannotOpen(fmt.Errorf("write output: %w", err))
 	}
 	return nil
 }
 
-// progress returns a bar on a TTY stderr (unless --json), nothing otherwise.
+// outputOptions reads -o (and --json, its alias) and the terminal width.
+func (e *env) outputOptions(c *cli.Context) (report.Options, error) {
+	f, err := report.ParseFormat(globalString(c, "output"))
+	if err != nil {
+		return report.Options{}, report.BadInputf("-o: %v", err)
+	}
+	if globalBool(c, "json") {
+		f = report.FormatJSON
+	}
+	return report.Options{Format: f, Width: e.width()}, nil
+}
+
+// width is the terminal's width, else $COLUMNS, else 0 (no limit: a file or pipe).
+func (e *env) width() int {
+	if e.TermWidth > 0 {
+		return e.TermWidth
+	}
+	if n, err := strconv.Atoi(e.Getenv("COLUMNS")); err == nil && n > 0 {
+		return n
+	}
+	return 0
+}
+
+// machineOutput reports whether stdout carries JSON (-o json|jsonl or --json).
+func (e *env) machineOutput(c *cli.Context) bool {
+	o, err := e.outputOptions(c)
+	return err == nil && (o.Format == report.FormatJSON || o.Format == report.FormatJSONL)
+}
+
+// progress returns a bar on a TTY stderr (unless JSON or --quiet), nothing otherwise.
 func (e *env) progress(c *cli.Context) report.Progress {
-	return report.NewProgress(e.Stderr, e.StderrIsTTY && !c.Bool("json"))
+	return report.NewProgress(e.Stderr, e.StderrIsTTY && !e.machineOutput(c) && !globalBool(c, "quiet"))
 }
 
 // topicArg parses a topic given as persistent://tenant/ns/topic or tenant/ns/topic.

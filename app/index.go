@@ -320,12 +320,17 @@ func (e *env) indexFind(c *cli.Context) error {
 	if errors.Is(err, store.ErrNotFound) {
 		return missingTopic(c.Context, dd, t)
 	}
+	if errors.Is(err, store.ErrTruncatedValue) {
+		return findingsError(fmt.Errorf("%s: %w", t, err))
+	}
 	if err != nil {
 		return report.CannotOpen(err)
 	}
 	info, _, err := formats.DecodeManagedLedgerInfo(node.Value)
 	if err != nil {
-		return report.CannotOpen(fmt.Errorf("%s: %w", node.Path, err))
+		// The data dir opened; its node is damaged: a finding, not a failure to open.
+		return findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w (inspect it with: ledgermedic inspect node %s)",
+			t, node.Path, err, node.Path))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
 		opts := index.FindOptions{Key: c.String("key"), Legacy: legacy}
@@ -342,14 +347,14 @@ func (e *env) indexFind(c *cli.Context) error {
 	for _, legacy := range runs {
 		a, err := search(legacy)
 		if err != nil {
-			return report.CannotOpen(fmt.Errorf("%s: %w", t, err))
+			return findError(t, byOffset, err)
 		}
 		if len(runs) > 1 {
 			// Compare warm against warm: the first search of a process pays for
 			// opening Badger's tables. Keep the faster of two runs.
 			again, err := search(legacy)
 			if err != nil {
-				return report.CannotOpen(fmt.Errorf("%s: %w", t, err))
+				return findError(t, byOffset, err)
 			}
 			a.Elapsed = min(a.Elapsed, again.Elapsed)
 		}
@@ -363,6 +368,26 @@ func (e *env) indexFind(c *cli.Context) error {
 		return report.ErrFindings
 	}
 	return nil
+}
+
+// findError maps a failed search to its exit code: a topic without a broker
+// entry index cannot answer an offset (bad input, exit 2); damaged data at the
+// key searched is a finding (exit 1); anything else could not be read (exit 3).
+func findError(t formats.TopicName, byOffset bool, err error) error {
+	switch {
+	case errors.Is(err, index.ErrNoBrokerIndex) && byOffset:
+		return report.BadInputf("topic %s is not indexed (%v): its entries carry no broker index, so there are no offsets to find; "+
+			"search by publish time with --time instead, or turn on the broker's entry index (AppendIndexMetadataInterceptor) for new data", t, err)
+	case errors.Is(err, store.ErrTruncatedValue):
+		return findingsError(fmt.Errorf("%s: %w", t, err))
+	}
+	return report.CannotOpen(fmt.Errorf("%s: %w", t, err))
+}
+
+// findingsError ends a command with exit 1 and err's message: the data dir was
+// read, and what it holds is damaged.
+func findingsError(err error) error {
+	return &report.ExitError{Code: report.ExitFindings, Err: err}
 }
 
 // missingTopic explains a topic without a managed ledger, naming partitions when

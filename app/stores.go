@@ -145,7 +145,7 @@ func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) 
 	}
 	dd, err := store.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) {
 			return nil, report.BadInput(err)
 		}
 		return nil, report.CannotOpen(err)

@@ -29,7 +29,8 @@ const (
 	SkipMismatch      = "mismatch"         // an existing value disagrees (written only with Force)
 	SkipInvalid       = "invalid-property" // an existing value is not a decimal (rewritten only with Force)
 	SkipConflict      = "inferred-conflict"
-	SkipRefused       = "refused" // the batch run was refused (the node changed meanwhile)
+	SkipRefused       = "refused"          // the batch run was refused (the node changed meanwhile)
+	SkipBadNode       = "undecodable-node" // the managed-ledger node cannot be read or decoded: its topic is skipped
 )
 
 // Sources of a planned value.
@@ -54,6 +55,7 @@ const (
 	KindConflict      = "index-inferred-conflict"
 	KindRefused       = "index-batch-refused"
 	KindUnfinished    = "index-unfinished-run"
+	KindBadNode       = "index-node-undecodable"
 )
 
 // BackfillOptions tune a back-fill.
@@ -416,6 +418,13 @@ func (tp *topicPlan) find(sev report.Severity, kind string, ledgerID int64, form
 	tp.findings = append(tp.findings, f)
 }
 
+// badNode skips the whole topic, whose managed-ledger node is unusable, with a
+// finding; nothing of it is written.
+func (tp *topicPlan) badNode(msg string) {
+	tp.find(report.SeverityError, KindBadNode, -1, "%s; the topic was skipped (inspect it with: ledgermedic inspect node %s)", msg, tp.result.Path)
+	tp.skip(SkipBadNode)
+}
+
 func (tp *topicPlan) skip(reason string) {
 	tp.skipped[reason]++
 	tp.result.Skipped++
@@ -434,13 +443,18 @@ func topicLabel(path string) string {
 func (b *backfiller) planTopic(ctx context.Context, path string) *topicPlan {
 	tp := &topicPlan{result: TopicResult{Topic: topicLabel(path), Path: path}, skipped: make(map[string]int)}
 	node, err := b.dd.Metadata.Get(path)
+	if errors.Is(err, store.ErrTruncatedValue) {
+		// The node's bytes are damaged: this topic is skipped, the rest goes on.
+		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, err))
+		return tp
+	}
 	if err != nil {
 		tp.err = err
 		return tp
 	}
 	info, enc, err := formats.DecodeManagedLedgerInfo(node.Value)
 	if err != nil {
-		tp.err = fmt.Errorf("%s: %w", path, err)
+		tp.badNode(fmt.Sprintf("node %s (%d bytes) does not decode as ManagedLedgerInfo: %v", path, len(node.Value), err))
 		return tp
 	}
 	tp.version, tp.before = node.Version, node.Value

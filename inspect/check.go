@@ -575,6 +575,9 @@ func (c *checker) topicEntry(ledgerID, entryID int64, v []byte, f *ledgerFacts, 
 		}
 		*r = e.Refs()
 	}
+	if !r.HasChecksum && c.batchFramingBroken(ledgerID, entryID, v, e, md, bm) {
+		return
+	}
 	if r.HasChecksum && !r.ChecksumOK {
 		fd := newFinding(KindEntryCRCMismatch, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
 			"stored CRC32C %08x does not match the entry's %d bytes from offset %d", r.Checksum, len(v)-r.MetadataOffset, r.MetadataOffset)
@@ -584,6 +587,24 @@ func (c *checker) topicEntry(ledgerID, entryID int64, v []byte, f *ledgerFacts, 
 	if entryID == 0 && r.HasIndex {
 		f.entry0Indexed = true
 	}
+}
+
+// batchFramingBroken checks an entry without a checksum, whose damage nothing else
+// would show, against its batch framing (message count and sizes), and reports an
+// undecodable entry when the records do not consume the payload exactly.
+func (c *checker) batchFramingBroken(ledgerID, entryID int64, v []byte, e *formats.Entry, md *pulsarpb.MessageMetadata, bm *pulsarpb.BrokerEntryMetadata) bool {
+	if err := formats.ParseEntryInto(v, e, md, bm); err != nil || !formats.BatchFramingCheckable(md) {
+		return false // a frame that does not parse was reported by topicEntry's caller path
+	}
+	err := formats.CheckBatchFraming(e.Payload, int(md.GetNumMessagesInBatch()))
+	if err == nil {
+		return false
+	}
+	fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "the entry has no checksum and its batch is cut or overwritten; inspect it with: "+entriesHint(ledgerID, entryID),
+		"%d-byte entry: payload at offset %d (%d bytes): %v", len(v), len(v)-len(e.Payload), len(e.Payload), err)
+	fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
+	c.addEntryFinding(fd)
+	return true
 }
 
 func entriesHint(ledgerID, entryID int64) string {

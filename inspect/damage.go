@@ -56,7 +56,7 @@ func MarkStoreDamage(fs []report.Finding, dd *store.DataDir) {
 			}
 		}
 		if len(files) > 0 {
-			f.StoreDamage = files
+			f.StoreDamage = strings.Join(files, ", ")
 			f.Message += " [may be caused by store damage in " + strings.Join(files, ", ") + "]"
 		}
 	}

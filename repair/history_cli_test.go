@@ -120,7 +120,12 @@ func TestCLIRebuildDeletedHistories(t *testing.T) {
 func TestCLIResetHistoryCollision(t *testing.T) {
 	const seed = 12
 	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: seed})
-	broken, m := testutil.Fixture(t, fixtures.Options{Seed: seed, ResetSchemaHistory: 2})
+	// Through the CLI, as a drill would make it.
+	broken := generateCLI(t, "--seed", strconv.Itoa(seed), "--reset-schema-history", "2")
+	m, err := fixtures.LoadManifest(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
 	capFile := capture(t, healthy)
 
 	reset := 0
@@ -209,7 +214,7 @@ func TestCLIResetHistoryCollision(t *testing.T) {
 func TestCLIRebuildRefused(t *testing.T) {
 	const seed = 13
 	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: seed})
-	broken, _ := testutil.Fixture(t, fixtures.Options{Seed: seed, DeleteSchemaHistory: 1})
+	broken := generateCLI(t, "--seed", strconv.Itoa(seed), "--delete-schema-history", "1")
 	capFile := capture(t, healthy)
 	lines := strings.SplitAfter(string(mustRead(t, capFile)), "\n")
 	edit := func(name string, f func(rec map[string]any) (keep bool)) string {
@@ -264,6 +269,15 @@ func TestCLIRebuildRefused(t *testing.T) {
 			}
 		})
 	}
+}
+
+func generateCLI(t *testing.T, args ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "dd")
+	if code, out, errOut := run(t, append([]string{"fixtures", "generate", "--out", dir}, args...)...); code != 0 {
+		t.Fatalf("fixtures generate %v: exit %d\n%s\n%s", args, code, out, errOut)
+	}
+	return dir
 }
 
 type report struct {

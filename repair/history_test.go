@@ -70,9 +70,18 @@ func TestRebuildUndecodableLocator(t *testing.T) {
 			t.Errorf("version %d: %s %s", v.Version, v.State, v.Action)
 		}
 	}
-	if _, _, err := planAndApply(t, dir, loadCands(t, capPath), Options{Scan: testScan(openRO(t, dir))}); err != nil {
+	dd = openRW(t, dir)
+	eng, err := mutate.New(dd)
+	if err != nil {
 		t.Fatal(err)
 	}
+	if rp, err = Plan(context.Background(), dd, loadCands(t, capPath), Options{Scan: testScan(dd)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(context.Background(), eng, rp, mutate.ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	closeDD(t, dd)
 	dd = openRO(t, dir)
 	defer closeDD(t, dd)
 	assertAllReadable(t, dd)

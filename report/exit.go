@@ -11,6 +11,8 @@ const (
 	ExitFindings   = 1 // findings (or work left unresolved)
 	ExitBadInput   = 2 // bad usage or bad input
 	ExitCannotOpen = 3 // could not open or could not write
+	// ExitInterrupted is Ctrl-C or SIGTERM, as shells report 128+SIGINT.
+	ExitInterrupted = 130
 )
 
 // ExitError carries an exit code with an error. Features return these (or wrap

@@ -31,10 +31,10 @@ type Finding struct {
 	LedgerID *int64 `json:"ledger_id,omitempty"`
 	EntryID  *int64 `json:"entry_id,omitempty"`
 	Version  *int64 `json:"schema_version,omitempty"`
-	// StoreDamage names the damaged store files (Badger tables, MANIFESTs) whose
-	// lost keys may explain this finding: it may be an artefact of the damage
-	// rather than a Pulsar-level loss.
-	StoreDamage []string `json:"store_damage,omitempty"`
+	// StoreDamage names the damaged store files (Badger tables, MANIFESTs; comma
+	// separated) whose lost keys may explain this finding: it may be an artefact
+	// of the damage rather than a Pulsar-level loss. A string keeps Finding comparable.
+	StoreDamage string `json:"store_damage,omitempty"`
 }
 
 // Int64 returns a pointer for the optional Finding fields.

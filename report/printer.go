@@ -29,12 +29,58 @@ func (d *Document) Note(format string, args ...any) {
 	d.Notes = append(d.Notes, fmt.Sprintf(format, args...))
 }
 
+// Format is how a document is printed (-o).
+type Format string
+
+// The output formats.
+const (
+	FormatTable Format = "table" // ASCII tables, cells wrapped to fit Options.Width
+	FormatWide  Format = "wide"  // ASCII tables, every cell on one line
+	FormatJSON  Format = "json"  // one JSON document
+	FormatJSONL Format = "jsonl" // one JSON object per row, finding and note
+)
+
+// Formats lists the formats in help order.
+var Formats = []Format{FormatTable, FormatWide, FormatJSON, FormatJSONL}
+
+// ParseFormat checks a -o value.
+func ParseFormat(s string) (Format, error) {
+	for _, f := range Formats {
+		if string(f) == s {
+			return f, nil
+		}
+	}
+	return "", fmt.Errorf("output format %q: want table, wide, json or jsonl", s)
+}
+
+// Options say how Print renders a document.
+type Options struct {
+	Format Format
+	// Width is the terminal width tables, titles and notes must fit in
+	// (FormatTable); 0 means no limit.
+	Width int
+}
+
 // Print renders the document as JSON (one object) or as ASCII tables.
 func Print(w io.Writer, d *Document, asJSON bool) error {
 	if asJSON {
-		return printJSON(w, d)
+		return PrintWith(w, d, Options{Format: FormatJSON})
 	}
-	return printText(w, d)
+	return PrintWith(w, d, Options{Format: FormatTable})
+}
+
+// PrintWith renders the document in the format o names.
+func PrintWith(w io.Writer, d *Document, o Options) error {
+	switch o.Format {
+	case FormatJSON:
+		return printJSON(w, d)
+	case FormatJSONL:
+		return printJSONL(w, d)
+	case FormatWide:
+		return printText(w, d, 0)
+	default:
+		return printText(w, d, o.Width)
+	}
 }
 
 // stickyWriter remembers the first write error, so the many small writes of
@@ -53,13 +99,13 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 	return n, err
 }
 
-func printText(out io.Writer, d *Document) error {
+func printText(out io.Writer, d *Document, width int) error {
 	w := &stickyWriter{w: out}
 	for i, t := range d.Tables {
 		if i > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := RenderTable(w, t); err != nil {
+		if err := RenderTableWidth(w, t, width); err != nil {
 			return err
 		}
 	}
@@ -67,21 +113,61 @@ func printText(out io.Writer, d *Document) error {
 		if len(d.Tables) > 0 {
 			fmt.Fprintln(w)
 		}
-		if err := RenderTable(w, FindingsTable(d.Findings)); err != nil {
+		if err := renderFindings(w, d.Findings, width); err != nil {
 			return err
 		}
 	}
 	for _, n := range d.Notes {
-		fmt.Fprintf(w, "note: %s\n", n)
+		for _, line := range wrapWords("note: "+n, width, "      ") {
+			fmt.Fprintln(w, line)
+		}
 	}
 	return w.err
 }
 
+// renderFindings prints the findings table, or a list of blocks when the table
+// would have to wrap at this width.
+func renderFindings(w io.Writer, fs []Finding, width int) error {
+	t := FindingsTable(fs)
+	if len(fs) == 0 || fitsTable(headersOf(t), cellsOf(t), width) {
+		return RenderTableWidth(w, t, width)
+	}
+	renderFindingsList(w, fs, width)
+	return nil
+}
+
+func headersOf(t *Table) []string {
+	hs := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		hs[i] = c.Header
+	}
+	return hs
+}
+
+func cellsOf(t *Table) [][]string {
+	rows := make([][]string, len(t.Rows))
+	for j, r := range t.Rows {
+		cells := make([]string, len(r))
+		for i, v := range r {
+			cells[i] = strings.ReplaceAll(Cell(v), "\n", `\n`)
+		}
+		rows[j] = cells
+	}
+	return rows
+}
+
 // RenderTable writes one table in the stable ASCII style used by golden files.
-func RenderTable(w io.Writer, t *Table) error {
+func RenderTable(w io.Writer, t *Table) error { return RenderTableWidth(w, t, 0) }
+
+// RenderTableWidth is RenderTable fitted into width columns (0: no limit): the
+// widest columns are narrowed and their cells wrapped over several lines, so
+// nothing is cut off and no line is wider than the terminal.
+func RenderTableWidth(w io.Writer, t *Table, width int) error {
 	if t.Title != "" {
-		if _, err := fmt.Fprintln(w, t.Title); err != nil {
-			return err
+		for _, line := range wrapWords(t.Title, width, "") {
+			if _, err := fmt.Fprintln(w, line); err != nil {
+				return err
+			}
 		}
 	}
 	if len(t.Rows) == 0 {
@@ -98,17 +184,20 @@ func RenderTable(w io.Writer, t *Table) error {
 		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
 		tablewriter.WithTrimSpace(tw.Off),
 	)
-	headers := make([]any, len(t.Columns))
-	for i, c := range t.Columns {
-		headers[i] = c.Header
-	}
-	tbl.Header(headers...)
-	for _, r := range t.Rows {
-		cells := make([]string, len(r))
-		for i, v := range r {
-			// Newlines would break the one-line-per-row promise.
-			cells[i] = strings.ReplaceAll(Cell(v), "\n", `\n`)
+	// Newlines in a value would read as wrapped cells: cellsOf escapes them.
+	headers, rows := headersOf(t), cellsOf(t)
+	if caps := columnCaps(headers, rows, width); caps != nil {
+		headers = wrapHeaders(headers, caps)
+		for j := range rows {
+			rows[j] = wrapRow(rows[j], caps)
 		}
+	}
+	hs := make([]any, len(headers))
+	for i, h := range headers {
+		hs[i] = h
+	}
+	tbl.Header(hs...)
+	for _, cells := range rows {
 		if err := tbl.Append(cells); err != nil {
 			return fmt.Errorf("render table %s: %w", t.Name, err)
 		}

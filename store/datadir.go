@@ -217,6 +217,11 @@ func checkLayout(path string, names []string) error {
 	}
 	for _, name := range names {
 		if _, err := os.Stat(filepath.Join(path, name, "MANIFEST")); err != nil {
+			// A database whose MANIFEST is gone but whose tables are there is damaged,
+			// not something else: the open reads its tables (readonly.go).
+			if tables, _ := filepath.Glob(filepath.Join(path, name, "*.sst")); len(tables) > 0 {
+				continue
+			}
 			return fmt.Errorf("%s: %w: %s/ is not a Badger database (no MANIFEST)", path, ErrNotDataDir, name)
 		}
 	}

@@ -88,6 +88,10 @@ func analyzeDB(dataDir, name string) (*dbPlan, error) {
 		}
 	}
 	ms, err := readManifest(filepath.Join(src, manifestFileName))
+	if errors.Is(err, fs.ErrNotExist) && len(files) > 0 {
+		ms, err = parseManifest(nil), nil
+		ms.Problem = "missing"
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w: %w", filepath.Join(src, manifestFileName), ErrNotDataDir, err)
 	}
@@ -391,7 +395,17 @@ func (d *DataDir) openWritableVerified(name string) (*badger.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return openBadger(src, false, sessionOptions, verifiedReads)
+	// Badger tries its lock once. The lock just released can still be held for a
+	// moment by a child process forked meanwhile (a flock is shared until exec
+	// closes the copy), so retry briefly before calling the dir busy.
+	deadline := time.Now().Add(lockWait)
+	for {
+		db, err := openBadger(src, false, sessionOptions, verifiedReads)
+		if err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
+			return db, err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // recoverKilled removes the empty logs a kill leaves, which Badger fails to open

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
 	"golang.org/x/sys/unix"
@@ -62,7 +63,7 @@ func lockShared(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_SH|unix.LOCK_NB); err != nil {
+	if err := flockRetry(f, unix.LOCK_SH); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w: another process (a Pulsar broker tool, another ledgermedic) has it open; stop it and retry", dir, ErrLocked)
 	}
@@ -76,12 +77,28 @@ func lockExclusive(dir string) (unlock func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+	if err := flockRetry(f, unix.LOCK_EX); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%s: %w: another process (a Pulsar broker tool, another ledgermedic) has it open; stop it and retry", dir, ErrLocked)
 	}
 	return func() { f.Close() }, nil
 }
+
+// flockRetry takes a flock without blocking, retrying for a moment: a process
+// killed an instant ago may still be releasing its lock. A holder that stays is
+// refused after lockWait.
+func flockRetry(f *os.File, how int) error {
+	deadline := time.Now().Add(lockWait)
+	for {
+		err := unix.Flock(int(f.Fd()), how|unix.LOCK_NB)
+		if err == nil || !errors.Is(err, unix.EWOULDBLOCK) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+const lockWait = time.Second
 
 // checkFreeSpace fails early, with numbers, when the sandbox file system cannot hold
 // the allocated bytes of src.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"path"
 	"path/filepath"
 	"strings"
 )
@@ -63,11 +64,18 @@ func (u URL) String() string {
 	case SchemeZK:
 		b.WriteString("://" + strings.Join(u.Hosts, ",") + u.Chroot)
 	case SchemeEtcd:
+		// etcd://h:p when every endpoint is plain http; Pulsar's etcd:URL,URL form otherwise.
 		hosts := make([]string, len(u.Hosts))
+		plain := true
 		for i, h := range u.Hosts {
 			hosts[i] = strings.TrimPrefix(h, "http://")
+			plain = plain && hosts[i] != h
 		}
-		b.WriteString("://" + strings.Join(hosts, ","))
+		if plain {
+			b.WriteString("://" + strings.Join(hosts, ","))
+		} else {
+			b.WriteString(":" + strings.Join(u.Hosts, ","))
+		}
 	case SchemeBookie:
 		parts := make([]string, len(u.Paths))
 		for i, p := range u.Paths {
@@ -136,8 +144,8 @@ func parseURL(s string) (URL, error) {
 		// zk://h1:2181,h2:2181/chroot or Pulsar's zk:h1:2181,h2:2181/chroot
 		rest = strings.TrimPrefix(rest, "//")
 		hosts, chroot, _ := strings.Cut(rest, "/")
-		if chroot != "" {
-			u.Chroot = "/" + strings.TrimSuffix(chroot, "/")
+		if c := path.Clean("/" + chroot); c != "/" {
+			u.Chroot = c
 		}
 		for _, h := range strings.Split(hosts, ",") {
 			if h == "" {
@@ -157,9 +165,13 @@ func parseURL(s string) (URL, error) {
 				return bad("empty endpoint")
 			}
 			if !strings.Contains(h, "://") {
+				if strings.Contains(h, "/") {
+					return bad("endpoint " + h + " is not host:port or http(s)://host:port")
+				}
 				h = "http://" + h
 			}
-			if hp, err := url.Parse(h); err != nil || hp.Host == "" {
+			hp, err := url.Parse(h)
+			if err != nil || hp.Hostname() == "" || hp.Scheme != "http" && hp.Scheme != "https" || hp.Path != "" {
 				return bad("endpoint " + h + " is not host:port or http(s)://host:port")
 			}
 			u.Hosts = append(u.Hosts, h)

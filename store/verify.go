@@ -4,12 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
+	"syscall"
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
@@ -58,16 +62,47 @@ type tableResult struct {
 // whose reader slices without bounds checks).
 const minTableSize = 16
 
-// verifyTables verifies each table in child processes and returns a result per
-// table id. A child that dies marks the table it was verifying as damaged and a new
-// child goes on with the rest.
+// verifyTables verifies each table in child processes, one per CPU, each taking
+// every n-th table (the store's reading is CPU-bound: block decompression and
+// checksums). It returns a result per table id. A child that dies marks the
+// table it was verifying as damaged and a new child goes on with the rest.
 func verifyTables(checks []tableCheck) (map[uint64]tableResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("verify tables: cannot find the running binary to verify in a child process: %w", err)
 	}
+	n := min(runtime.GOMAXPROCS(0), len(checks))
 	results := map[uint64]tableResult{}
-	todo := checks
+	var mu sync.Mutex
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for w := range n {
+		var share []tableCheck
+		for i := w; i < len(checks); i += n {
+			share = append(share, checks[i])
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := verifyShare(exe, share)
+			mu.Lock()
+			defer mu.Unlock()
+			errs[w] = err
+			for id, r := range res {
+				results[id] = r
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return results, nil
+}
+
+// verifyShare runs children over todo until every table has a result.
+func verifyShare(exe string, todo []tableCheck) (map[uint64]tableResult, error) {
+	results := map[uint64]tableResult{}
 	for len(todo) > 0 {
 		inflight, err := runVerifyChild(exe, todo, results)
 		if err != nil {
@@ -76,7 +111,6 @@ func verifyTables(checks []tableCheck) (map[uint64]tableResult, error) {
 		if inflight == nil {
 			break
 		}
-		// todo[0..k] are done; the crashed one is recorded; go on after it.
 		next := todo[:0:0]
 		for _, c := range todo {
 			if _, done := results[c.ID]; !done {
@@ -97,6 +131,8 @@ func runVerifyChild(exe string, checks []tableCheck, results map[uint64]tableRes
 	}
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), VerifyChildEnv+"=1")
+	// A child outliving a killed parent would keep reading the store for nothing.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Stdin = bytes.NewReader(req)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -256,4 +292,3 @@ func verifyTableAs(c tableCheck, comp options.CompressionType, opened func(table
 	}
 	return r
 }
-
