@@ -5,15 +5,19 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -111,7 +115,7 @@ func usageError(c *cli.Context, err error, _ bool) error {
 			flags = c.Command.Flags
 		}
 		if s := cli.SuggestFlag(flags, name, false); s != "" {
-			return report.BadInputf("%v (did you mean %s?)", err, s)
+			return report.BadInputf("%v. Did you mean %q?", err, s)
 		}
 	}
 	return report.BadInput(err)
@@ -136,7 +140,7 @@ func unknownCommand(c *cli.Context) error {
 	if c.NArg() == 0 {
 		return cli.ShowAppHelp(c)
 	}
-	return report.BadInputf("unknown command %q%s (see ledgermedic --help)", c.Args().First(),
+	return report.BadInputf("unknown command %q (see ledgermedic --help)%s", c.Args().First(),
 		didYouMean(c.App.Commands, c.Args().First()))
 }
 
@@ -152,17 +156,17 @@ func unknownSubcommand(c *cli.Context) error {
 			names = append(names, sc.Name)
 		}
 	}
-	return report.BadInputf("%s: unknown command %q%s (commands: %s)", c.Command.FullName(), c.Args().First(),
-		didYouMean(c.Command.Subcommands, c.Args().First()), strings.Join(names, ", "))
+	return report.BadInputf("%s: unknown command %q (commands: %s)%s", c.Command.FullName(), c.Args().First(),
+		strings.Join(names, ", "), didYouMean(c.Command.Subcommands, c.Args().First()))
 }
 
-// didYouMean is ", did you mean X?" for the command nearest to name, or "".
+// didYouMean is urfave's ". Did you mean "X"?" for the command nearest to name, or "".
 func didYouMean(cmds []*cli.Command, name string) string {
 	if cli.SuggestCommand == nil {
 		return ""
 	}
-	if s := cli.SuggestCommand(cmds, name); s != "" && s != name {
-		return fmt.Sprintf(" (did you mean %q?)", s)
+	if s := cli.SuggestCommand(cmds, name); s != "" {
+		return ". " + s
 	}
 	return ""
 }
@@ -170,7 +174,9 @@ func didYouMean(cmds []*cli.Command, name string) string {
 // Run runs the app with args (args[0] is the program name) and returns the exit code.
 func Run(ctx context.Context, args []string, e Env) int {
 	app := New(e)
-	err := app.RunContext(ctx, args)
+	// Every run this invocation journals records the version and the invocation id.
+	runCtx := mutate.WithInvocation(ctx, mutate.Invocation{ID: newInvocationID(), ToolVersion: Version()})
+	err := app.RunContext(runCtx, args)
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): whatever the command returned, it did not finish.
 		msg := "interrupted"
@@ -209,4 +215,11 @@ func exitCode(err error) int {
 	// Flag errors are typed by usageError and required flags by withGlobals; what
 	// is left could not be read or written.
 	return report.ExitCannotOpen
+}
+
+// newInvocationID names one command invocation: its start time and 4 random bytes.
+func newInvocationID() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return time.Now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b[:])
 }

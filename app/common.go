@@ -119,9 +119,13 @@ func commandLine(c *cli.Context) []string {
 			args = append([]string{ctx.Command.Name}, args...)
 		}
 	}
+	global := map[string]bool{}
+	for _, n := range globalFlagNames() {
+		global[n] = true
+	}
 	for _, f := range c.Command.Flags {
 		name := f.Names()[0]
-		if !c.IsSet(name) {
+		if global[name] || !c.IsSet(name) {
 			continue
 		}
 		switch v := c.Value(name).(type) {

@@ -45,12 +45,12 @@ func (e *env) demoCommand() *cli.Command {
 			if !keep {
 				defer os.RemoveAll(dir)
 			}
-			return e.runDemo(c, dir, c.Int64("seed"))
+			return e.runDemo(c, dir, c.Int64("seed"), keep)
 		},
 	}
 }
 
-func (e *env) runDemo(c *cli.Context, dir string, seed int64) error {
+func (e *env) runDemo(c *cli.Context, dir string, seed int64, keep bool) error {
 	healthy := filepath.Join(dir, "last-week")
 	broken := filepath.Join(dir, "cluster")
 	capture := filepath.Join(dir, "schemas-last-week.jsonl")
@@ -65,7 +65,13 @@ func (e *env) runDemo(c *cli.Context, dir string, seed int64) error {
 			return fmt.Errorf("demo: step %d (ledgermedic %s) exited %d, expected %d", i+1, strings.Join(st.args, " "), code, st.want)
 		}
 	}
-	fmt.Fprintf(e.Stdout, "\nDone. Every write above is in the journal of %s; `ledgermedic --data-dir %s journal list` shows the runs.\n", broken, broken)
+	if !keep {
+		// The temp dir is removed when the demo returns: name nothing in it.
+		fmt.Fprintf(e.Stdout, "\nDone. The temp dir is removed now; to keep the data dirs, the journal and the report, run: ledgermedic demo --dir DIR\n")
+		return nil
+	}
+	fmt.Fprintf(e.Stdout, "\nDone. Every write above is in the journal of %s; `%s` shows the runs.\n",
+		broken, commandFor(nil, "--data-dir", broken, "journal", "list"))
 	return nil
 }
 

@@ -32,7 +32,9 @@ func (e *env) fixturesCommand() *cli.Command {
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
 				&cli.IntFlag{Name: "topics", Usage: "number of topics (default: one per built-in template, 7)"},
 				&cli.IntFlag{Name: "partitions", Usage: "partitions of each partitioned topic (default 3)"},
-				&cli.IntFlag{Name: "ledgers", Usage: "ledgers per managed ledger, the last one open (default 3)"},
+				// --ledgers stays an alias here: generate opens no store, so the global
+				// --ledgers URL means nothing to it (give it before the command if at all).
+				&cli.IntFlag{Name: "ledgers-per-topic", Aliases: []string{"ledgers"}, Usage: "ledgers per managed ledger, the last one open (default 3)"},
 				&cli.IntFlag{Name: "entries", Usage: "entries per closed ledger (default 20)"},
 				&cli.IntFlag{Name: "max-batch", Usage: "largest batch on batching topics (default 5)"},
 				&cli.BoolFlag{Name: "first-entry-index", Usage: "store each ledger's first broker index as a LedgerInfo property"},
@@ -68,7 +70,7 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		Seed:                c.Uint64("seed"),
 		Topics:              c.Int("topics"),
 		Partitions:          c.Int("partitions"),
-		LedgersPerTopic:     c.Int("ledgers"),
+		LedgersPerTopic:     c.Int("ledgers-per-topic"),
 		EntriesPerLedger:    c.Int("entries"),
 		MaxBatchSize:        c.Int("max-batch"),
 		WithFirstEntryIndex: c.Bool("first-entry-index"),

@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -54,6 +55,9 @@ func addGlobalFlags(cmds []*cli.Command) {
 			hide(g)
 			c.Flags = append(c.Flags, g)
 		}
+		if len(c.Subcommands) == 0 {
+			c.HideHelpCommand = true // `ledgermedic help CMD` and `CMD --help` remain
+		}
 		requiredNames := stripRequired(c.Flags)
 		if c.Action != nil {
 			c.Action = withGlobals(c.Action, requiredNames)
@@ -100,20 +104,44 @@ func stripRequired(flags []cli.Flag) []string {
 		switch x := f.(type) {
 		case *cli.StringFlag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.StringSliceFlag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.IntFlag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.Int64Flag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.Uint64Flag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.BoolFlag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.Float64Flag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		case *cli.DurationFlag:
 			was, x.Required = x.Required, false
+			if was {
+				x.Usage += " (required)"
+			}
 		}
 		if was {
 			names = append(names, f.Names()[0])
@@ -139,8 +167,9 @@ func withGlobals(action cli.ActionFunc, required []string) cli.ActionFunc {
 		if len(missing) > 0 {
 			// Help goes to stderr: stdout stays the one document --json promises.
 			_ = cli.ShowCommandHelp(helpToStderr(c), c.Command.Name)
+			name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
 			return report.BadInputf("%s: missing required flag %s (see: ledgermedic %s --help)",
-				c.Command.FullName(), strings.Join(missing, ", "), c.Command.FullName())
+				name, strings.Join(missing, ", "), name)
 		}
 		return action(c)
 	}
@@ -160,11 +189,11 @@ func helpToStderr(c *cli.Context) *cli.Context {
 func inheritGlobals(c *cli.Context) error {
 	lineage := c.Lineage()
 	for _, name := range globalFlagNames() {
-		if c.Command == nil || !declares(c.Command.Flags, name) || setHere(c, name) {
+		if c.Command == nil || !declares(c.Command.Flags, name) || givenHere(c, name) {
 			continue
 		}
 		for _, anc := range lineage[1:] {
-			if !setHere(anc, name) {
+			if !givenHere(anc, name) {
 				continue
 			}
 			if err := c.Set(name, fmt.Sprint(anc.Value(name))); err != nil {
@@ -174,6 +203,33 @@ func inheritGlobals(c *cli.Context) error {
 		}
 	}
 	return nil
+}
+
+// givenHere reports whether name was given on the command line at this level.
+// Values from the environment are the same at every level and do not count: a
+// flag given on the command line at an outer level overrides them.
+func givenHere(c *cli.Context, name string) bool {
+	if !setHere(c, name) {
+		return false
+	}
+	var f cli.Flag
+	for _, x := range c.Command.Flags {
+		if declares([]cli.Flag{x}, name) {
+			f = x
+		}
+	}
+	if f == nil || !f.IsSet() {
+		return true // set, and not from the environment
+	}
+	if ev, ok := f.(interface{ GetEnvVars() []string }); ok {
+		for _, k := range ev.GetEnvVars() {
+			if v, ok := os.LookupEnv(k); ok {
+				// From the environment, unless this level's value differs from it.
+				return fmt.Sprint(c.Value(name)) != v
+			}
+		}
+	}
+	return true
 }
 
 func declares(flags []cli.Flag, name string) bool {
@@ -293,6 +349,11 @@ func shellQuote(s string) string {
 // -o FILE`) do not declare the global one, so c.String would read an outer level's
 // default instead of the value given there.
 func globalString(c *cli.Context, name string) string {
+	for _, ctx := range c.Lineage() {
+		if givenHere(ctx, name) {
+			return fmt.Sprint(ctx.Value(name))
+		}
+	}
 	for _, ctx := range c.Lineage() {
 		if setHere(ctx, name) {
 			return fmt.Sprint(ctx.Value(name))

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -276,12 +277,15 @@ func (e *env) indexFindCommand() *cli.Command {
 			"By time: ledgers are chosen by close time, then entries by broker timestamp (else publish time).\n" +
 			"A partitioned topic has one managed ledger per partition: name the partition\n" +
 			"(persistent://t/ns/topic-partition-0).\n\n" +
-			"Exit 0 when an entry was found; 1 when the target is past the end or in an offloaded ledger.\n\n" +
+			"Ledgers whose entries are gone (lost) are searched around: offsets in intact ledgers are found;\n" +
+			"one inside a lost ledger is answered \"in lost ledger\".\n\n" +
+			"Exit 0 when an entry was found; 1 when the target is past the end, in an offloaded or a lost ledger.\n\n" +
 			exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "topic", Required: true, Usage: "topic (a partition, for partitioned topics)"},
 			&cli.Int64Flag{Name: "offset", Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
-			&cli.StringFlag{Name: "time", Usage: "time to find: milliseconds since the epoch or RFC 3339"},
+			&cli.StringFlag{Name: "time", Usage: "time to find: RFC 3339 (2024-06-10T06:13:20Z), epoch with its unit " +
+				"(1718000000s, 1718000000000ms) or relative to now (-1h); a bare number is refused as ambiguous"},
 			keyFlag(),
 			&cli.BoolFlag{Name: "legacy", Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
 			&cli.BoolFlag{Name: "compare", Usage: "run the indexed and the legacy search and print both costs"},
@@ -301,7 +305,7 @@ func (e *env) indexFind(c *cli.Context) error {
 			return report.BadInputf("--offset %d: offsets are not negative", target)
 		}
 	} else {
-		ms, err := parseTimeArg(c.String("time"))
+		ms, err := parseTimeArg(c.String("time"), time.Now())
 		if err != nil {
 			return err
 		}
@@ -404,19 +408,50 @@ func missingTopic(ctx context.Context, dd *store.DataDir, t formats.TopicName) e
 	return report.BadInputf("topic %s: no managed ledger at %s", t, t.ManagedLedgerPath())
 }
 
-// parseTimeArg reads milliseconds since the epoch or an RFC 3339 time.
-func parseTimeArg(s string) (int64, error) {
-	if ms, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if ms < 0 {
-			return 0, report.BadInputf("--time %d: times are not negative", ms)
+// parseTimeArg reads a --time value as milliseconds since the epoch: an RFC 3339
+// time, an epoch number with its unit (1718000000s, 1718000000000ms, ...us, ...ns),
+// or a time relative to now (-1h, -90m). A bare number is refused: seconds read as
+// milliseconds answer in 1970, and nothing says so.
+func parseTimeArg(s string, now time.Time) (int64, error) {
+	if tm, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return nonNegativeTime(s, tm.UnixMilli())
+	}
+	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return 0, report.BadInputf("--time %s is ambiguous: give the unit (%ss for seconds, %sms for milliseconds) "+
+			"or an RFC 3339 time (2024-06-10T06:13:20Z)", s, s, s)
+	}
+	for _, u := range []struct {
+		suffix string
+		toMs   func(int64) int64
+	}{
+		{"ms", func(v int64) int64 { return v }},
+		{"us", func(v int64) int64 { return v / 1e3 }},
+		{"ns", func(v int64) int64 { return v / 1e6 }},
+		{"s", func(v int64) int64 { return v * 1e3 }},
+	} {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			if v, err := strconv.ParseInt(num, 10, 64); err == nil {
+				if v < 0 {
+					return 0, report.BadInputf("--time %s: epoch times are not negative", s)
+				}
+				return u.toMs(v), nil
+			}
 		}
-		return ms, nil
 	}
-	tm, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return 0, report.BadInputf("--time %q: want milliseconds since the epoch or RFC 3339 (2024-05-01T12:00:00Z)", s)
+	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
+		if d, err := time.ParseDuration(s); err == nil {
+			return nonNegativeTime(s, now.Add(d).UnixMilli())
+		}
 	}
-	return tm.UnixMilli(), nil
+	return 0, report.BadInputf("--time %q: want an RFC 3339 time (2024-06-10T06:13:20Z), an epoch time with its unit "+
+		"(1718000000s, 1718000000000ms) or a time relative to now (-1h, -30m)", s)
+}
+
+func nonNegativeTime(s string, ms int64) (int64, error) {
+	if ms < 0 {
+		return 0, report.BadInputf("--time %s is before 1970", s)
+	}
+	return ms, nil
 }
 
 func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*index.Answer) *report.Document {
@@ -437,6 +472,8 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 			base, last, pub = a.Base, a.Last, a.PublishTime
 		case a.NotLocal:
 			result = "in offloaded ledger"
+		case a.Lost:
+			result = "in lost ledger"
 		case a.PastEnd:
 			result = "past the end (next position)"
 		}

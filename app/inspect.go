@@ -164,6 +164,12 @@ func (e *env) inspectNode(c *cli.Context) error {
 
 func (e *env) inspectEntries(c *cli.Context) error {
 	o := inspect.EntriesOptions{Ledger: c.Int64("ledger"), From: c.Int64("from"), To: c.Int64("to"), Limit: c.Int("limit")}
+	if o.Ledger < 0 {
+		return report.BadInputf("inspect entries: --ledger %d: ledger ids are not negative", o.Ledger)
+	}
+	if o.Limit < 1 {
+		return report.BadInputf("inspect entries: --limit %d: want at least 1", o.Limit)
+	}
 	if o.From < 0 || (o.To >= 0 && o.To < o.From) {
 		return report.BadInputf("inspect entries: --from %d --to %d is not a range", o.From, o.To)
 	}

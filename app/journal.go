@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 
@@ -25,16 +26,17 @@ func (e *env) journalCommand() *cli.Command {
 			},
 			{
 				Name:      "show",
-				Usage:     "every item of one run: node, before/after sizes, status",
+				Usage:     "every item of one run: node, before/after sizes, status (RUN: an id, a unique prefix of one, or last)",
 				ArgsUsage: "RUN",
 				Action:    e.journalShow,
 			},
 			{
 				Name:      "undo",
 				Usage:     "restore the before-images of a run and remove the ledgers it created (dry run unless --apply)",
-				ArgsUsage: "RUN",
+				ArgsUsage: "RUN (an id, a unique prefix of one, or last)",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "apply", Usage: "really undo (otherwise print what would be restored)"},
+					&cli.BoolFlag{Name: "command", Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
 					&cli.StringFlag{Name: "backup", Usage: "write a Badger backup of the metadata store to FILE first"},
 				},
 				Action: e.journalUndo,
@@ -79,7 +81,11 @@ func (e *env) journalShow(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runID, err := oneArg(c, "RUN")
+	arg, err := oneArg(c, "RUN")
+	if err != nil {
+		return err
+	}
+	runID, err := resolveRun(p, arg)
 	if err != nil {
 		return err
 	}
@@ -89,7 +95,9 @@ func (e *env) journalShow(c *cli.Context) error {
 	}
 	run := report.NewTable("run", "Run", "FIELD", "field", "VALUE", "value")
 	run.Add("run", rec.RunID)
-	run.Add("command", rec.Command+" "+strings.Join(rec.Args, " "))
+	run.Add("command", recordedCommand(rec.Command, rec.Args))
+	run.Add("tool version", rec.ToolVersion)
+	run.Add("invocation", rec.Invocation)
 	run.Add("created", rec.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
 	run.Add("epoch", rec.Epoch)
 	run.Add("state", string(rec.State))
@@ -117,15 +125,27 @@ func (e *env) journalShow(c *cli.Context) error {
 }
 
 func (e *env) journalUndo(c *cli.Context) error {
-	runID, err := oneArg(c, "RUN")
+	arg, err := oneArg(c, "RUN")
 	if err != nil {
 		return err
 	}
-	if !c.Bool("apply") {
-		p, err := dataDirPath(c)
-		if err != nil {
-			return err
+	p, err := dataDirPath(c)
+	if err != nil {
+		return err
+	}
+	runID, err := resolveRun(p, arg)
+	if err != nil {
+		return err
+	}
+	if c.Bool("command") {
+		return e.undoInvocation(c, p, runID)
+	}
+	if b := c.String("backup"); b != "" {
+		if _, err := os.Stat(b); err == nil {
+			return report.BadInputf("--backup %s already exists; name a new file", b)
 		}
+	}
+	if !c.Bool("apply") {
 		rec, err := mutate.Show(mutate.JournalDir(p), runID)
 		if err != nil {
 			return journalError(err)
@@ -233,4 +253,130 @@ func oneArg(c *cli.Context, name string) (string, error) {
 		return "", report.BadInputf("%s: expected one argument %s, got %d", c.Command.FullName(), name, c.NArg())
 	}
 	return c.Args().First(), nil
+}
+
+// recordedCommand is the command line a run recorded, once: Args start with the
+// command path itself when they are recorded.
+func recordedCommand(command string, args []string) string {
+	if len(args) == 0 {
+		return command
+	}
+	line := strings.Join(args, " ")
+	if strings.HasPrefix(line, command) {
+		return line
+	}
+	return command + " " + line
+}
+
+// resolveRun turns what the user typed into a run id: an id, "last" (the newest
+// run), or a prefix only one run id starts with.
+func resolveRun(dataDir, arg string) (string, error) {
+	runs, err := mutate.List(mutate.JournalDir(dataDir))
+	if err != nil {
+		return "", report.CannotOpen(err)
+	}
+	if arg == "last" {
+		if len(runs) == 0 {
+			return "", report.BadInputf("run last: the journal of %s holds no run", dataDir)
+		}
+		last := runs[0]
+		for _, r := range runs[1:] {
+			if r.CreatedAt.After(last.CreatedAt) || r.CreatedAt.Equal(last.CreatedAt) && r.RunID > last.RunID {
+				last = r
+			}
+		}
+		return last.RunID, nil
+	}
+	var matches []string
+	for _, r := range runs {
+		if r.RunID == arg {
+			return arg, nil
+		}
+		if arg != "" && strings.HasPrefix(r.RunID, arg) {
+			matches = append(matches, r.RunID)
+		}
+	}
+	switch len(matches) {
+	case 1:
+		return matches[0], nil
+	case 0:
+		return "", report.BadInputf("run %q: no run in the journal of %s has this id or starts with it (see: %s)",
+			arg, dataDir, commandFor(nil, "-d", dataDir, "journal", "list"))
+	}
+	if len(matches) > 5 {
+		matches = append(matches[:5], "...")
+	}
+	return "", report.BadInputf("run %q: ambiguous prefix, %s; type more of the id", arg, strings.Join(matches, ", "))
+}
+
+// undoInvocation undoes every committed, not yet undone run of the command
+// invocation that wrote runID, newest first (dry run unless --apply).
+func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
+	runs, err := mutate.List(mutate.JournalDir(dataDir))
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	var inv string
+	for _, r := range runs {
+		if r.RunID == runID {
+			inv = r.Invocation
+		}
+	}
+	if inv == "" {
+		return report.BadInputf("run %s records no command invocation (written by an older ledgermedic): undo it alone, without --command", runID)
+	}
+	var todo []mutate.RunSummary
+	for _, r := range runs {
+		if r.Invocation == inv && r.State == mutate.StateCommitted && r.UndoneBy == "" && r.UndoOf == "" {
+			todo = append(todo, r)
+		}
+	}
+	sort.Slice(todo, func(i, j int) bool { return todo[i].RunID > todo[j].RunID })
+	t := report.NewTable("runs", fmt.Sprintf("Runs of invocation %s, newest first", inv), "RUN", "run",
+		"COMMAND", "command", "ITEMS", "items", "RESULT", "result")
+	doc := &report.Document{}
+	doc.Add(t)
+	if !c.Bool("apply") {
+		for _, r := range todo {
+			t.Add(r.RunID, recordedCommand(r.Command, r.Args), r.Items, "would be undone")
+		}
+		doc.Note("dry run: nothing was written; add --apply to undo these %d run(s)", len(todo))
+		return e.print(c, doc)
+	}
+	dd, err := e.openWritable(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	eng, err := mutate.New(dd)
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	var firstErr error
+	for i, r := range todo {
+		opts := mutate.ApplyOptions{}
+		if i == 0 {
+			opts.Backup = c.String("backup")
+		}
+		res, err := eng.Undo(c.Context, r.RunID, opts)
+		result := "undone"
+		if res != nil {
+			result = fmt.Sprintf("undone by %s: %s", res.RunID, res.State)
+		}
+		if err != nil {
+			result = "not undone: " + err.Error()
+			firstErr = err
+		}
+		t.Add(r.RunID, recordedCommand(r.Command, r.Args), r.Items, result)
+		if err != nil {
+			break // later (older) runs stay: undoing them under a failed newer one would not restore a state that existed
+		}
+	}
+	if perr := e.print(c, doc); perr != nil {
+		return perr
+	}
+	if firstErr != nil {
+		return journalError(firstErr)
+	}
+	return nil
 }

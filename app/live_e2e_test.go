@@ -633,3 +633,51 @@ type result3 struct {
 	out, errOut string
 	code        int
 }
+
+// TestLiveStoreBadInput: what an SRE mistypes or meets in an incident gets a
+// clear message and the documented exit code, never a panic or a hang.
+func TestLiveStoreBadInput(t *testing.T) {
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 2})
+	notData := t.TempDir()
+	if err := os.WriteFile(filepath.Join(notData, "snapshot.1"), []byte("not a snapshot"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	foreignDB := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(foreignDB, bytes.Repeat([]byte{7}, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		args []string
+		code int
+		says string
+	}{
+		{"unreachable ZooKeeper", []string{"--metadata", "zk://127.0.0.1:1", "--timeout", "2s", "check"}, 3, "127.0.0.1:1"},
+		{"unreachable etcd", []string{"--metadata", "etcd://127.0.0.1:1", "--timeout", "2s", "check"}, 3, "127.0.0.1:1"},
+		{"dataDir of another program", []string{"--metadata", "zk-data:" + notData, "check"}, 3, notData},
+		{"missing dataDir", []string{"--metadata", "zk-data:" + filepath.Join(notData, "nope"), "check"}, 3, "nope"},
+		{"db of another program", []string{"--metadata", "etcd-db:" + foreignDB, "check"}, 3, foreignDB},
+		{"etcd has no time per revision", []string{"--metadata", "etcd-db:" + foreignDB, "--at-time", "2026-01-01T00:00:00Z", "check"}, 2, "revision"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			start := time.Now()
+			stdout, stderr, code := runBin(t, append([]string{"-d", dir}, c.args...)...)
+			if code != c.code || !strings.Contains(stderr, c.says) {
+				t.Fatalf("exit %d, want %d with a message naming %q\nstdout:\n%s\nstderr:\n%s", code, c.code, c.says, stdout, stderr)
+			}
+			if strings.Contains(stderr, "panic:") || strings.Contains(stderr, "goroutine ") {
+				t.Fatalf("a panic reached the user:\n%s", stderr)
+			}
+			if el := time.Since(start); el > 20*time.Second {
+				t.Fatalf("took %v: a dead store must fail within its timeout", el)
+			}
+		})
+	}
+	// On a running server: a chroot that does not exist.
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	stdout, stderr, code := runBin(t, "-d", dir, "--metadata", "zk://"+srv.Addr+"/no/such/chroot", "check")
+	if code != 3 || !strings.Contains(stderr, "/no/such/chroot") {
+		t.Fatalf("missing chroot: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}

@@ -27,12 +27,14 @@ func (e *env) reportCommand() *cli.Command {
 		Description: "Reads what check reads (never writes the stores) and writes one HTML file with no external\n" +
 			"assets: it opens offline. Stores that cannot be opened or read, an empty data dir and topics\n" +
 			"without ledgers are stated in the report rather than failing it.\n" +
+			"--png DIR also writes each topic's timeline and schema chart as PNG files (listed as written).\n" +
 			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html)"},
 			&cli.StringSliceFlag{Name: "topic", Usage: "only these topics (repeat; a base name takes every partition)"},
 			firstEntryIndexKeyFlag(),
 			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the scan of every stored message (no per-version message counts)"},
+			&cli.StringFlag{Name: "png", Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
 		},
 		Action: e.report,
 	}
@@ -40,6 +42,10 @@ func (e *env) reportCommand() *cli.Command {
 
 func (e *env) report(c *cli.Context) error {
 	out := c.String("out")
+	pngDir := c.String("png")
+	if err := checkPNGDir(pngDir); err != nil {
+		return err
+	}
 	var topics []formats.TopicName
 	for _, s := range c.StringSlice("topic") {
 		t, err := topicArg(s)
@@ -58,6 +64,15 @@ func (e *env) report(c *cli.Context) error {
 		return report.CannotOpen(err)
 	}
 	fmt.Fprintf(e.Stdout, "wrote %s: %d findings, %d topics, %d journal runs\n", out, len(r.Findings), len(r.Topics), len(r.Runs))
+	if pngDir != "" {
+		files, err := htmlreport.WritePNGs(pngDir, r)
+		for _, f := range files {
+			fmt.Fprintf(e.Stdout, "wrote %s\n", f.Path)
+		}
+		if err != nil {
+			return report.CannotOpen(err)
+		}
+	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(e.Stderr, "report: %s\n", p)
 	}
@@ -120,6 +135,24 @@ func writeReport(out string, r *htmlreport.Report) error {
 	}
 	if err := os.Rename(tmp, out); err != nil {
 		return fmt.Errorf("write report %s: %w", out, err)
+	}
+	return nil
+}
+
+// checkPNGDir refuses a --png that is not a directory before anything is
+// scanned; a missing one is created when the charts are written.
+func checkPNGDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	st, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return report.BadInputf("--png %s: %v", dir, err)
+	case !st.IsDir():
+		return report.BadInputf("--png %s: not a directory", dir)
 	}
 	return nil
 }

@@ -31,7 +31,7 @@ func (e *env) schemaCommand() *cli.Command {
 					"hash (hex SHA-256 of the definition), ledger_id, entry_id, captured_at. Unreadable versions are\n" +
 					"skipped and listed; the exit code is then 1.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "capture file to write"},
+					&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "capture file to write (- for stdout)"},
 					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema (persistent://tenant/ns/topic or tenant/ns/topic)"},
 					&cli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists"},
 				},
@@ -85,14 +85,19 @@ func (e *env) schemaCapture(c *cli.Context) error {
 		return err
 	}
 	out := c.String("out")
-	if _, err := os.Stat(out); err == nil && !c.Bool("force") {
-		return report.BadInputf("%s exists; use --force to overwrite it", out)
+	if out != "-" {
+		if _, err := os.Stat(out); err == nil && !c.Bool("force") {
+			return report.BadInputf("%s exists; use --force to overwrite it", out)
+		}
 	}
 	dd, err := e.openReadOnly(c)
 	if err != nil {
 		return err
 	}
 	defer dd.Close()
+	if out == "-" {
+		return e.captureToStdout(c, dd, key)
+	}
 
 	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+".tmp-")
 	if err != nil {
@@ -133,14 +138,23 @@ func (e *env) schemaCapture(c *cli.Context) error {
 
 func (e *env) schemaRepair(c *cli.Context) error {
 	apply := c.Bool("apply")
-	if c.String("backup") != "" && !apply {
-		return report.BadInputf("--backup needs --apply")
+	if b := c.String("backup"); b != "" {
+		if !apply {
+			return report.BadInputf("--backup needs --apply")
+		}
+		// Refused before anything is planned or journaled, as back-fill does.
+		if _, err := os.Stat(b); err == nil {
+			return report.BadInputf("--backup %s already exists; name a new file", b)
+		}
 	}
 	key, err := schemaKeyFlag(c)
 	if err != nil {
 		return err
 	}
-	cands, inputErrs, err := repair.LoadCandidates(c.StringSlice("from"))
+	cands, inputErrs, err := repair.LoadCandidatesContext(c.Context, c.StringSlice("from"))
+	if errors.Is(err, context.Canceled) {
+		return err // interrupted while reading the inputs: nothing was opened or written
+	}
 	if err != nil {
 		return report.BadInput(err)
 	}
@@ -160,6 +174,11 @@ func (e *env) schemaRepair(c *cli.Context) error {
 		return err
 	}
 	defer dd.Close()
+	if topic, _ := optionalTopic(c); topic != nil {
+		if err := checkTopicKnown(c.Context, dd, *topic); err != nil {
+			return err
+		}
+	}
 	if opts.Usage, err = e.usageFunc(c, dd); err != nil {
 		return err
 	}
@@ -245,6 +264,9 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 	if rp.UnusedInputs > 0 {
 		doc.Note("%d input record(s) were not needed (their versions are readable or their hashes match no lost version)", rp.UnusedInputs)
 	}
+	for _, n := range orphanedByRepair(rp) {
+		doc.Note("%s", n)
+	}
 	doc.Extra["unresolved"] = rp.Unresolved()
 	doc.Extra["restored"] = rp.Restored()
 
@@ -311,4 +333,49 @@ func messageScan(dd *store.DataDir) repair.MessageScan {
 func repairSpan(s inspect.MessageSpan) repair.MessageSpan {
 	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries, First: s.First.String(), Last: s.Last.String(),
 		FirstPublishMs: int64(s.FirstPublishMs), LastPublishMs: int64(s.LastPublishMs)}
+}
+
+// orphanedByRepair says which old ledgers a repair leaves referenced by nothing:
+// a version whose entry was lost but whose ledger node (or other entries)
+// remain gets a new ledger, and the old one becomes an orphan that check
+// reports as a warning. The repair says so, so that check's exit 1 afterwards
+// is no surprise.
+func orphanedByRepair(rp *repair.RepairPlan) []string {
+	stillUsed := map[int64]bool{}
+	for _, v := range rp.Versions {
+		if v.NewLedgerID == 0 {
+			stillUsed[v.OldLedgerID] = true
+		}
+	}
+	var out []string
+	seen := map[int64]bool{}
+	for _, v := range rp.Versions {
+		id := v.OldLedgerID
+		if v.NewLedgerID == 0 || id <= 0 || v.State == repair.StateLostLedger || stillUsed[id] || seen[id] {
+			continue
+		}
+		seen[id] = true
+		out = append(out, fmt.Sprintf("ledger %d, the old ledger of %s version %d (%s), is referenced by nothing once "+
+			"this repair is written: check then reports it as orphan-ledger (a warning, exit 1); keep it while it may be "+
+			"evidence (its node: %s)", id, v.SchemaKey, v.Version, v.State, formats.LedgerPath(id)))
+	}
+	return out
+}
+
+// captureToStdout writes the capture to stdout (--out -); the summary, and the
+// skipped versions, go to stderr so stdout is the capture alone.
+func (e *env) captureToStdout(c *cli.Context, dd *store.DataDir, key string) error {
+	st, err := repair.Capture(c.Context, dd, key, e.Stdout)
+	if err != nil {
+		return report.CannotOpen(fmt.Errorf("capture to stdout: %w", err))
+	}
+	fmt.Fprintf(e.Stderr, "ledgermedic: captured %d version(s) of %d schema key(s) to stdout\n", st.Written, st.SchemaKeys)
+	if len(st.Skipped) > 0 {
+		if err := report.PrintWith(e.Stderr, &report.Document{Tables: []*report.Table{repair.SkippedTable(st)}},
+			report.Options{Format: report.FormatTable, Width: e.width()}); err != nil {
+			return report.CannotOpen(err)
+		}
+		return report.ErrFindings
+	}
+	return nil
 }

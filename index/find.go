@@ -2,6 +2,7 @@ package index
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -39,7 +40,10 @@ type Answer struct {
 	PastEnd bool `json:"past_end"`
 	// NotLocal: the target lies in a ledger whose entries are not in the ledger store
 	// (offloaded); Position names the ledger and EntryID is -1.
-	NotLocal bool     `json:"not_local"`
+	NotLocal bool `json:"not_local"`
+	// Lost: the target lies in a ledger whose entries are gone from the ledger
+	// store (and not offloaded); Position names the ledger and EntryID is -1.
+	Lost     bool     `json:"lost"`
 	Position Position `json:"position"`
 	// Base and Last are the broker indexes of the entry's first and last message.
 	Base        int64  `json:"base_offset"`
@@ -76,6 +80,9 @@ type Finder struct {
 	legacyWhy string
 	notes     []string // said with every answer
 	all       *span    // every local entry, for the legacy search
+	// lost holds ledgers a search found entries missing from (not offloaded):
+	// searches go around them, as around offloaded ones.
+	lost map[int64]bool
 }
 
 // NewFinder reads the managed ledger's metadata; it reads no entry (only the
@@ -85,7 +92,7 @@ func NewFinder(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, opts FindOpti
 	if err != nil {
 		return nil, err
 	}
-	f := &Finder{ls: ls, key: opts.key()}
+	f := &Finder{ls: ls, key: opts.key(), lost: map[int64]bool{}}
 	for _, ref := range refs {
 		if ref.Entries > 0 {
 			f.refs = append(f.refs, ref)
@@ -125,6 +132,9 @@ func (f *Finder) newSearcher(ctx context.Context) *searcher {
 }
 
 func (s *searcher) finish(start time.Time) *Answer {
+	if s.ans.NotLocal && s.lost[s.ans.Position.LedgerID] {
+		s.ans.NotLocal, s.ans.Lost = false, true
+	}
 	s.ans.EntryReads = s.r.reads
 	s.ans.LedgersTouched = len(s.r.touched)
 	s.ans.Elapsed = time.Since(start)
@@ -150,11 +160,63 @@ func (f *Finder) Offset(ctx context.Context, target int64, legacy bool) (*Answer
 	if target < 0 {
 		return nil, fmt.Errorf("offset %d: offsets are not negative", target)
 	}
-	s := f.newSearcher(ctx)
-	if err := s.findOffset(target, legacy); err != nil {
-		return nil, err
+	return f.aroundLost(func() (*searcher, error) {
+		s := f.newSearcher(ctx)
+		return s, s.findOffset(target, legacy)
+	}, start)
+}
+
+// missingEntry is a read of an entry the ledger store does not hold although
+// metadata counts it: its ledger is lost (wholly or in part).
+type missingEntry struct {
+	ledger, entry int64
+	err           error
+}
+
+func (m *missingEntry) Error() string { return m.err.Error() }
+func (m *missingEntry) Unwrap() error { return m.err }
+
+// aroundLost runs a search; when it reads into a ledger whose entries are gone,
+// it marks that ledger lost and searches again without it. In an incident holes
+// are normal: an answer in an intact ledger must not depend on a lost one.
+func (f *Finder) aroundLost(search func() (*searcher, error), start time.Time) (*Answer, error) {
+	var lostNotes []string
+	for range len(f.refs) + 1 {
+		s, err := search()
+		var m *missingEntry
+		if errors.As(err, &m) && !f.lost[m.ledger] && f.markLost(m.ledger) {
+			lostNotes = append(lostNotes, fmt.Sprintf("ledger %d is lost (entry %d is not in the ledger store although metadata "+
+				"counts it): it was left out of the search", m.ledger, m.entry))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		s.ans.Notes = append(lostNotes, s.ans.Notes...)
+		return s.finish(start), nil
 	}
-	return s.finish(start), nil
+	return nil, fmt.Errorf("search did not settle around lost ledgers")
+}
+
+// markLost takes ledger id out of every later search; false when no ref has it.
+func (f *Finder) markLost(id int64) bool {
+	for i := range f.refs {
+		if f.refs[i].ID == id {
+			f.refs[i].NotLocal = true
+			f.lost[id] = true
+			f.all = f.localSpan(0, len(f.refs), nil)
+			return true
+		}
+	}
+	return false
+}
+
+// absent says why a ledger's entries are not searched.
+func (f *Finder) absent(id int64) string {
+	if f.lost[id] {
+		return "is lost"
+	}
+	return "was offloaded"
 }
 
 func (s *searcher) findOffset(t int64, legacy bool) error {
@@ -212,7 +274,7 @@ func (s *searcher) searchOneLedger(t int64, k, j int) error {
 	ref := s.refs[k]
 	if ref.NotLocal {
 		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, -1}
-		s.ans.note("offset %d is in ledger %d, which was offloaded: its entries are not in the ledger store", t, ref.ID)
+		s.ans.note("offset %d is in ledger %d, which %s: its entries are not in the ledger store", t, ref.ID, s.absent(ref.ID))
 		return nil
 	}
 	ip := &interpolation{Target: t, LoOff: ref.First, HiOff: -1}
@@ -241,10 +303,10 @@ func (s *searcher) firstEntryOf(j int) error {
 	ref := s.refs[j]
 	if ref.NotLocal {
 		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, 0}
-		s.ans.note("the answer is entry 0 of ledger %d, which was offloaded: its entries are not in the ledger store", ref.ID)
+		s.ans.note("the answer is entry 0 of ledger %d, which %s: its entries are not in the ledger store", ref.ID, s.absent(ref.ID))
 		return nil
 	}
-	e, err := s.r.readIndexed(ref.ID, 0)
+	e, err := s.readIndexed(ref.ID, 0)
 	if err != nil {
 		return err
 	}
@@ -258,7 +320,25 @@ func (s *searcher) pastEnd() {
 }
 
 func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
-	return func(entryID int64) (EntryInfo, error) { return s.r.readIndexed(ledgerID, entryID) }
+	return func(entryID int64) (EntryInfo, error) { return s.readIndexed(ledgerID, entryID) }
+}
+
+// read and readIndexed are the reader's, with a missing entry typed for aroundLost.
+func (s *searcher) read(ledgerID, entryID int64) (EntryInfo, error) {
+	e, err := s.r.read(ledgerID, entryID)
+	return e, missing(ledgerID, entryID, err)
+}
+
+func (s *searcher) readIndexed(ledgerID, entryID int64) (EntryInfo, error) {
+	e, err := s.r.readIndexed(ledgerID, entryID)
+	return e, missing(ledgerID, entryID, err)
+}
+
+func missing(ledgerID, entryID int64, err error) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return &missingEntry{ledger: ledgerID, entry: entryID, err: err}
+	}
+	return err
 }
 
 // legacyOffset is the search upstream runs without firstEntryIndex: a binary search
@@ -269,7 +349,7 @@ func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
 func (s *searcher) legacyOffset(t int64, span *span, next int) error {
 	pos, e, ok, err := lowerBound(s.ctx, span.total(), byOffset(t), func(g int64) (EntryInfo, error) {
 		p := span.position(g)
-		return s.r.readIndexed(p.LedgerID, p.EntryID)
+		return s.readIndexed(p.LedgerID, p.EntryID)
 	}, nil)
 	if err != nil {
 		return err
@@ -277,8 +357,14 @@ func (s *searcher) legacyOffset(t int64, span *span, next int) error {
 	if ok {
 		s.ans.land(span.position(pos), e)
 		if e.Base > t {
-			span.noteGapBefore(s.ans, pos)
+			s.gapBefore(span, pos, t, e.Base)
 		}
+		return nil
+	}
+	if n := len(s.refs); n > 0 && s.lost[s.refs[n-1].ID] && next < 0 {
+		last := s.refs[n-1]
+		s.ans.Lost, s.ans.Position = true, Position{last.ID, -1}
+		s.ans.note("offset %d is after every entry the ledger store holds; the last ledger, %d, is lost: the offset may have been in it", t, last.ID)
 		return nil
 	}
 	if next >= 0 {
@@ -307,7 +393,7 @@ func (f *Finder) localSpan(from, to int, a *Answer) *span {
 			gap = ref.ID
 			sp.skipped = append(sp.skipped, ref.ID)
 			if a != nil {
-				a.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+				a.note("ledger %d %s: its entries are not in the ledger store and were not searched", ref.ID, f.absent(ref.ID))
 			}
 			continue
 		}
@@ -323,7 +409,7 @@ func (f *Finder) localSpan(from, to int, a *Answer) *span {
 
 func (s *searcher) noteSkipped(sp *span) {
 	for _, id := range sp.skipped {
-		s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", id)
+		s.ans.note("ledger %d %s: its entries are not in the ledger store and were not searched", id, s.absent(id))
 	}
 }
 
@@ -338,13 +424,25 @@ func (sp *span) position(g int64) Position {
 	return Position{sp.refs[i].ID, g - sp.starts[i]}
 }
 
-// noteGapBefore warns when the answer starts after the target and an offloaded
-// ledger that was not searched lies just before it: the target may be in there.
-func (sp *span) noteGapBefore(a *Answer, g int64) {
+// gapBefore handles an answer that starts after the target t with a ledger that
+// was not searched just before it. Broker offsets are continuous, so t lies in
+// that ledger: a lost ledger makes the answer "lost" (the entry is gone); for
+// an offloaded one the answer stays and a note says where t may be.
+func (s *searcher) gapBefore(sp *span, g, t, nextBase int64) {
 	i := sp.ledgerOf(g)
-	if g == sp.starts[i] && sp.gaps[i] != 0 {
-		a.note("the target may lie in offloaded ledger %d, just before the answer", sp.gaps[i])
+	if g != sp.starts[i] || sp.gaps[i] == 0 {
+		return
 	}
+	id := sp.gaps[i]
+	if !s.lost[id] {
+		s.ans.note("the target may lie in offloaded ledger %d, just before the answer", id)
+		return
+	}
+	next := s.ans.Position
+	s.ans.Found, s.ans.Lost, s.ans.Position = false, true, Position{id, -1}
+	s.ans.Base, s.ans.Last, s.ans.PublishTime, s.ans.BrokerTime = 0, 0, 0, 0
+	s.ans.note("offset %d is in ledger %d, which is lost: the next entry the ledger store holds is %v (offset %d)",
+		t, id, next, nextBase)
 }
 
 // FindTime builds a Finder and runs one Time search.
@@ -365,8 +463,13 @@ func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer
 	if targetMS < 0 {
 		return nil, fmt.Errorf("time %d: times are not negative", targetMS)
 	}
-	s := f.newSearcher(ctx)
-	t := uint64(targetMS)
+	return f.aroundLost(func() (*searcher, error) {
+		s := f.newSearcher(ctx)
+		return s, s.findTime(uint64(targetMS), legacy)
+	}, start)
+}
+
+func (s *searcher) findTime(t uint64, legacy bool) error {
 	judge := byTime(t)
 	if legacy {
 		s.ans.Method = MethodLegacy
@@ -374,10 +477,10 @@ func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer
 		sp := s.all
 		pos, e, ok, err := lowerBound(s.ctx, sp.total(), judge, func(g int64) (EntryInfo, error) {
 			p := sp.position(g)
-			return s.r.read(p.LedgerID, p.EntryID)
+			return s.read(p.LedgerID, p.EntryID)
 		}, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ok {
 			s.ans.land(sp.position(pos), e)
@@ -386,27 +489,27 @@ func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer
 		} else {
 			s.ans.PastEnd = true
 		}
-		return s.finish(start), nil
+		return nil
 	}
 	s.ans.Method = MethodTime
 	for _, ref := range s.refs {
 		// A ledger closed before the target holds only older entries. 0: not recorded.
-		if ref.Timestamp != 0 && ref.Timestamp < targetMS && !ref.Open {
+		if ref.Timestamp != 0 && ref.Timestamp < int64(t) && !ref.Open {
 			continue
 		}
 		if ref.NotLocal {
-			s.ans.note("ledger %d was offloaded: its entries are not in the ledger store and were not searched", ref.ID)
+			s.ans.note("ledger %d %s: its entries are not in the ledger store and were not searched", ref.ID, s.absent(ref.ID))
 			continue
 		}
-		i, e, ok, err := lowerBound(ctx, ref.Entries, judge, func(entryID int64) (EntryInfo, error) {
-			return s.r.read(ref.ID, entryID)
+		i, e, ok, err := lowerBound(s.ctx, ref.Entries, judge, func(entryID int64) (EntryInfo, error) {
+			return s.read(ref.ID, entryID)
 		}, nil)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if ok {
 			s.ans.land(Position{ref.ID, i}, e)
-			return s.finish(start), nil
+			return nil
 		}
 	}
 	if len(s.refs) > 0 {
@@ -414,7 +517,7 @@ func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer
 	} else {
 		s.ans.PastEnd = true
 	}
-	return s.finish(start), nil
+	return nil
 }
 
 // idList shortens a list of ledger ids for a message.

@@ -262,6 +262,8 @@ func (e *Engine) Apply(ctx context.Context, plan *Plan, opts ApplyOptions) (*Res
 	if err != nil {
 		return nil, err
 	}
+	inv := invocationOf(ctx)
+	rec.ToolVersion, rec.Invocation = inv.ToolVersion, inv.ID
 	return e.run(ctx, rec, opts)
 }
 
@@ -297,6 +299,8 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 		return nil, err
 	}
 	rec.UndoOf = runID
+	who := invocationOf(ctx)
+	rec.ToolVersion, rec.Invocation = who.ToolVersion, who.ID
 	return e.run(ctx, rec, opts)
 }
 

@@ -1,6 +1,7 @@
 package mutate
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -111,8 +112,13 @@ type RunRecord struct {
 	// MetadataStore is the metadata store the run writes: "" for the data dir's own,
 	// else its URL (a live ZooKeeper or etcd). Recovery and undo act on a run only
 	// with that same store open.
-	MetadataStore string   `json:"metadataStore,omitempty"`
-	State         RunState `json:"state"`
+	MetadataStore string `json:"metadataStore,omitempty"`
+	// ToolVersion is the ledgermedic version that wrote the run; Invocation ids
+	// the command invocation, shared by every run one command makes (a back-fill
+	// writes one run per batch), so they can be undone together.
+	ToolVersion string   `json:"toolVersion,omitempty"`
+	Invocation  string   `json:"invocation,omitempty"`
+	State       RunState `json:"state"`
 	// Backup is the metadata backup file written before applying, if any.
 	Backup   string        `json:"backup,omitempty"`
 	Items    []JournalItem `json:"items"`
@@ -133,6 +139,8 @@ type RunSummary struct {
 	Epoch     uint64            `json:"epoch"`
 	// MetadataStore: "" for the data dir's own, else the live store's URL.
 	MetadataStore string   `json:"metadataStore,omitempty"`
+	ToolVersion   string   `json:"toolVersion,omitempty"`
+	Invocation    string   `json:"invocation,omitempty"`
 	State         RunState `json:"state"`
 	Items         int      `json:"items"`
 	Verified      bool     `json:"verified"`
@@ -157,7 +165,8 @@ func List(journalDir string) ([]RunSummary, error) {
 	for _, r := range recs {
 		out = append(out, RunSummary{
 			RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
-			CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, State: r.State, Items: len(r.Items),
+			CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, ToolVersion: r.ToolVersion,
+			Invocation: r.Invocation, State: r.State, Items: len(r.Items),
 			Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy[r.RunID], Error: r.Error,
 		})
 	}
@@ -370,4 +379,26 @@ func removeTemps(dir string) error {
 		}
 	}
 	return nil
+}
+
+// invocationKey carries an Invocation in a context.
+type invocationKey struct{}
+
+// Invocation is who writes: the tool's version and the id of the command
+// invocation. The CLI puts it in the context of every command; each run the
+// engine journals under that context records it.
+type Invocation struct {
+	ID          string
+	ToolVersion string
+}
+
+// WithInvocation returns ctx carrying inv.
+func WithInvocation(ctx context.Context, inv Invocation) context.Context {
+	return context.WithValue(ctx, invocationKey{}, inv)
+}
+
+// invocationOf is the Invocation ctx carries, or the zero one.
+func invocationOf(ctx context.Context) Invocation {
+	inv, _ := ctx.Value(invocationKey{}).(Invocation)
+	return inv
 }

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
@@ -75,6 +76,12 @@ const maxInputFile = 1 << 30
 // name order, recursively, skipping dot files). Records that cannot be used are
 // returned as InputErrors; an unreadable path is an error.
 func LoadCandidates(paths []string) ([]Candidate, []*InputError, error) {
+	return LoadCandidatesContext(context.Background(), paths)
+}
+
+// LoadCandidatesContext is LoadCandidates that stops, with ctx's error, soon after
+// ctx is done (Ctrl-C while a large capture is parsed).
+func LoadCandidatesContext(ctx context.Context, paths []string) ([]Candidate, []*InputError, error) {
 	var cands []Candidate
 	var bad []*InputError
 	for _, p := range paths {
@@ -87,7 +94,13 @@ func LoadCandidates(paths []string) ([]Candidate, []*InputError, error) {
 			if err != nil {
 				return nil, nil, err
 			}
-			c, b := ParseCandidates(f, data)
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+			c, b, err := ParseCandidatesContext(ctx, f, data)
+			if err != nil {
+				return nil, nil, fmt.Errorf("input %s: %w", f, err)
+			}
 			cands = append(cands, c...)
 			bad = append(bad, b...)
 		}
@@ -146,11 +159,27 @@ func readInput(path string) ([]byte, error) {
 // concatenated documents, or JSON arrays of them, in any of the supported shapes.
 // name labels the sources ("name:line").
 func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
+	c, b, _ := ParseCandidatesContext(context.Background(), name, data)
+	return c, b
+}
+
+// ctxCheckEvery is how many records are parsed between looks at the context:
+// often enough to stop within milliseconds, rarely enough to cost nothing.
+const ctxCheckEvery = 256
+
+// ParseCandidatesContext is ParseCandidates that returns ctx's error soon after
+// ctx is done.
+func ParseCandidatesContext(ctx context.Context, name string, data []byte) ([]Candidate, []*InputError, error) {
 	var cands []Candidate
 	var bad []*InputError
 	dec := json.NewDecoder(bytes.NewReader(data))
 	var lines lineCounter
-	for {
+	for n := 0; ; n++ {
+		if n%ctxCheckEvery == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, nil, err
+			}
+		}
 		start := int(dec.InputOffset())
 		var raw json.RawMessage
 		err := dec.Decode(&raw)
@@ -166,7 +195,7 @@ func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
 		cands = append(cands, c...)
 		bad = append(bad, b...)
 	}
-	return cands, bad
+	return cands, bad, nil
 }
 
 // lineCounter turns byte offsets that only grow into line numbers, counting each

@@ -58,14 +58,17 @@ func writeBenchSnapshot(dir string, count *int) error {
 		sw.WriteNode(SnapNode{Path: path, Data: data, ACLRef: 1, Stat: Stat{Czxid: int64(n), Mzxid: int64(n), Ctime: 1.7e12, Mtime: 1.7e12}})
 		n++
 	}
-	// Pre-order: each parent before its children, children unsorted like a HashSet.
-	for _, p := range []string{"/", "/managed-ledgers", "/managed-ledgers/public", "/managed-ledgers/public/default", "/managed-ledgers/public/default/persistent", "/ledgers", "/ledgers/00"} {
+	// Depth-first pre-order as DataTree.serializeNode writes it: each node, then
+	// its children's subtrees, children unsorted like a HashSet.
+	for _, p := range []string{"/", "/managed-ledgers", "/managed-ledgers/public", "/managed-ledgers/public/default", "/managed-ledgers/public/default/persistent"} {
 		put(p, 0)
 	}
 	for i := range 100_000 {
 		t := fmt.Sprintf("/managed-ledgers/public/default/persistent/topic-%06d", (i*7919)%100_000)
 		put(t, 120+i%180)
 	}
+	put("/ledgers", 0)
+	put("/ledgers/00", 0)
 	for hi := range 100 {
 		d := fmt.Sprintf("/ledgers/00/%04d", (hi*37)%100)
 		put(d, 0)

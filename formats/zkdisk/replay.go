@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -101,6 +102,10 @@ func Load(dir string, opts LoadOptions) (*View, error) {
 	if err := loadNewestSnapshot(v, snaps, atZxid, time.Time{}); err != nil {
 		return nil, err
 	}
+	if v.Snapshot == "" && len(logs) == 0 {
+		// Nothing readable at all: an empty tree would pass for a cluster with no metadata.
+		return nil, fmt.Errorf("%s: %w: no snapshot could be read and there is no txn log (%s)", dir, ErrNoData, strings.Join(v.Notes, "; "))
+	}
 	replay(v, logs, atZxid)
 	v.Tree.Compact()
 	return v, nil
@@ -140,25 +145,79 @@ func loadNewestSnapshot(v *View, snaps []fileAt, atZxid int64, notAfter time.Tim
 	if len(snaps) > 0 {
 		v.Notes = append(v.Notes, "no usable snapshot: replaying the logs onto an empty tree")
 	}
-	v.Tree, v.Sessions = newTree(nil), map[int64]int32{}
+	v.Tree, v.Sessions = newTree(nil, nil), map[int64]int32{}
 	v.Tree.put(Node{Path: "/"})
 	return nil
 }
 
 // loadSnapshot reads a whole snapshot into a tree; newest is the latest node
-// ctime/mtime (ZooKeeper records no time for a snapshot itself).
+// ctime/mtime (ZooKeeper records no time for a snapshot itself). A plain file is
+// read whole and scanned in memory; a compressed one, or one the scan finds
+// anything wrong with, is streamed by SnapshotReader, which names the damage.
 func loadSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
+	if _, comp, _ := ParseSnapshotName(filepath.Base(path)); comp == "" {
+		if t, sessions, newest, ok := loadSnapshotImage(path); ok {
+			return t, sessions, newest, nil
+		}
+	}
+	return streamSnapshot(path)
+}
+
+func loadSnapshotImage(path string) (*Tree, map[int64]int32, time.Time, bool) {
+	buf, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, time.Time{}, false
+	}
+	im := &snapshotImage{buf: buf, sum: startPrefixAdler(buf)}
+	// A node takes at least 76 bytes on disk.
+	pt := newParentTracker(len(buf) / 256)
+	if !im.scan(pt) {
+		im.sum.halt()
+		return nil, nil, time.Time{}, false
+	}
+	perm, dups := treeOrder(im.paths, im.names(), pt.result())
+	nodes := make([]Node, len(perm))
+	var newest int64
+	var touch byte
+	for k, i := range perm {
+		// Records are read in path order, all over the file: touching one a few
+		// places ahead lets its cache miss overlap with this node's decoding.
+		if k+8 < len(perm) {
+			touch += im.buf[im.recs[perm[k+8]]]
+		}
+		n := &nodes[k]
+		*n = im.node(i)
+		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
+	}
+	prefetchSink = touch
+	return sortedTree(nodes, dups), sessionMap(im.sessions), time.UnixMilli(newest), true
+}
+
+// prefetchSink keeps the compiler from dropping the touches above.
+var prefetchSink byte
+
+func sessionMap(list []Session) map[int64]int32 {
+	sessions := make(map[int64]int32, len(list))
+	for _, s := range list {
+		sessions[s.ID] = s.TimeoutMs
+	}
+	return sessions
+}
+
+func streamSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 	sr, err := OpenSnapshot(path)
 	if err != nil {
 		return nil, nil, time.Time{}, err
 	}
 	defer sr.Close()
 	var nodes []Node
+	var paths []string
 	if fi, err := os.Stat(path); err == nil {
 		// Real bytes bound the guess: a node takes at least 76 bytes on disk,
 		// about 128 with a Pulsar-length path.
 		nodes = make([]Node, 0, min(fi.Size()/128, 1<<24))
 	}
+	pt := newParentTracker(cap(nodes))
 	var newest int64
 	for {
 		n, err := sr.Next()
@@ -170,12 +229,10 @@ func loadSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 		}
 		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
 		nodes = append(nodes, Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
+		paths = append(paths, n.Path)
+		pt.add(paths)
 	}
-	sessions := make(map[int64]int32, len(sr.Sessions))
-	for _, s := range sr.Sessions {
-		sessions[s.ID] = s.TimeoutMs
-	}
-	return newTree(nodes), sessions, time.UnixMilli(newest), nil
+	return newTree(nodes, pt.result()), sessionMap(sr.Sessions), time.UnixMilli(newest), nil
 }
 
 // zxidAtTime finds the last logged txn whose time is <= at. found is false when

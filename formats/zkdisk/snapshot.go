@@ -4,10 +4,13 @@ import (
 	"compress/gzip"
 	"errors"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"unsafe"
 )
 
 // File magics (FileSnap / FileTxnLog headers).
@@ -454,4 +457,280 @@ func ReadSnapshotFile(path string) (*SnapshotReader, []SnapNode, error) {
 		}
 		nodes = append(nodes, n)
 	}
+}
+
+// snapshotImage is a whole plain snapshot file in memory, scanned once for the
+// tree loader: node i's path is paths[i] and its record (data length onwards)
+// starts at recs[i]; paths and node data alias buf, which is never written.
+// It handles well-formed files only: on anything unexpected scan reports false
+// and the caller reads the file again with SnapshotReader, whose errors name
+// the offset and cause. Reading the file whole spares a copy of every value
+// and an allocation per path, and lets the seals' Adler-32 run on another core.
+type snapshotImage struct {
+	buf      []byte
+	sessions []Session
+	paths    []string
+	recs     []int
+	sum      *prefixAdler
+	off      int
+	// Each node's last path component, copied side by side: sorting siblings
+	// by name then reads a few MB that stay in cache, not the whole file.
+	nameBuf []byte
+	nameEnd []int
+}
+
+// names is each node's last path component ("" for the root).
+func (im *snapshotImage) names() []string {
+	out := make([]string, len(im.nameEnd))
+	start := 0
+	for i, end := range im.nameEnd {
+		if end > start {
+			out[i] = unsafe.String(&im.nameBuf[start], end-start)
+		}
+		start = end
+	}
+	return out
+}
+
+// snapRecordFixed is a node's ACL ref and StatPersisted after its data.
+const snapRecordFixed = 8 + 60
+
+func (im *snapshotImage) take(n int) ([]byte, bool) {
+	if n < 0 || len(im.buf)-im.off < n {
+		return nil, false
+	}
+	b := im.buf[im.off : im.off+n : im.off+n]
+	im.off += n
+	return b, true
+}
+
+func (im *snapshotImage) i32() (int32, bool) {
+	b, ok := im.take(4)
+	if !ok {
+		return 0, false
+	}
+	return be32(b), true
+}
+
+func (im *snapshotImage) i64() (int64, bool) {
+	b, ok := im.take(8)
+	if !ok {
+		return 0, false
+	}
+	return be64(b), true
+}
+
+// str is a jute string (null reads as ""), aliasing buf.
+func (im *snapshotImage) str() (string, bool) {
+	n, ok := im.i32()
+	if !ok || n == -1 {
+		return "", ok
+	}
+	b, ok := im.take(int(n))
+	if !ok || len(b) == 0 {
+		return "", ok
+	}
+	return unsafe.String(&b[0], len(b)), true
+}
+
+// scan checks the layout SnapshotReader checks (header, sessions, ACL cache,
+// nodes, seals and trailer) and indexes the nodes; pt learns their parents.
+func (im *snapshotImage) scan(pt *parentTracker) bool {
+	magic, ok1 := im.i32()
+	version, ok2 := im.i32()
+	_, ok3 := im.i64()
+	if !ok1 || !ok2 || !ok3 || magic != SnapMagic || version != 2 {
+		return false
+	}
+	n, ok := im.i32()
+	for i := int32(0); ok && i < n; i++ {
+		var s Session
+		s.ID, ok = im.i64()
+		if ok {
+			s.TimeoutMs, ok = im.i32()
+		}
+		im.sessions = append(im.sessions, s)
+	}
+	if !ok || !im.skipACLs() {
+		return false
+	}
+	for {
+		p, ok := im.str()
+		if !ok {
+			return false
+		}
+		if p == "/" {
+			return im.trailer()
+		}
+		if p == "" {
+			p = "/"
+		}
+		rec := im.off
+		dlen, ok := im.i32()
+		if !ok || dlen < -1 {
+			return false
+		}
+		if _, ok := im.take(max(int(dlen), 0) + snapRecordFixed); !ok {
+			return false
+		}
+		im.paths, im.recs = append(im.paths, p), append(im.recs, rec)
+		im.nameBuf = append(im.nameBuf, p[strings.LastIndexByte(p, '/')+1:]...)
+		im.nameEnd = append(im.nameEnd, len(im.nameBuf))
+		pt.add(im.paths)
+	}
+}
+
+func (im *snapshotImage) skipACLs() bool {
+	m, ok := im.i32()
+	for i := int32(0); ok && i < m; i++ {
+		var k int32
+		if _, ok = im.i64(); ok {
+			k, ok = im.i32()
+		}
+		ok = ok && k >= -1
+		for j := int32(0); ok && j < k; j++ {
+			if _, ok = im.i32(); ok {
+				if _, ok = im.str(); ok {
+					_, ok = im.str()
+				}
+			}
+		}
+	}
+	return ok
+}
+
+// trailer checks seal 1 and the optional 3.6+ and 3.9 parts, as readTrailer.
+func (im *snapshotImage) trailer() bool {
+	if !im.seal() {
+		return false
+	}
+	if im.off == len(im.buf) {
+		return true
+	}
+	_, ok1 := im.i64()
+	dv, ok2 := im.i32()
+	if !ok1 || !ok2 {
+		return false
+	}
+	var ok bool
+	if dv < 2 {
+		_, ok = im.str()
+	} else {
+		_, ok = im.i64()
+	}
+	if !ok || !im.seal() {
+		return false
+	}
+	if im.off == len(im.buf) {
+		return true
+	}
+	if _, ok := im.i64(); !ok || !im.seal() {
+		return false
+	}
+	return im.off == len(im.buf)
+}
+
+// seal checks an int64 Adler-32 of everything before it, then the string "/".
+func (im *snapshotImage) seal() bool {
+	want := im.sum.at(im.off)
+	got, ok := im.i64()
+	if !ok || uint64(got) != uint64(want) {
+		return false
+	}
+	slash, ok := im.i32()
+	if !ok || slash != 1 {
+		return false
+	}
+	b, ok := im.take(1)
+	return ok && b[0] == '/'
+}
+
+// node decodes node i (its record was checked by scan).
+func (im *snapshotImage) node(i int32) Node {
+	b := im.buf[im.recs[i]:]
+	n := Node{Path: im.paths[i]}
+	dlen := int(be32(b))
+	b = b[4:]
+	if dlen >= 0 {
+		n.Data, b = b[:dlen:dlen], b[dlen:]
+	}
+	n.ACLRef = be64(b)
+	b = b[8:]
+	n.Stat = Stat{
+		Czxid: be64(b), Mzxid: be64(b[8:]), Ctime: be64(b[16:]), Mtime: be64(b[24:]),
+		Version: be32(b[32:]), Cversion: be32(b[36:]), Aversion: be32(b[40:]),
+		EphemeralOwner: be64(b[44:]), Pzxid: be64(b[52:]),
+	}
+	return n
+}
+
+// prefixAdler computes, on its own goroutine, the Adler-32 of each 1 MiB-aligned
+// prefix of buf, so a seal near the end of a large snapshot is checked by
+// summing only the bytes after the last boundary.
+type prefixAdler struct {
+	buf    []byte
+	prefix []uint32 // prefix[k] = Adler-32 of buf[:k<<20]
+	done   chan struct{}
+	stop   atomic.Bool
+}
+
+const adlerBlock = 1 << 20
+
+func startPrefixAdler(buf []byte) *prefixAdler {
+	pa := &prefixAdler{buf: buf, prefix: make([]uint32, len(buf)/adlerBlock+1), done: make(chan struct{})}
+	go func() {
+		defer close(pa.done)
+		h := adler32.New()
+		pa.prefix[0] = h.Sum32()
+		for k := 1; k < len(pa.prefix) && !pa.stop.Load(); k++ {
+			h.Write(buf[(k-1)*adlerBlock : k*adlerBlock])
+			pa.prefix[k] = h.Sum32()
+		}
+	}()
+	return pa
+}
+
+// at is the Adler-32 of buf[:off].
+func (pa *prefixAdler) at(off int) uint32 {
+	<-pa.done
+	k := off / adlerBlock
+	if pa.stop.Load() {
+		k = 0
+	}
+	return adlerUpdate(pa.prefix[k], pa.buf[k*adlerBlock:off])
+}
+
+// halt stops the goroutine early when the scan gave up.
+func (pa *prefixAdler) halt() {
+	pa.stop.Store(true)
+	<-pa.done
+}
+
+// adlerUpdate continues an Adler-32 over p (RFC 1950: sums mod 65521, folded
+// before the 32-bit sums can overflow, which takes 5552 bytes).
+func adlerUpdate(sum uint32, p []byte) uint32 {
+	const mod, nmax = 65521, 5552
+	s1, s2 := sum&0xffff, sum>>16
+	for len(p) > 0 {
+		q := p[:min(len(p), nmax)]
+		p = p[len(q):]
+		for len(q) >= 4 {
+			s1 += uint32(q[0])
+			s2 += s1
+			s1 += uint32(q[1])
+			s2 += s1
+			s1 += uint32(q[2])
+			s2 += s1
+			s1 += uint32(q[3])
+			s2 += s1
+			q = q[4:]
+		}
+		for _, c := range q {
+			s1 += uint32(c)
+			s2 += s1
+		}
+		s1 %= mod
+		s2 %= mod
+	}
+	return s2<<16 | s1
 }

@@ -30,10 +30,43 @@ type Tree struct {
 	dirty  bool
 }
 
-func newTree(nodes []Node) *Tree {
-	sortNodes(nodes)
-	// A snapshot never holds a path twice; if a damaged one does, keep the last.
-	nodes = slices.CompactFunc(nodes, func(a, b Node) bool { return a.Path == b.Path })
+// newTree sorts nodes into a tree. parents, when not nil, gives each node's
+// parent index (-1 for the root) as a pre-order snapshot yields them.
+func newTree(nodes []Node, parents []int32) *Tree {
+	paths := make([]string, len(nodes))
+	var names []string
+	if parents != nil {
+		names = make([]string, len(nodes))
+	}
+	for i := range nodes {
+		p := nodes[i].Path
+		paths[i] = p
+		if names != nil {
+			names[i] = p[strings.LastIndexByte(p, '/')+1:]
+		}
+	}
+	perm, dups := treeOrder(paths, names, parents)
+	permute(nodes, perm)
+	return sortedTree(nodes, dups)
+}
+
+// sortedTree makes a tree of nodes already in path order (equal paths in file
+// order); dups says whether any path is there twice.
+func sortedTree(nodes []Node, dups bool) *Tree {
+	if dups {
+		// A snapshot never holds a path twice; if a damaged one does, keep the
+		// last, as ZooKeeper's deserialize does.
+		out := nodes[:0]
+		for i := range nodes {
+			if len(out) > 0 && out[len(out)-1].Path == nodes[i].Path {
+				out[len(out)-1] = nodes[i]
+				continue
+			}
+			out = append(out, nodes[i])
+		}
+		clear(nodes[len(out):]) // drop references to overwritten duplicates
+		nodes = out
+	}
 	t := &Tree{nodes: nodes, index: map[string]int{}, owners: map[int64][]string{}}
 	for i := range nodes {
 		if o := nodes[i].Stat.EphemeralOwner; KindOf(o) == Ephemeral {
@@ -43,22 +76,34 @@ func newTree(nodes []Node) *Tree {
 	return t
 }
 
-// sortNodes sorts by path moving 4-byte indexes rather than the ~130-byte
-// nodes, then puts each node in place by following the permutation's cycles.
-func sortNodes(nodes []Node) {
-	idx := make([]int32, len(nodes))
+// treeOrder is the permutation sorting paths (byte order; equal paths in index
+// order), and whether two paths are equal. With parents (and names, each
+// path's last component) it orders each parent's children by name instead of
+// all paths globally.
+func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool) {
+	if perm, ok := childOrder(names, parents); ok {
+		return perm, false
+	}
+	idx := make([]int32, len(paths))
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	slices.SortFunc(idx, func(a, b int32) int { return strings.Compare(nodes[a].Path, nodes[b].Path) })
-	for i := range idx {
-		if idx[i] < 0 {
+	rs := newRadixSorter(paths, len(idx))
+	rs.sort(idx, 0, 0)
+	return idx, rs.dups
+}
+
+// permute puts nodes[perm[k]] at k, moving each ~130-byte node once by
+// following the permutation's cycles (perm is consumed).
+func permute(nodes []Node, perm []int32) {
+	for i := range perm {
+		if perm[i] < 0 {
 			continue
 		}
 		tmp, j := nodes[i], i
 		for {
-			k := int(idx[j])
-			idx[j] = -1
+			k := int(perm[j])
+			perm[j] = -1
 			if k == i {
 				nodes[j] = tmp
 				break
@@ -66,6 +111,139 @@ func sortNodes(nodes []Node) {
 			nodes[j] = nodes[k]
 			j = k
 		}
+	}
+}
+
+// parentTracker finds each node's parent while a snapshot is read: ZooKeeper
+// writes the tree in pre-order, so the parent is on the stack of the current
+// node's ancestors. ok turns false on anything else (a path with an empty
+// component, a node before its parent, a second root), and the tree is then
+// sorted by whole paths instead.
+type parentTracker struct {
+	parents []int32
+	stack   []int32
+	ok      bool
+}
+
+func newParentTracker(capacity int) *parentTracker {
+	return &parentTracker{parents: make([]int32, 0, capacity), ok: true}
+}
+
+// add records the parent of the last of paths (the paths read so far).
+func (pt *parentTracker) add(paths []string) {
+	if !pt.ok {
+		return
+	}
+	i := int32(len(pt.parents))
+	p := paths[i]
+	if p == "/" {
+		pt.ok = i == 0
+		pt.parents, pt.stack = append(pt.parents, -1), append(pt.stack, i)
+		return
+	}
+	slash := strings.LastIndexByte(p, '/')
+	parent := p[:slash]
+	if slash == 0 {
+		parent = "/"
+	}
+	if slash < 0 || slash == len(p)-1 || (slash > 0 && parent[slash-1] == '/') {
+		pt.ok = false
+		return
+	}
+	for len(pt.stack) > 0 && paths[pt.stack[len(pt.stack)-1]] != parent {
+		pt.stack = pt.stack[:len(pt.stack)-1]
+	}
+	if len(pt.stack) == 0 {
+		pt.ok = false
+		return
+	}
+	pt.parents = append(pt.parents, pt.stack[len(pt.stack)-1])
+	pt.stack = append(pt.stack, i)
+}
+
+// result is the parents for newTree, or nil when the file was not a clean
+// pre-order.
+func (pt *parentTracker) result() []int32 {
+	if !pt.ok {
+		return nil
+	}
+	return pt.parents
+}
+
+// childOrder is the permutation sorting nodes by path, built from the parent
+// links: each parent's children are sorted by name (short keys, no shared
+// prefix to re-read), then emitted depth first. ok is false when parents is
+// nil or does not describe one tree of distinct paths rooted at node 0.
+func childOrder(names []string, parents []int32) ([]int32, bool) {
+	n := len(names)
+	if parents == nil || len(parents) != n || n == 0 || parents[0] != -1 {
+		return nil, false
+	}
+	// Children lists in one array: kids[start[p]:start[p+1]] are p's.
+	start := make([]int32, n+1)
+	for _, p := range parents[1:] {
+		if p < 0 {
+			return nil, false
+		}
+		start[p+1]++
+	}
+	for i := range n {
+		start[i+1] += start[i]
+	}
+	kids := make([]int32, n)
+	fill := slices.Clone(start[:n])
+	for i, p := range parents[1:] {
+		kids[fill[p]] = int32(i + 1)
+		fill[p]++
+	}
+	rs := newRadixSorter(names, n)
+	for p := range n {
+		if lo, hi := start[p], start[p+1]; hi-lo > 1 {
+			rs.sort(kids[lo:hi], 0, int(lo))
+		}
+	}
+	if rs.dups {
+		return nil, false // the same path twice: sorted by whole paths instead
+	}
+	e := emitter{names: names, kids: kids, start: start, out: make([]int32, 0, n)}
+	e.out = append(e.out, 0)
+	e.children(0)
+	return e.out, len(e.out) == n
+}
+
+// emitter writes a tree's nodes in path byte order. Depth first over names in
+// order is not quite that: "/a-1" sorts between "/a" and "/a/x" because '-' <
+// '/'. So after a child c, the following siblings that extend c's name with a
+// byte below '/' come before c's subtree; pending holds the children whose
+// subtrees are still to be written.
+type emitter struct {
+	names   []string
+	kids    []int32
+	start   []int32
+	out     []int32
+	pending []int32
+}
+
+func (e *emitter) children(p int32) {
+	base := len(e.pending)
+	for _, c := range e.kids[e.start[p]:e.start[p+1]] {
+		name := e.names[c]
+		for len(e.pending) > base {
+			top := e.pending[len(e.pending)-1]
+			tn := e.names[top]
+			if len(name) > len(tn) && name[len(tn)] < '/' && name[:len(tn)] == tn {
+				break
+			}
+			e.pending = e.pending[:len(e.pending)-1]
+			e.children(top)
+		}
+		e.out = append(e.out, c)
+		e.pending = append(e.pending, c)
+	}
+	for len(e.pending) > base {
+		top := e.pending[len(e.pending)-1]
+		e.pending = e.pending[:len(e.pending)-1]
+		e.children(top)
 	}
 }
 
@@ -167,4 +345,132 @@ func (t *Tree) Ephemerals() map[int64]int {
 		return nil
 	})
 	return out
+}
+
+// radixSorter orders indexes so that strs[idx[k]][off:] ascend in byte order,
+// equal strings by index. A comparison sort of 200k Pulsar paths spends its time
+// re-reading the long prefixes they share (and missing the cache doing so); this
+// MSD radix sort reads each string about once per 7 bytes of depth instead:
+// it sorts 8-byte keys (7 bytes of the string from off, then how many of those 7
+// exist), skipping key bytes that are the same in every string, and recurses
+// into runs of equal keys at off+7.
+func newRadixSorter(strs []string, n int) *radixSorter {
+	return &radixSorter{strs: strs, keys: make([]radixKey, n), tmp: make([]radixKey, n)}
+}
+
+type radixKey struct {
+	key uint64
+	i   int32
+}
+
+type radixSorter struct {
+	strs      []string
+	keys, tmp []radixKey // scratch; a call on idx[base:...] uses only [base, base+len)
+	dups      bool       // two equal strings were seen
+}
+
+// smallSort is the size below which insertion sort beats building keys.
+const smallSort = 24
+
+func (rs *radixSorter) sort(idx []int32, off, base int) {
+	if len(idx) <= smallSort {
+		rs.insertion(idx, off)
+		return
+	}
+	keys, tmp := rs.keys[base:base+len(idx)], rs.tmp[base:base+len(idx)]
+	for k, i := range idx {
+		keys[k] = radixKey{key7(rs.strs[i], off), i}
+	}
+	keys = lsdSort(keys, tmp)
+	for k := range keys {
+		idx[k] = keys[k].i
+	}
+	// Runs of equal keys: exact duplicates when fewer than 7 bytes were left,
+	// else strings equal so far whose order the next 7 bytes decide.
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi].key == keys[lo].key {
+			hi++
+		}
+		if hi-lo > 1 {
+			if keys[lo].key&0xff < 7 {
+				rs.dups = true
+				slices.Sort(idx[lo:hi])
+			} else {
+				rs.sort(idx[lo:hi], off+7, base+lo)
+			}
+		}
+		lo = hi
+	}
+}
+
+// key7 packs s[off:off+7] big-endian (zero-padded) over the number of those
+// bytes present, so keys compare as the strings do: a string that ends sorts
+// before one that goes on, even with zero bytes.
+func key7(s string, off int) uint64 {
+	n := len(s) - off
+	if n >= 8 {
+		b := s[off : off+8]
+		k := uint64(b[0])<<56 | uint64(b[1])<<48 | uint64(b[2])<<40 | uint64(b[3])<<32 |
+			uint64(b[4])<<24 | uint64(b[5])<<16 | uint64(b[6])<<8
+		return k | 7
+	}
+	var k uint64
+	for j := range 7 {
+		k <<= 8
+		if j < n {
+			k |= uint64(s[off+j])
+		}
+	}
+	return k<<8 | uint64(max(min(n, 7), 0))
+}
+
+// lsdSort sorts keys by key (stably when there are 256 or more), one byte per pass, skipping the bytes every
+// key shares; it returns whichever of keys and tmp holds the result.
+func lsdSort(keys, tmp []radixKey) []radixKey {
+	if len(keys) < 256 {
+		// Fewer keys than a pass has buckets: a comparison sort is cheaper.
+		slices.SortFunc(keys, func(a, b radixKey) int { return cmp.Compare(a.key, b.key) })
+		return keys
+	}
+	var diff uint64
+	for _, e := range keys {
+		diff |= e.key ^ keys[0].key
+	}
+	for shift := uint(0); shift < 64; shift += 8 {
+		if (diff>>shift)&0xff == 0 {
+			continue
+		}
+		var count [256]int
+		for _, e := range keys {
+			count[byte(e.key>>shift)]++
+		}
+		sum := 0
+		for b, c := range count {
+			count[b], sum = sum, sum+c
+		}
+		for _, e := range keys {
+			b := byte(e.key >> shift)
+			tmp[count[b]] = e
+			count[b]++
+		}
+		keys, tmp = tmp, keys
+	}
+	return keys
+}
+
+// insertion sorts a few indexes by their strings from off, ties by index.
+func (rs *radixSorter) insertion(idx []int32, off int) {
+	less := func(a, b int32) bool {
+		if c := strings.Compare(rs.strs[a][off:], rs.strs[b][off:]); c != 0 {
+			return c < 0
+		}
+		rs.dups = true
+		return a < b
+	}
+	for k := 1; k < len(idx); k++ {
+		for j := k; j > 0 && less(idx[j], idx[j-1]); j-- {
+			idx[j], idx[j-1] = idx[j-1], idx[j]
+		}
+	}
 }

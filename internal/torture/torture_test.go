@@ -75,7 +75,7 @@ func run(t testing.TB, dir string, args ...string) result {
 		t.Fatal("the ledgermedic binary did not build")
 	}
 	cmd := exec.Command(binary, append([]string{"-d", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "LEDGERMEDIC_DATA_DIR=")
+	cmd.Env = cleanEnv()
 	var o, e bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &o, &e
 	err := cmd.Run()
@@ -89,6 +89,18 @@ func run(t testing.TB, dir string, args ...string) result {
 	// Paths and timings differ from run to run; the rest must not.
 	stdout := wallTime.ReplaceAllString(strings.ReplaceAll(o.String(), dir, "DIR"), `"wall_time": ""`)
 	return result{stdout, e.String(), code}
+}
+
+// cleanEnv is the test's environment without the variables ledgermedic reads
+// for its global flags, so only the arguments given count.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEDGERMEDIC_") {
+			env = append(env, kv)
+		}
+	}
+	return env
 }
 
 var wallTime = regexp.MustCompile(`"wall_time": "[^"]*"`)
@@ -460,7 +472,7 @@ func killTrial(t *testing.T, i int, name, from string, args []string, ref testut
 	testutil.CopyDir(t, from, dir)
 	label := fmt.Sprintf("kill %d (%s after %v)", i, name, delay)
 	cmd := exec.Command(binary, append([]string{"-d", dir}, args...)...)
-	cmd.Env = append(os.Environ(), "LEDGERMEDIC_DATA_DIR=")
+	cmd.Env = cleanEnv()
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,393 @@
+package app
+
+// Issue 15: a CLI an SRE can trust at 3 a.m. Each test drives the real binary
+// (or app.Run) the way a user types the command.
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/report"
+)
+
+// faultyFixture has one of each fault check reports.
+func faultyFixture(t *testing.T) string {
+	t.Helper()
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 1234, LoseTopicLedger: true, LoseSchemaLedgers: 1,
+		CorruptCRC: true, OrphanLedger: true, LoseEntriesOnly: true})
+	return dir
+}
+
+func TestGlobalFlagsAnywhere(t *testing.T) {
+	dir := faultyFixture(t)
+	forms := [][]string{
+		{"-d", dir, "check", "--json"},
+		{"check", "-d", dir, "--json"},
+		{"check", "--json", "-d", dir},
+		{"--json", "check", "--data-dir", dir},
+		{"check", "-o", "json", "-d", dir},
+	}
+	var first string
+	for _, args := range forms {
+		out, errOut, code := runBin(t, args...)
+		if code != 1 {
+			t.Fatalf("%v: exit %d, want 1 (findings)\n%s", args, code, errOut)
+		}
+		var doc map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatalf("%v: not one JSON document: %v\n%s", args, err, out)
+		}
+		if first == "" {
+			first = out
+		} else if out != first {
+			t.Errorf("%v prints another document than %v", args, forms[0])
+		}
+	}
+	// Sub-command groups take them too, and the innermost value wins.
+	out, errOut, code := runBin(t, "-d", filepath.Join(dir, "nope"), "inspect", "-d", dir, "topics", "--json")
+	if code != 0 || !strings.HasPrefix(out, "{") {
+		t.Fatalf("inspect -d D topics --json: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// hintCommands are the runnable commands in check's hints and notes: from
+// "ledgermedic -d" to the end of the sentence.
+func hintCommands(texts []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range texts {
+		i := strings.Index(s, "ledgermedic -d ")
+		if i < 0 {
+			continue
+		}
+		cmd := s[i:]
+		for _, end := range []string{" (", "; ", ", then"} {
+			if j := strings.Index(cmd, end); j >= 0 {
+				cmd = cmd[:j]
+			}
+		}
+		if !seen[cmd] {
+			seen[cmd] = true
+			out = append(out, cmd)
+		}
+	}
+	return out
+}
+
+// shellWords splits a command line as a POSIX shell would for the quoting
+// shellQuote produces: words separated by spaces, '...' quoted.
+func shellWords(t *testing.T, s string) []string {
+	t.Helper()
+	var words []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		ch := s[i]
+		switch {
+		case quoted && ch == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteByte(ch)
+		case ch == '\'':
+			quoted, inWord = true, true
+		case ch == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case ch == ' ':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(ch)
+			inWord = true
+		}
+	}
+	if quoted {
+		t.Fatalf("unbalanced quote in %q", s)
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words
+}
+
+func TestSuggestedCommandsRunAsPrinted(t *testing.T) {
+	base := faultyFixture(t)
+	// A data dir path that needs quoting, to prove the quoting.
+	dir := filepath.Join(t.TempDir(), "copy of cluster")
+	if err := os.Rename(base, dir); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runBin(t, "check", "--json", "-d", dir)
+	if code != 1 {
+		t.Fatalf("check: exit %d\n%s", code, errOut)
+	}
+	var doc struct {
+		Findings []report.Finding `json:"findings"`
+		Notes    []string         `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var texts []string
+	for _, f := range doc.Findings {
+		texts = append(texts, f.Hint, f.Message)
+		if strings.Contains(f.Hint+f.Message, "ledgermedic ") && !strings.Contains(f.Hint+f.Message, "ledgermedic -d ") {
+			t.Errorf("finding %s suggests a command without the data dir: %q", f.Kind, f.Hint)
+		}
+	}
+	cmds := hintCommands(append(texts, doc.Notes...))
+	kinds := map[string]bool{}
+	for _, cmd := range cmds {
+		words := shellWords(t, cmd)
+		if words[0] != "ledgermedic" || words[1] != "-d" || words[2] != dir {
+			t.Fatalf("%q does not name the data dir %q: %q", cmd, dir, words)
+		}
+		kinds[words[3]+" "+words[4]] = true
+		stdout, stderr, code := runBin(t, words[1:]...)
+		if code > 1 {
+			t.Errorf("suggested command %q: exit %d\n%s\n%s", cmd, code, stdout, stderr)
+		}
+	}
+	for _, want := range []string{"schema repair", "inspect entries", "index backfill"} {
+		if !kinds[want] {
+			t.Errorf("check suggested no %q command; suggested: %q", want, cmds)
+		}
+	}
+}
+
+func TestFixturesLedgersPerTopic(t *testing.T) {
+	for _, flag := range []string{"--ledgers-per-topic", "--ledgers"} {
+		out := filepath.Join(t.TempDir(), "dd")
+		_, errOut, code := runBin(t, "fixtures", "generate", "--out", out, "--topics", "1", flag, "2")
+		if code != 0 {
+			t.Fatalf("%s 2: exit %d: %s", flag, code, errOut)
+		}
+		b, err := os.ReadFile(filepath.Join(out, fixtures.ManifestFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m fixtures.Manifest
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatal(err)
+		}
+		for _, ml := range m.ManagedLedgers {
+			if len(ml.Ledgers) != 2 {
+				t.Errorf("%s 2: %s has %d ledgers", flag, ml.Path, len(ml.Ledgers))
+			}
+		}
+	}
+}
+
+// entryOffsets are the broker offsets of every entry of a ledger, from inspect entries.
+func entryOffsets(t *testing.T, dir string, ledger int64) [][2]int64 {
+	t.Helper()
+	out, errOut, code := runApp(t, "-d", dir, "inspect", "entries", "--ledger", itoa(ledger), "--json")
+	if code != 0 {
+		t.Fatalf("inspect entries --ledger %d: exit %d: %s", ledger, code, errOut)
+	}
+	var doc struct {
+		Entries []struct {
+			EntryID     int64 `json:"entry_id"`
+			BrokerIndex int64 `json:"broker_index"`
+			BatchSize   int64 `json:"batch_size"`
+		} `json:"entries"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var offs [][2]int64
+	for _, e := range doc.Entries {
+		offs = append(offs, [2]int64{e.BrokerIndex - e.BatchSize + 1, e.BrokerIndex})
+	}
+	return offs
+}
+
+type findAnswer struct {
+	Answers []struct {
+		Result   string `json:"result"`
+		LedgerID int64  `json:"ledger_id"`
+		EntryID  int64  `json:"entry_id"`
+	} `json:"answers"`
+}
+
+func findJSON(t *testing.T, args ...string) (findAnswer, int, string) {
+	t.Helper()
+	out, errOut, code := runApp(t, append(args, "--json")...)
+	var a findAnswer
+	if code <= 1 {
+		if err := json.Unmarshal([]byte(out), &a); err != nil || len(a.Answers) == 0 {
+			t.Fatalf("%v: %v\n%s\n%s", args, err, out, errOut)
+		}
+	}
+	return a, code, errOut
+}
+
+func TestIndexFindAroundLostLedger(t *testing.T) {
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 1234, LoseTopicLedger: true})
+	const topic = "persistent://acme/orders/orders-partition-0"
+	var lost int64 = -1
+	var intact []int64
+	for _, ml := range m.ManagedLedgers {
+		if ml.Topic != topic {
+			continue
+		}
+		for _, l := range ml.Ledgers {
+			switch {
+			case l.Lost != "":
+				lost = l.ID
+			case !l.Offloaded:
+				intact = append(intact, l.ID)
+			}
+		}
+	}
+	if lost < 0 || len(intact) < 2 {
+		t.Fatalf("fixture: lost ledger %d, intact %v", lost, intact)
+	}
+	var lastBefore, firstAfter int64 = -1, -1
+	for _, id := range intact {
+		offs := entryOffsets(t, dir, id)
+		for e, o := range offs {
+			for off := o[0]; off <= o[1]; off++ {
+				a, code, errOut := findJSON(t, "-d", dir, "index", "find", "--topic", topic, "--offset", itoa(off))
+				if code != 0 || a.Answers[0].Result != "found" || a.Answers[0].LedgerID != id || a.Answers[0].EntryID != int64(e) {
+					t.Fatalf("offset %d (ledger %d entry %d): exit %d, answer %+v\n%s", off, id, e, code, a.Answers, errOut)
+				}
+			}
+		}
+		if id < lost && len(offs) > 0 {
+			lastBefore = offs[len(offs)-1][1]
+		}
+		if id > lost && firstAfter < 0 && len(offs) > 0 {
+			firstAfter = offs[0][0]
+		}
+	}
+	if lastBefore < 0 || firstAfter <= lastBefore+1 {
+		t.Fatalf("no offsets between the ledgers around lost ledger %d (%d, %d)", lost, lastBefore, firstAfter)
+	}
+	for _, off := range []int64{lastBefore + 1, (lastBefore + firstAfter) / 2, firstAfter - 1} {
+		a, code, errOut := findJSON(t, "-d", dir, "index", "find", "--topic", topic, "--offset", itoa(off))
+		if code != 1 || a.Answers[0].Result != "in lost ledger" || a.Answers[0].LedgerID != lost {
+			t.Errorf("offset %d in lost ledger %d: exit %d, answer %+v\n%s", off, lost, code, a.Answers, errOut)
+		}
+	}
+	// By time too: the search goes around the lost ledger.
+	if _, code, errOut := findJSON(t, "-d", dir, "index", "find", "--topic", topic, "--time", "2024-06-10T00:00:00Z"); code != 0 {
+		t.Errorf("--time: exit %d\n%s", code, errOut)
+	}
+}
+
+func TestSchemaRepairUnknownTopicIsBadInput(t *testing.T) {
+	dir := faultyFixture(t)
+	for _, c := range []struct {
+		topic string
+		near  string
+	}{
+		{"acme/nope/nope", "nearest: "},
+		{"acme/order/orders", "nearest: acme/orders/orders"},
+	} {
+		out, errOut, code := runBin(t, "-d", dir, "schema", "repair", "--topic", c.topic)
+		if code != 2 || !strings.Contains(errOut, c.near) {
+			t.Errorf("--topic %s: exit %d, want 2 naming %q\n%s\n%s", c.topic, code, c.near, out, errOut)
+		}
+	}
+	// A known topic is still a dry run.
+	if _, errOut, code := runBin(t, "-d", dir, "schema", "repair", "--topic", "public/default/events"); code > 1 {
+		t.Errorf("known topic: exit %d: %s", code, errOut)
+	}
+}
+
+func TestIndexFindTimeUnits(t *testing.T) {
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 1234})
+	const topic = "acme/orders/orders-partition-0"
+	find := func(tm string) (findAnswer, int, string) {
+		return findJSON(t, "-d", dir, "index", "find", "--topic", topic, "--time", tm)
+	}
+	ref, code, errOut := find("2024-06-10T07:13:21Z")
+	if code != 0 {
+		t.Fatalf("RFC 3339: exit %d: %s", code, errOut)
+	}
+	for _, same := range []string{"1718003601s", "1718003601000ms", "1718003601000000us"} {
+		a, code, errOut := find(same)
+		if code != 0 || a.Answers[0] != ref.Answers[0] {
+			t.Errorf("--time %s: exit %d, %+v, want %+v\n%s", same, code, a.Answers, ref.Answers, errOut)
+		}
+	}
+	for _, bare := range []string{"1718000000", "1718003601000"} {
+		_, errOut, code := runBin(t, "-d", dir, "index", "find", "--topic", topic, "--time", bare)
+		if code != 2 || !strings.Contains(errOut, "ambiguous") || !strings.Contains(errOut, bare+"s") {
+			t.Errorf("bare --time %s: exit %d, want 2 and a message giving the units\n%s", bare, code, errOut)
+		}
+	}
+	// Relative to now: the fixture is in 2024, so an hour ago is past its end.
+	if a, code, errOut := find("-1h"); code != 1 || !strings.HasPrefix(a.Answers[0].Result, "past the end") {
+		t.Errorf("--time -1h: exit %d, %+v\n%s", code, a.Answers, errOut)
+	}
+}
+
+// captureOf writes a capture of a healthy fixture of seed to path.
+func captureOf(t *testing.T, seed uint64, path string) {
+	t.Helper()
+	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: seed})
+	if _, errOut, code := runBin(t, "-d", healthy, "schema", "capture", "--out", path); code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, errOut)
+	}
+}
+
+func TestFromIsNotSplitAtCommas(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "cap,2024.jsonl")
+	captureOf(t, 9, capture)
+	broken, _ := testutil.Fixture(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 1})
+	out, errOut, code := runBin(t, "-d", broken, "schema", "repair", "--from", capture, "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	var doc struct {
+		Restored int `json:"restored"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Restored != 1 {
+		t.Fatalf("restored %d (%v), want 1\n%s", doc.Restored, err, out)
+	}
+}
+
+func TestRepairSaysWhatCheckWillReport(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "cap.jsonl")
+	captureOf(t, 9, capture)
+	broken, _ := testutil.Fixture(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 1, LoseSchemaEntries: 1})
+	out, errOut, code := runBin(t, "-d", broken, "schema", "repair", "--from", capture, "--apply")
+	if code != 0 {
+		t.Fatalf("repair: exit %d\n%s\n%s", code, out, errOut)
+	}
+	out2, _, code := runBin(t, "-d", broken, "check", "--json")
+	var doc struct {
+		Findings []report.Finding `json:"findings"`
+	}
+	if err := json.Unmarshal([]byte(out2), &doc); err != nil {
+		t.Fatal(err)
+	}
+	orphans := 0
+	for _, f := range doc.Findings {
+		if f.Severity == report.SeverityInfo {
+			continue
+		}
+		if f.Kind != "orphan-ledger" {
+			t.Errorf("after the repair check reports %s at %s: %s", f.Kind, f.Location, f.Message)
+			continue
+		}
+		orphans++
+		if !strings.Contains(out, f.Location+",") || !strings.Contains(out, "orphan-ledger") {
+			t.Errorf("check reports orphan %s that the repair output never mentioned:\n%s", f.Location, out)
+		}
+	}
+	if orphans == 0 || code != 1 {
+		t.Fatalf("want the old ledger of the lost entry reported as an orphan (exit 1), got exit %d and %d orphans", code, orphans)
+	}
+}
