@@ -40,7 +40,8 @@ func joinKinds() string {
 // checkSources are the finding sources of other features that join the core
 // check: append them here.
 func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
-	var sources []inspect.FindingSource
+	// Bookie dirs: what the replicas of each entry say (none for other ledger stores).
+	sources := []inspect.FindingSource{inspect.ReplicaFindings}
 	if !c.Bool("skip-message-scan") {
 		// A second pass over the entries: which schema versions stored messages still need.
 		sources = append(sources, inspect.SchemaUsageFindings)

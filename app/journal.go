@@ -129,6 +129,11 @@ func (e *env) journalUndo(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if b := c.String("backup"); b != "" {
+		if _, err := os.Stat(b); err == nil {
+			return report.BadInputf("--backup %s already exists; name a new file", b)
+		}
+	}
 	p, err := dataDirPath(c)
 	if err != nil {
 		return err
@@ -139,11 +144,6 @@ func (e *env) journalUndo(c *cli.Context) error {
 	}
 	if c.Bool("command") {
 		return e.undoInvocation(c, p, runID)
-	}
-	if b := c.String("backup"); b != "" {
-		if _, err := os.Stat(b); err == nil {
-			return report.BadInputf("--backup %s already exists; name a new file", b)
-		}
 	}
 	if !c.Bool("apply") {
 		rec, err := mutate.Show(mutate.JournalDir(p), runID)

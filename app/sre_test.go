@@ -5,10 +5,15 @@ package app
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
@@ -389,5 +394,315 @@ func TestRepairSaysWhatCheckWillReport(t *testing.T) {
 	}
 	if orphans == 0 || code != 1 {
 		t.Fatalf("want the old ledger of the lost entry reported as an orphan (exit 1), got exit %d and %d orphans", code, orphans)
+	}
+}
+
+// bigCapture writes a capture of at least size bytes by repeating the records
+// of a real capture (the same versions, so parsing does all its work on each).
+func bigCapture(t testing.TB, seed uint64, size int64, path string) {
+	small := path + ".small"
+	captureOf(t.(*testing.T), seed, small)
+	b, err := os.ReadFile(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for n := int64(0); n < size; n += int64(len(b)) {
+		if _, err := f.Write(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestRepairFromStopsOnInterrupt(t *testing.T) {
+	capture := filepath.Join(t.TempDir(), "big.jsonl")
+	bigCapture(t, 9, 150<<20, capture)
+	broken, _ := testutil.Fixture(t, fixtures.Options{Seed: 9, LoseSchemaLedgers: 1})
+	before := testutil.HashTree(t, broken)
+	for _, sig := range []os.Signal{os.Interrupt, syscall.SIGTERM} {
+		cmd := exec.Command(binary, "-d", broken, "schema", "repair", "--from", capture, "--apply")
+		var errb strings.Builder
+		cmd.Stderr = &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(700 * time.Millisecond) // reading done, parsing under way
+		sent := time.Now()
+		if err := cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		err := cmd.Wait()
+		took := time.Since(sent)
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != report.ExitInterrupted {
+			t.Fatalf("%v: %v, want exit %d\n%s", sig, err, report.ExitInterrupted, errb.String())
+		}
+		if took > time.Second {
+			t.Errorf("%v: stopped %v after the signal, want within a second", sig, took)
+		}
+		if !strings.Contains(errb.String(), "interrupted") {
+			t.Errorf("%v: stderr does not say it was interrupted: %q", sig, errb.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(broken, "journal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("an interrupted parse left a journal: %v", err)
+	}
+	testutil.SameTree(t, before, testutil.HashTree(t, broken))
+}
+
+func TestTrapsExitCodes(t *testing.T) {
+	dir := faultyFixture(t)
+	capture := filepath.Join(t.TempDir(), "cap.jsonl")
+	captureOf(t, 1234, capture)
+	existing := filepath.Join(t.TempDir(), "meta.bak")
+	if err := os.WriteFile(existing, []byte("keep me"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name   string
+		args   []string
+		want   int
+		stderr string
+	}{
+		{"negative ledger", []string{"-d", dir, "inspect", "entries", "--ledger", "-5"}, 2, "not negative"},
+		{"backup exists", []string{"-d", dir, "schema", "repair", "--from", capture, "--apply", "--backup", existing}, 2, "already exists"},
+		{"undo backup exists", []string{"-d", dir, "journal", "undo", "--apply", "--backup", existing, "x"}, 2, "already exists"},
+		{"bad output format", []string{"-d", dir, "check", "-o", "yaml"}, 2, "table, wide, json or jsonl"},
+		{"did you mean a command", []string{"chek"}, 2, `Did you mean "check"?`},
+		{"did you mean a flag", []string{"-d", dir, "check", "--jsn"}, 2, `Did you mean "--json"?`},
+		{"bad flag value", []string{"-d", dir, "inspect", "entries", "--ledger", "x"}, 2, "ledger"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, errOut, code := runBin(t, c.args...)
+			if code != c.want || !strings.Contains(errOut, c.stderr) {
+				t.Fatalf("exit %d, want %d with %q\nstdout:\n%s\nstderr:\n%s", code, c.want, c.stderr, out, errOut)
+			}
+		})
+	}
+	if _, err := os.Stat(filepath.Join(dir, "journal")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused --backup left a journal: %v", err)
+	}
+	if b, _ := os.ReadFile(existing); string(b) != "keep me" {
+		t.Errorf("the existing backup file was overwritten")
+	}
+}
+
+func TestMissingRequiredFlagUnderJSON(t *testing.T) {
+	dir := faultyFixture(t)
+	for _, args := range [][]string{
+		{"-d", dir, "--json", "inspect", "entries"},
+		{"inspect", "entries", "--json", "-d", dir},
+		{"-d", dir, "-o", "json", "index", "find", "--offset", "1"},
+	} {
+		out, errOut, code := runBin(t, args...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "missing required flag") || !strings.Contains(errOut, "USAGE") {
+			t.Errorf("%v: exit %d, want 2, nothing on stdout, help and the error on stderr\nstdout:\n%s\nstderr:\n%s", args, code, out, errOut)
+		}
+	}
+}
+
+func TestDemoNamesNoDeletedDir(t *testing.T) {
+	out, errOut, code := runApp(t, "demo")
+	if code != 0 {
+		t.Fatalf("demo: exit %d\n%s", code, errOut)
+	}
+	first, _, _ := strings.Cut(out, "\n")
+	tmp := strings.TrimSpace(first[strings.LastIndex(first, " "):])
+	if _, err := os.Stat(tmp); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("demo temp dir %s: %v (want it removed)", tmp, err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if last := lines[len(lines)-1]; strings.Contains(last, tmp) {
+		t.Errorf("the demo's last line names the temp dir it removed: %q", last)
+	}
+}
+
+// readmeExitCodes parses the README's exit-code table: code -> meaning.
+func readmeExitCodes(t *testing.T) map[int]string {
+	t.Helper()
+	b, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "## Exit codes")
+	if !ok {
+		t.Fatal("README has no Exit codes section")
+	}
+	codes := map[int]string{}
+	for _, line := range strings.Split(section, "\n") {
+		if strings.HasPrefix(line, "## ") {
+			break
+		}
+		cells := strings.Split(strings.Trim(line, "| "), "|")
+		if len(cells) != 2 {
+			continue
+		}
+		var code int
+		if _, err := fmt.Sscanf(strings.TrimSpace(cells[0]), "%d", &code); err == nil {
+			codes[code] = strings.TrimSpace(cells[1])
+		}
+	}
+	return codes
+}
+
+// TestReadmeExitCodeTable drives every code of the README's table from a real
+// scenario, and checks the table lists every code the tool has.
+func TestReadmeExitCodeTable(t *testing.T) {
+	table := readmeExitCodes(t)
+	clean, _ := testutil.Fixture(t, fixtures.Options{Seed: 1})
+	broken := faultyFixture(t)
+	scenarios := map[int][][]string{
+		report.ExitClean:      {{"-d", clean, "check"}, {"-d", clean, "inspect", "topics"}, {"--version"}},
+		report.ExitFindings:   {{"-d", broken, "check"}, {"-d", broken, "inspect", "schema-usage"}, {"-d", broken, "index", "backfill"}},
+		report.ExitBadInput:   {{"check"}, {"-d", clean, "check", "--nope"}, {"-d", clean, "inspect", "entries", "--ledger", "-5"}},
+		report.ExitCannotOpen: {{"-d", filepath.Join(t.TempDir(), "missing"), "check"}, {"-d", t.TempDir(), "inspect", "topics"}},
+	}
+	for code, runs := range scenarios {
+		if _, ok := table[code]; !ok {
+			t.Errorf("README's exit-code table lacks %d", code)
+		}
+		for _, args := range runs {
+			if _, errOut, got := runBin(t, args...); got != code {
+				t.Errorf("%v: exit %d, want %d (%s)\n%s", args, got, code, table[code], errOut)
+			}
+		}
+	}
+	// 130 is driven by TestRepairFromStopsOnInterrupt; here it must be documented.
+	if _, ok := table[report.ExitInterrupted]; !ok {
+		t.Errorf("README's exit-code table lacks %d (interrupted)", report.ExitInterrupted)
+	}
+	for code := range table {
+		if _, ok := scenarios[code]; !ok && code != report.ExitInterrupted {
+			t.Errorf("README documents exit %d, which the tool never returns", code)
+		}
+	}
+	if !strings.Contains(exitCodesHelp, fmt.Sprint(report.ExitInterrupted)) {
+		t.Errorf("--help's exit codes lack %d", report.ExitInterrupted)
+	}
+}
+
+func TestJournalAtScale(t *testing.T) {
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 1234})
+	if _, errOut, code := runBin(t, "-d", dir, "index", "backfill", "--apply", "--batch", "1"); code > 1 {
+		t.Fatalf("backfill: exit %d: %s", code, errOut)
+	}
+	type run struct {
+		Run, Command, UndoneBy string
+	}
+	list := func() []map[string]any {
+		out, errOut, code := runBin(t, "-d", dir, "journal", "list", "-o", "json")
+		if code != 0 {
+			t.Fatalf("journal list: exit %d: %s", code, errOut)
+		}
+		var doc struct {
+			Runs []map[string]any `json:"runs"`
+		}
+		if err := json.Unmarshal([]byte(out), &doc); err != nil {
+			t.Fatal(err)
+		}
+		return doc.Runs
+	}
+	runs := list()
+	if len(runs) < 3 {
+		t.Fatalf("back-fill with --batch 1 wrote %d runs, want several", len(runs))
+	}
+	first, last := runs[0]["run"].(string), runs[len(runs)-1]["run"].(string)
+	// last, and a unique prefix, name a run; an ambiguous prefix is refused.
+	out, errOut, code := runBin(t, "-d", dir, "journal", "show", "last")
+	if code != 0 || !strings.Contains(out, last) {
+		t.Fatalf("journal show last: exit %d, want %s\n%s%s", code, last, out, errOut)
+	}
+	if strings.Count(out, "index backfill") != 1 {
+		t.Errorf("journal show prints the command %d times, want once:\n%s", strings.Count(out, "index backfill"), out)
+	}
+	if !strings.Contains(out, "tool version") || !strings.Contains(out, Version()) && !strings.Contains(out, "(devel)") {
+		t.Errorf("journal show does not give the tool version:\n%s", out)
+	}
+	if _, errOut, code := runBin(t, "-d", dir, "journal", "show", first[:len(first)-4]); code != 0 {
+		t.Errorf("unique prefix: exit %d: %s", code, errOut)
+	}
+	if _, errOut, code := runBin(t, "-d", dir, "journal", "show", first[:8]); code != 2 || !strings.Contains(errOut, "ambiguous") {
+		t.Errorf("ambiguous prefix: exit %d: %s", code, errOut)
+	}
+	// One command undoes every batch run of the back-fill.
+	out, errOut, code = runBin(t, "-d", dir, "journal", "undo", "--command", "last")
+	if code != 0 || strings.Count(out, "would be undone") != len(runs) {
+		t.Fatalf("dry run: exit %d, want %d runs listed\n%s%s", code, len(runs), out, errOut)
+	}
+	if _, errOut, code := runBin(t, "-d", dir, "journal", "undo", "--command", "--apply", last); code != 0 {
+		t.Fatalf("undo --command --apply: exit %d: %s", code, errOut)
+	}
+	for _, r := range list() {
+		if r["command"] == "index backfill" && r["undone_by"] == nil {
+			t.Errorf("run %v was not undone", r["run"])
+		}
+	}
+	out, _, _ = runBin(t, "-d", dir, "index", "backfill", "-o", "json")
+	var plan struct {
+		Summary []struct {
+			Planned int `json:"planned"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || len(plan.Summary) != 1 || plan.Summary[0].Planned == 0 {
+		t.Errorf("after undoing every run the back-fill should have its work again: %v\n%s", err, out)
+	}
+}
+
+func TestOutputConventions(t *testing.T) {
+	dir := faultyFixture(t)
+	// --version
+	out, _, code := runBin(t, "--version")
+	if code != 0 || !strings.Contains(out, "ledgermedic version") {
+		t.Errorf("--version: exit %d: %q", code, out)
+	}
+	// help command
+	out, _, code = runBin(t, "help", "check")
+	if code != 0 || !strings.Contains(out, "ledgermedic check") {
+		t.Errorf("help check: exit %d:\n%s", code, out)
+	}
+	// bash completion lists commands
+	out, _, code = runBin(t, "--generate-bash-completion")
+	if code != 0 || !strings.Contains(out, "check") || !strings.Contains(out, "inspect") {
+		t.Errorf("completion: exit %d:\n%s", code, out)
+	}
+	// --quiet: nothing on stdout, the exit code tells
+	out, _, code = runBin(t, "-d", dir, "check", "--quiet")
+	if code != 1 || out != "" {
+		t.Errorf("check --quiet: exit %d, stdout %q", code, out)
+	}
+	// -o jsonl: one JSON object per line
+	out, _, code = runBin(t, "-d", dir, "check", "-o", "jsonl")
+	if code != 1 {
+		t.Fatalf("-o jsonl: exit %d", code)
+	}
+	findings := 0
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(line), &o); err != nil || o["table"] == nil {
+			t.Fatalf("-o jsonl line %q: %v", line, err)
+		}
+		if o["table"] == "findings" {
+			findings++
+		}
+	}
+	if findings == 0 {
+		t.Errorf("-o jsonl has no findings")
+	}
+	// --out - writes the capture to stdout, alone.
+	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 1})
+	out, errOut, code := runBin(t, "-d", healthy, "schema", "capture", "--out", "-")
+	if code != 0 || !strings.Contains(errOut, "to stdout") {
+		t.Fatalf("capture --out -: exit %d: %s", code, errOut)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var o map[string]any
+		if err := json.Unmarshal([]byte(line), &o); err != nil || o["schema_key"] == nil {
+			t.Fatalf("capture line %q: %v", line, err)
+		}
 	}
 }

@@ -2,52 +2,29 @@ package index
 
 import (
 	"context"
-	"sync"
-	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// limiter is a token bucket: rate tokens a second, holding at most burst.
-// A nil limiter never waits.
+// limiter caps reads a second for --rate: golang.org/x/time/rate's token
+// bucket, holding at most burst tokens. A nil limiter never waits.
 type limiter struct {
-	mu       sync.Mutex
-	interval time.Duration
-	burst    float64
-	tokens   float64
-	last     time.Time
+	l *rate.Limiter
 }
 
-func newLimiter(rate float64, burst int) *limiter {
-	if rate <= 0 {
+func newLimiter(perSecond float64, burst int) *limiter {
+	if perSecond <= 0 {
 		return nil
 	}
-	b := float64(max(burst, 1))
-	return &limiter{interval: time.Duration(float64(time.Second) / rate), burst: b, tokens: b, last: time.Now()}
+	return &limiter{l: rate.NewLimiter(rate.Limit(perSecond), max(burst, 1))}
 }
 
-// wait takes one token, sleeping until one is there or ctx ends.
+// wait takes one token, sleeping until one is there or ctx ends. rate.Limiter
+// returns at once when the wait would outlast ctx's deadline; without one it
+// sleeps until the token or ctx's end.
 func (l *limiter) wait(ctx context.Context) error {
 	if l == nil {
 		return ctx.Err()
 	}
-	l.mu.Lock()
-	now := time.Now()
-	l.tokens = min(l.burst, l.tokens+float64(now.Sub(l.last))/float64(l.interval))
-	l.last = now
-	l.tokens-- // may go negative: the debt is how long this caller sleeps
-	var delay time.Duration
-	if l.tokens < 0 {
-		delay = time.Duration(-l.tokens * float64(l.interval))
-	}
-	l.mu.Unlock()
-	if delay <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.l.Wait(ctx)
 }

@@ -90,7 +90,7 @@ func LoadCandidatesContext(ctx context.Context, paths []string) ([]Candidate, []
 			return nil, nil, err
 		}
 		for _, f := range files {
-			data, err := readInput(f)
+			data, err := readInput(ctx, f)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -139,16 +139,31 @@ func inputFiles(p string) ([]string, error) {
 	return files, nil
 }
 
-func readInput(path string) ([]byte, error) {
+func readInput(ctx context.Context, path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("input %s: %w", path, err)
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxInputFile+1))
-	if err != nil {
-		return nil, fmt.Errorf("input %s: %w", path, err)
+	var buf bytes.Buffer
+	if st, err := f.Stat(); err == nil && st.Size() > 0 && st.Size() <= maxInputFile {
+		buf.Grow(int(st.Size()) + 1)
 	}
+	// In chunks, so that Ctrl-C stops a large read too.
+	r := io.LimitReader(f, maxInputFile+1)
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n, err := io.CopyN(&buf, r, 4<<20)
+		if err == io.EOF || n == 0 && err == nil {
+			break
+		}
+		if err != nil {
+			return nil, fmt.Errorf("input %s: %w", path, err)
+		}
+	}
+	data := buf.Bytes()
 	if len(data) > maxInputFile {
 		return nil, fmt.Errorf("input %s: larger than %d bytes", path, maxInputFile)
 	}
@@ -165,7 +180,7 @@ func ParseCandidates(name string, data []byte) ([]Candidate, []*InputError) {
 
 // ctxCheckEvery is how many records are parsed between looks at the context:
 // often enough to stop within milliseconds, rarely enough to cost nothing.
-const ctxCheckEvery = 256
+const ctxCheckEvery = 64
 
 // ParseCandidatesContext is ParseCandidates that returns ctx's error soon after
 // ctx is done.

@@ -1,25 +1,20 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"runtime/pprof"
+	"time"
 
-	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
+	"github.com/ledgermedic/ledgermedic/repair"
 )
 
 func main() {
-	tbl := tablewriter.NewTable(os.Stdout,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignLeft),
-		tablewriter.WithRowAlignment(tw.AlignLeft),
-		tablewriter.WithRowAutoWrap(tw.WrapNone),
-		tablewriter.WithHeaderAutoWrap(tw.WrapNone),
-		tablewriter.WithTrimSpace(tw.Off),
-	)
-	tbl.Header("A", "LONG\nHEADER")
-	tbl.Append([]string{"x\nyy", "héllo 日本"})
-	tbl.Append([]string{"  lead", "z"})
-	tbl.Render()
+	b, _ := os.ReadFile(os.Args[1])
+	f, _ := os.Create("/tmp/h15/cpu.prof")
+	pprof.StartCPUProfile(f)
+	t := time.Now()
+	c, bad := repair.ParseCandidates("x", b)
+	pprof.StopCPUProfile()
+	fmt.Println(len(c), len(bad), time.Since(t))
 }

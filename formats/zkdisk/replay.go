@@ -176,25 +176,9 @@ func loadSnapshotImage(path string) (*Tree, map[int64]int32, time.Time, bool) {
 		return nil, nil, time.Time{}, false
 	}
 	perm, dups := treeOrder(im.paths, im.names(), pt.result())
-	nodes := make([]Node, len(perm))
-	var newest int64
-	var touch byte
-	for k, i := range perm {
-		// Records are read in path order, all over the file: touching one a few
-		// places ahead lets its cache miss overlap with this node's decoding.
-		if k+8 < len(perm) {
-			touch += im.buf[im.recs[perm[k+8]]]
-		}
-		n := &nodes[k]
-		*n = im.node(i)
-		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
-	}
-	prefetchSink = touch
+	nodes, newest := im.sortedNodes(perm)
 	return sortedTree(nodes, dups), sessionMap(im.sessions), time.UnixMilli(newest), true
 }
-
-// prefetchSink keeps the compiler from dropping the touches above.
-var prefetchSink byte
 
 func sessionMap(list []Session) map[int64]int32 {
 	sessions := make(map[int64]int32, len(list))
@@ -211,7 +195,6 @@ func streamSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 	}
 	defer sr.Close()
 	var nodes []Node
-	var paths []string
 	if fi, err := os.Stat(path); err == nil {
 		// Real bytes bound the guess: a node takes at least 76 bytes on disk,
 		// about 128 with a Pulsar-length path.
@@ -229,8 +212,7 @@ func streamSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 		}
 		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
 		nodes = append(nodes, Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
-		paths = append(paths, n.Path)
-		pt.add(paths)
+		pt.add(n.Path)
 	}
 	return newTree(nodes, pt.result()), sessionMap(sr.Sessions), time.UnixMilli(newest), nil
 }

@@ -7,8 +7,10 @@ import (
 	"hash/adler32"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -460,17 +462,16 @@ func ReadSnapshotFile(path string) (*SnapshotReader, []SnapNode, error) {
 }
 
 // snapshotImage is a whole plain snapshot file in memory, scanned once for the
-// tree loader: node i's path is paths[i] and its record (data length onwards)
-// starts at recs[i]; paths and node data alias buf, which is never written.
-// It handles well-formed files only: on anything unexpected scan reports false
-// and the caller reads the file again with SnapshotReader, whose errors name
-// the offset and cause. Reading the file whole spares a copy of every value
-// and an allocation per path, and lets the seals' Adler-32 run on another core.
+// tree loader; node paths and data alias buf, which is never written. It
+// handles well-formed files only: on anything unexpected scan reports false and
+// the caller reads the file again with SnapshotReader, whose errors name the
+// offset and cause. Reading the file whole spares a copy of every value and an
+// allocation per path, and lets the seals' Adler-32 run on another core.
 type snapshotImage struct {
 	buf      []byte
 	sessions []Session
 	paths    []string
-	recs     []int
+	recs     []int // where each node's record (its data length) starts
 	sum      *prefixAdler
 	off      int
 	// Each node's last path component, copied side by side: sorting siblings
@@ -573,11 +574,75 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		if _, ok := im.take(max(int(dlen), 0) + snapRecordFixed); !ok {
 			return false
 		}
+		if len(im.paths) == 1024 {
+			im.reserve()
+		}
 		im.paths, im.recs = append(im.paths, p), append(im.recs, rec)
 		im.nameBuf = append(im.nameBuf, p[strings.LastIndexByte(p, '/')+1:]...)
 		im.nameEnd = append(im.nameEnd, len(im.nameBuf))
-		pt.add(im.paths)
+		pt.add(p)
 	}
+}
+
+// reserve sizes the per-node slices for the whole file from the first nodes'
+// average size, so they grow about once instead of doubling their way up.
+func (im *snapshotImage) reserve() {
+	per := max(im.off/len(im.paths), 76)
+	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/8
+	im.paths = slices.Grow(im.paths, more)
+	im.recs = slices.Grow(im.recs, more)
+	im.nameEnd = slices.Grow(im.nameEnd, more)
+	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.paths)+1))
+}
+
+// node decodes the record at off (checked by scan) of a node whose path is p.
+func (im *snapshotImage) node(p string, off int) Node {
+	b := im.buf[off:]
+	n := Node{Path: p}
+	if dlen := int(be32(b)); dlen >= 0 {
+		n.Data, b = b[4:4+dlen:4+dlen], b[4+dlen:]
+	} else {
+		b = b[4:]
+	}
+	n.ACLRef = be64(b)
+	b = b[8:]
+	n.Stat = Stat{
+		Czxid: be64(b), Mzxid: be64(b[8:]), Ctime: be64(b[16:]), Mtime: be64(b[24:]),
+		Version: be32(b[32:]), Cversion: be32(b[36:]), Aversion: be32(b[40:]),
+		EphemeralOwner: be64(b[44:]), Pzxid: be64(b[52:]),
+	}
+	return n
+}
+
+// sortedNodes decodes the nodes into the order perm gives, and returns the
+// latest node ctime/mtime. It reads the records in file order and writes each
+// node to its sorted place: reading in path order instead would miss the cache
+// and TLB on every record, while the CPU's store buffer absorbs scattered
+// writes. Two goroutines share the file.
+func (im *snapshotImage) sortedNodes(perm []int32) ([]Node, int64) {
+	rank := make([]int32, len(perm))
+	for k, i := range perm {
+		rank[i] = int32(k)
+	}
+	nodes := make([]Node, len(perm))
+	var newest [2]int64
+	decode := func(h, lo, hi int) {
+		for i := lo; i < hi; i++ {
+			n := &nodes[rank[i]]
+			*n = im.node(im.paths[i], im.recs[i])
+			newest[h] = max(newest[h], n.Stat.Mtime, n.Stat.Ctime)
+		}
+	}
+	half := len(perm) / 2
+	if half < 4096 {
+		decode(0, 0, len(perm))
+		return nodes, newest[0]
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { decode(1, half, len(perm)) })
+	decode(0, 0, half)
+	wg.Wait()
+	return nodes, max(newest[0], newest[1])
 }
 
 func (im *snapshotImage) skipACLs() bool {
@@ -643,25 +708,6 @@ func (im *snapshotImage) seal() bool {
 	}
 	b, ok := im.take(1)
 	return ok && b[0] == '/'
-}
-
-// node decodes node i (its record was checked by scan).
-func (im *snapshotImage) node(i int32) Node {
-	b := im.buf[im.recs[i]:]
-	n := Node{Path: im.paths[i]}
-	dlen := int(be32(b))
-	b = b[4:]
-	if dlen >= 0 {
-		n.Data, b = b[:dlen:dlen], b[dlen:]
-	}
-	n.ACLRef = be64(b)
-	b = b[8:]
-	n.Stat = Stat{
-		Czxid: be64(b), Mzxid: be64(b[8:]), Ctime: be64(b[16:]), Mtime: be64(b[24:]),
-		Version: be32(b[32:]), Cversion: be32(b[36:]), Aversion: be32(b[40:]),
-		EphemeralOwner: be64(b[44:]), Pzxid: be64(b[52:]),
-	}
-	return n
 }
 
 // prefixAdler computes, on its own goroutine, the Adler-32 of each 1 MiB-aligned

@@ -33,17 +33,17 @@ type Tree struct {
 // newTree sorts nodes into a tree. parents, when not nil, gives each node's
 // parent index (-1 for the root) as a pre-order snapshot yields them.
 func newTree(nodes []Node, parents []int32) *Tree {
-	paths := make([]string, len(nodes))
 	var names []string
 	if parents != nil {
 		names = make([]string, len(nodes))
-	}
-	for i := range nodes {
-		p := nodes[i].Path
-		paths[i] = p
-		if names != nil {
+		for i := range nodes {
+			p := nodes[i].Path
 			names[i] = p[strings.LastIndexByte(p, '/')+1:]
 		}
+	}
+	paths := make([]string, len(nodes))
+	for i := range nodes {
+		paths[i] = nodes[i].Path
 	}
 	perm, dups := treeOrder(paths, names, parents)
 	permute(nodes, perm)
@@ -77,9 +77,9 @@ func sortedTree(nodes []Node, dups bool) *Tree {
 }
 
 // treeOrder is the permutation sorting paths (byte order; equal paths in index
-// order), and whether two paths are equal. With parents (and names, each
-// path's last component) it orders each parent's children by name instead of
-// all paths globally.
+// order), and whether two paths are equal. With parents (and names,
+// each path's last component) it orders each parent's children by name
+// instead of all paths globally.
 func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool) {
 	if perm, ok := childOrder(names, parents); ok {
 		return perm, false
@@ -122,6 +122,7 @@ func permute(nodes []Node, perm []int32) {
 type parentTracker struct {
 	parents []int32
 	stack   []int32
+	paths   []string // the stack's paths
 	ok      bool
 }
 
@@ -129,20 +130,19 @@ func newParentTracker(capacity int) *parentTracker {
 	return &parentTracker{parents: make([]int32, 0, capacity), ok: true}
 }
 
-// add records the parent of the last of paths (the paths read so far).
-func (pt *parentTracker) add(paths []string) {
+// add records the parent of the next node, whose path is p.
+func (pt *parentTracker) add(p string) {
 	if !pt.ok {
 		return
 	}
 	i := int32(len(pt.parents))
-	p := paths[i]
 	if p == "/" {
 		pt.ok = i == 0
-		pt.parents, pt.stack = append(pt.parents, -1), append(pt.stack, i)
+		pt.parents, pt.stack, pt.paths = append(pt.parents, -1), append(pt.stack, i), append(pt.paths, p)
 		return
 	}
 	slash := strings.LastIndexByte(p, '/')
-	parent := p[:slash]
+	parent := p[:max(slash, 0)]
 	if slash == 0 {
 		parent = "/"
 	}
@@ -150,15 +150,15 @@ func (pt *parentTracker) add(paths []string) {
 		pt.ok = false
 		return
 	}
-	for len(pt.stack) > 0 && paths[pt.stack[len(pt.stack)-1]] != parent {
-		pt.stack = pt.stack[:len(pt.stack)-1]
+	for len(pt.stack) > 0 && pt.paths[len(pt.paths)-1] != parent {
+		pt.stack, pt.paths = pt.stack[:len(pt.stack)-1], pt.paths[:len(pt.paths)-1]
 	}
 	if len(pt.stack) == 0 {
 		pt.ok = false
 		return
 	}
 	pt.parents = append(pt.parents, pt.stack[len(pt.stack)-1])
-	pt.stack = append(pt.stack, i)
+	pt.stack, pt.paths = append(pt.stack, i), append(pt.paths, p)
 }
 
 // result is the parents for newTree, or nil when the file was not a clean
@@ -348,14 +348,20 @@ func (t *Tree) Ephemerals() map[int64]int {
 }
 
 // radixSorter orders indexes so that strs[idx[k]][off:] ascend in byte order,
-// equal strings by index. A comparison sort of 200k Pulsar paths spends its time
-// re-reading the long prefixes they share (and missing the cache doing so); this
-// MSD radix sort reads each string about once per 7 bytes of depth instead:
-// it sorts 8-byte keys (7 bytes of the string from off, then how many of those 7
-// exist), skipping key bytes that are the same in every string, and recurses
-// into runs of equal keys at off+7.
-func newRadixSorter(strs []string, n int) *radixSorter {
-	return &radixSorter{strs: strs, keys: make([]radixKey, n), tmp: make([]radixKey, n)}
+// equal strings by index. A comparison sort of 200k Pulsar paths spends its
+// time re-reading the long prefixes they share (and missing the cache doing
+// so); this MSD radix sort reads each string about once per 7 bytes of depth
+// instead: it sorts 8-byte keys (7 bytes of the string from off, then how many
+// of those 7 exist), skipping key bytes that are the same in every string,
+// jumps over a prefix that all strings of a run share, and recurses into runs
+// of equal keys.
+type radixSorter struct {
+	strs      []string
+	keys, tmp []radixKey // scratch; a call at base uses only [base, base+len(idx))
+	dups      bool       // two equal strings were seen
+	// same, when not nil, marks each position of the sorted order whose string
+	// equals the one before it.
+	same []bool
 }
 
 type radixKey struct {
@@ -363,45 +369,86 @@ type radixKey struct {
 	i   int32
 }
 
-type radixSorter struct {
-	strs      []string
-	keys, tmp []radixKey // scratch; a call on idx[base:...] uses only [base, base+len)
-	dups      bool       // two equal strings were seen
+func newRadixSorter(strs []string, n int, markSame bool) *radixSorter {
+	rs := &radixSorter{strs: strs, keys: make([]radixKey, n), tmp: make([]radixKey, n)}
+	if markSame {
+		rs.same = make([]bool, n)
+	}
+	return rs
 }
 
 // smallSort is the size below which insertion sort beats building keys.
 const smallSort = 24
 
+// sort orders idx, which sits at position base of the whole order.
 func (rs *radixSorter) sort(idx []int32, off, base int) {
-	if len(idx) <= smallSort {
-		rs.insertion(idx, off)
+	for len(idx) > smallSort {
+		keys, tmp := rs.keys[base:base+len(idx)], rs.tmp[base:base+len(idx)]
+		diff := uint64(0)
+		for k, i := range idx {
+			keys[k] = radixKey{key7(rs.strs[i], off), i}
+			diff |= keys[k].key ^ keys[0].key
+		}
+		if diff == 0 {
+			if keys[0].key&0xff < 7 {
+				rs.sortDups(idx, base)
+				return
+			}
+			off += 7 + rs.commonPrefix(idx, off+7)
+			continue
+		}
+		keys = lsdSort(keys, tmp, diff)
+		for k := range keys {
+			idx[k] = keys[k].i
+		}
+		// Runs of equal keys: exact duplicates when fewer than 7 bytes were
+		// left, else strings equal so far whose order the next bytes decide.
+		for lo := 0; lo < len(keys); {
+			hi := lo + 1
+			for hi < len(keys) && keys[hi].key == keys[lo].key {
+				hi++
+			}
+			if hi-lo > 1 {
+				if keys[lo].key&0xff < 7 {
+					rs.sortDups(idx[lo:hi], base+lo)
+				} else {
+					rs.sort(idx[lo:hi], off+7, base+lo)
+				}
+			}
+			lo = hi
+		}
 		return
 	}
-	keys, tmp := rs.keys[base:base+len(idx)], rs.tmp[base:base+len(idx)]
-	for k, i := range idx {
-		keys[k] = radixKey{key7(rs.strs[i], off), i}
-	}
-	keys = lsdSort(keys, tmp)
-	for k := range keys {
-		idx[k] = keys[k].i
-	}
-	// Runs of equal keys: exact duplicates when fewer than 7 bytes were left,
-	// else strings equal so far whose order the next 7 bytes decide.
-	for lo := 0; lo < len(keys); {
-		hi := lo + 1
-		for hi < len(keys) && keys[hi].key == keys[lo].key {
-			hi++
+	rs.insertion(idx, off, base)
+}
+
+// sortDups orders a run of equal strings by index.
+func (rs *radixSorter) sortDups(idx []int32, base int) {
+	rs.dups = true
+	slices.Sort(idx)
+	if rs.same != nil {
+		for k := 1; k < len(idx); k++ {
+			rs.same[base+k] = true
 		}
-		if hi-lo > 1 {
-			if keys[lo].key&0xff < 7 {
-				rs.dups = true
-				slices.Sort(idx[lo:hi])
-			} else {
-				rs.sort(idx[lo:hi], off+7, base+lo)
-			}
-		}
-		lo = hi
 	}
+}
+
+// commonPrefix is how many bytes from off every string of idx shares.
+func (rs *radixSorter) commonPrefix(idx []int32, off int) int {
+	first := rs.strs[idx[0]][off:]
+	n := len(first)
+	for _, i := range idx[1:] {
+		s := rs.strs[i][off:]
+		n = min(n, len(s))
+		j := 0
+		for j < n && s[j] == first[j] {
+			j++
+		}
+		if n = j; n == 0 {
+			break
+		}
+	}
+	return n
 }
 
 // key7 packs s[off:off+7] big-endian (zero-padded) over the number of those
@@ -425,17 +472,14 @@ func key7(s string, off int) uint64 {
 	return k<<8 | uint64(max(min(n, 7), 0))
 }
 
-// lsdSort sorts keys by key (stably when there are 256 or more), one byte per pass, skipping the bytes every
-// key shares; it returns whichever of keys and tmp holds the result.
-func lsdSort(keys, tmp []radixKey) []radixKey {
+// lsdSort sorts keys by key, one byte per pass over the bytes set in diff (the
+// bytes in which keys differ); it returns whichever of keys and tmp holds the
+// result.
+func lsdSort(keys, tmp []radixKey, diff uint64) []radixKey {
 	if len(keys) < 256 {
 		// Fewer keys than a pass has buckets: a comparison sort is cheaper.
 		slices.SortFunc(keys, func(a, b radixKey) int { return cmp.Compare(a.key, b.key) })
 		return keys
-	}
-	var diff uint64
-	for _, e := range keys {
-		diff |= e.key ^ keys[0].key
 	}
 	for shift := uint(0); shift < 64; shift += 8 {
 		if (diff>>shift)&0xff == 0 {
@@ -460,17 +504,22 @@ func lsdSort(keys, tmp []radixKey) []radixKey {
 }
 
 // insertion sorts a few indexes by their strings from off, ties by index.
-func (rs *radixSorter) insertion(idx []int32, off int) {
-	less := func(a, b int32) bool {
-		if c := strings.Compare(rs.strs[a][off:], rs.strs[b][off:]); c != 0 {
-			return c < 0
+func (rs *radixSorter) insertion(idx []int32, off, base int) {
+	for k := 1; k < len(idx); k++ {
+		for j := k; j > 0; j-- {
+			c := strings.Compare(rs.strs[idx[j]][off:], rs.strs[idx[j-1]][off:])
+			if c > 0 || (c == 0 && idx[j] > idx[j-1]) {
+				break
+			}
+			idx[j], idx[j-1] = idx[j-1], idx[j]
 		}
-		rs.dups = true
-		return a < b
 	}
 	for k := 1; k < len(idx); k++ {
-		for j := k; j > 0 && less(idx[j], idx[j-1]); j-- {
-			idx[j], idx[j-1] = idx[j-1], idx[j]
+		if rs.strs[idx[k]][off:] == rs.strs[idx[k-1]][off:] {
+			rs.dups = true
+			if rs.same != nil {
+				rs.same[base+k] = true
+			}
 		}
 	}
 }

@@ -1,0 +1,75 @@
+package inspect
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Finding kinds of a ledger store read from bookie dirs (store.BookieStore): what
+// the replicas of each entry say beyond "the entry is there".
+const (
+	KindUnderReplicated = "under-replicated" // fewer replicas found than the write quorum
+	KindReplicaCorrupt  = "replica-corrupt"  // a replica whose BookKeeper digest does not verify
+	KindReplicasDiffer  = "replicas-differ"  // replicas that verify but hold different payloads
+	KindEntryLogDamaged = "entry-log-damaged"
+	KindJournalDamaged  = "journal-damaged"
+	KindLastMarkDamaged = "lastmark-damaged"
+)
+
+// replicaSeverity: a corrupt or differing replica is served from a good one, so
+// the data is there but one copy is bad; damaged files hide entries.
+var replicaSeverity = map[string]report.Severity{
+	KindUnderReplicated: report.SeverityWarning,
+	KindReplicaCorrupt:  report.SeverityWarning,
+	KindReplicasDiffer:  report.SeverityError,
+	KindEntryLogDamaged: report.SeverityWarning,
+	KindJournalDamaged:  report.SeverityWarning,
+	KindLastMarkDamaged: report.SeverityWarning,
+}
+
+var replicaHint = map[string]string{
+	KindUnderReplicated: "let the BookKeeper auditor re-replicate the ledger, or copy the missing bookie dir",
+	KindReplicaCorrupt:  "the good replica is served; re-replicate the ledger so the bad copy is replaced",
+	KindReplicasDiffer:  "replicas disagree although each digest verifies: compare them with inspect entries before trusting either",
+	KindEntryLogDamaged: "entries past the damage are read from other replicas where they exist",
+	KindJournalDamaged:  "entries past the damage are read from other replicas where they exist",
+	KindLastMarkDamaged: "the whole journal is read instead of the part after lastMark",
+}
+
+// ReplicaFindings is a check source for a ledger store read from bookie dirs:
+// every replica problem the store found while indexing, as findings. Other ledger
+// stores have none.
+func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
+	bs, ok := dd.Ledgers.(*store.BookieStore)
+	if !ok {
+		return nil, nil
+	}
+	rfs, err := bs.ReplicaFindings(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("replica findings: %w", err)
+	}
+	out := make([]report.Finding, 0, len(rfs))
+	for _, rf := range rfs {
+		sev, ok := replicaSeverity[rf.Kind]
+		if !ok {
+			sev = report.SeverityWarning
+		}
+		loc := entryLoc(rf.LedgerID, rf.EntryID)
+		if rf.LedgerID < 0 {
+			loc = rf.File
+		}
+		msg := rf.Detail
+		if rf.File != "" {
+			msg = fmt.Sprintf("%s (%s offset %d)", rf.Detail, rf.File, rf.Offset)
+		}
+		f := report.Finding{Kind: rf.Kind, Severity: sev, Location: loc, Message: msg, Hint: replicaHint[rf.Kind]}
+		if rf.LedgerID >= 0 {
+			f.LedgerID, f.EntryID = report.Int64(rf.LedgerID), report.Int64(rf.EntryID)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
