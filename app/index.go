@@ -333,8 +333,8 @@ func (e *env) indexFind(c *cli.Context) error {
 	info, _, err := formats.DecodeManagedLedgerInfo(node.Value)
 	if err != nil {
 		// The data dir opened; its node is damaged: a finding, not a failure to open.
-		return findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w (inspect it with: ledgermedic inspect node %s)",
-			t, node.Path, err, node.Path))
+		return findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w (inspect it with: %s)",
+			t, node.Path, err, commandFor(c, "inspect", "node", node.Path)))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
 		opts := index.FindOptions{Key: c.String("key"), Legacy: legacy}

@@ -286,8 +286,8 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 				doc.Note("metadata backup: %s", res.Backup)
 			}
 			if err == nil {
-				doc.Note("undo with: ledgermedic --data-dir %s journal undo --apply %s (without --apply it shows what it would restore)",
-					c.String("data-dir"), res.RunID)
+				doc.Note("undo with: %s (without --apply it shows what it would restore)",
+					commandFor(c, "journal", "undo", "--apply", res.RunID))
 			}
 		}
 		applyErr = err

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -40,47 +42,59 @@ func benchEtcdDB(b *testing.B) string {
 }
 
 func writeBenchDB(file string) error {
+	rng := rand.New(rand.NewPCG(1, 2))
+	value := make([]byte, 200)
+	var revs []layoutRev
+	for i, n := range rng.Perm(benchDBKeys) {
+		path := fmt.Sprintf("/managed-ledgers/tenant-%03d/ns/persistent/topic-%06d", n%500, n)
+		revs = append(revs, layoutRev{path: path, version: 1, value: value})
+		if i%5 == 0 {
+			revs = append(revs, layoutRev{path: path, version: 2, value: value})
+		}
+		if i%50 == 0 {
+			revs = append(revs, layoutRev{path: path, tomb: true})
+		}
+	}
+	return writeEtcdLayout(file, revs)
+}
+
+// layoutRev is one write to a key: a put of value at version, or a delete.
+type layoutRev struct {
+	path    string
+	version int64
+	value   []byte
+	tomb    bool
+}
+
+// writeEtcdLayout writes revs as revisions 2, 3, ... in etcd's bbolt layout.
+func writeEtcdLayout(file string, revs []layoutRev) error {
 	db, err := bolt.Open(file, 0o600, &bolt.Options{NoSync: true})
 	if err != nil {
 		return err
 	}
 	defer db.Close()
-	rng := rand.New(rand.NewPCG(1, 2))
-	order := rng.Perm(benchDBKeys)
-	value := make([]byte, 200)
-	rev := int64(1)
-	var ops []func(*bolt.Bucket) error
-	putRev := func(path string, version int64, tomb bool) {
-		rev++
-		k := binary.BigEndian.AppendUint64(nil, uint64(rev))
-		k = append(k, '_')
-		k = binary.BigEndian.AppendUint64(k, 0)
-		kv := &mvccpb.KeyValue{Key: []byte(path), CreateRevision: rev, ModRevision: rev, Version: version, Value: value}
-		if tomb {
-			k = append(k, 't')
-			kv = &mvccpb.KeyValue{Key: []byte(path)}
-		}
-		v, _ := proto.Marshal(kv)
-		ops = append(ops, func(bk *bolt.Bucket) error { return bk.Put(k, v) })
-	}
-	for i, n := range order {
-		path := fmt.Sprintf("/managed-ledgers/tenant-%03d/ns/persistent/topic-%06d", n%500, n)
-		putRev(path, 1, false)
-		if i%5 == 0 {
-			putRev(path, 2, false)
-		}
-		if i%50 == 0 {
-			putRev(path, 0, true)
-		}
-	}
 	return db.Update(func(tx *bolt.Tx) error {
 		keys, err := tx.CreateBucket([]byte("key"))
 		if err != nil {
 			return err
 		}
 		keys.FillPercent = 1 // sequential revision keys: pack pages as etcd does
-		for _, op := range ops {
-			if err := op(keys); err != nil {
+		rev := int64(1)
+		for _, r := range revs {
+			rev++
+			k := binary.BigEndian.AppendUint64(nil, uint64(rev))
+			k = append(k, '_')
+			k = binary.BigEndian.AppendUint64(k, 0)
+			kv := &mvccpb.KeyValue{Key: []byte(r.path), CreateRevision: rev, ModRevision: rev, Version: r.version, Value: r.value}
+			if r.tomb {
+				k = append(k, 't')
+				kv = &mvccpb.KeyValue{Key: []byte(r.path)}
+			}
+			v, err := proto.Marshal(kv)
+			if err != nil {
+				return err
+			}
+			if err := keys.Put(k, v); err != nil {
 				return err
 			}
 		}
@@ -90,6 +104,75 @@ func writeBenchDB(file string) error {
 		}
 		return meta.Put([]byte("consistent_index"), binary.BigEndian.AppendUint64(nil, uint64(rev)))
 	})
+}
+
+// Property: the offline reader shows, in path byte order, each key's newest
+// put at or before the revision asked for, and no deleted key. Keys share long
+// prefixes and bytes that sort around '/' ('-' and '.' below it, zero bytes,
+// 0xff), and are written, rewritten and deleted in random order.
+func TestEtcdDBNewestRevisionInPathOrder(t *testing.T) {
+	// Pieces that make long shared prefixes and near-equal keys.
+	pieces := []string{"a", "b", "-", ".", "/", "0", "\x00", "\xff", "persistent", "topic-0001"}
+	for seed := range uint64(12) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		pool := make([]string, 40+rng.IntN(2000))
+		for i := range pool {
+			p := "/"
+			for range rng.IntN(12) {
+				p += pieces[rng.IntN(len(pieces))]
+			}
+			pool[i] = p
+		}
+		type state struct {
+			value   string
+			version int64
+		}
+		live := map[string]state{}
+		var revs []layoutRev
+		var history []map[string]state // history[i]: state after revision i+2
+		for range 50 + rng.IntN(5000) {
+			p := pool[rng.IntN(len(pool))]
+			if _, ok := live[p]; ok && rng.IntN(4) == 0 {
+				delete(live, p)
+				revs = append(revs, layoutRev{path: p, tomb: true})
+			} else {
+				st := state{value: fmt.Sprintf("v%d", len(revs)), version: live[p].version + 1}
+				if rng.IntN(10) == 0 {
+					st.value = ""
+				}
+				live[p] = st
+				revs = append(revs, layoutRev{path: p, version: st.version, value: []byte(st.value)})
+			}
+			history = append(history, maps.Clone(live))
+		}
+		file := filepath.Join(t.TempDir(), "db")
+		if err := writeEtcdLayout(file, revs); err != nil {
+			t.Fatal(err)
+		}
+		at := rng.IntN(len(history))
+		for _, c := range []struct {
+			rev  int64
+			want map[string]state
+		}{{0, live}, {int64(at + 2), history[at]}} {
+			m := mustOpenDB(t, file, store.RemoteOptions{Revision: c.rev})
+			var got []string
+			err := m.Walk(context.Background(), "", func(n store.Node) error {
+				want, ok := c.want[n.Path]
+				if !ok || string(n.Value) != want.value || int64(n.Version) != want.version {
+					t.Errorf("seed %d revision %d: node %q = %q@%d, want %q@%d (present %v)", seed, c.rev, n.Path, n.Value, n.Version, want.value, want.version, ok)
+				}
+				got = append(got, n.Path)
+				return nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := slices.Sorted(maps.Keys(c.want))
+			if !slices.Equal(got, want) {
+				t.Errorf("seed %d revision %d: walked %q, want %q", seed, c.rev, got, want)
+			}
+		}
+	}
 }
 
 // BenchmarkEtcdDBRead: open the db offline and walk every node (ours), against a

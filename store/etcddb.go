@@ -272,10 +272,11 @@ func (s *etcdDB) consistentIndex() uint64 {
 // scan walks the key bucket in revision order up to rev, noting every revision
 // of a Pulsar path; a sort by path (equal paths in revision order) then leaves
 // each key's revisions side by side, the newest last, and tombstones drop out.
-// Sorting all revisions is cheaper than a map from path to newest revision:
-// the keys are read once, in place in the mmap, and only survivors are copied.
+// Sorting all revisions costs less than a map from path to newest revision: no
+// key is hashed, and the sort itself finds the equal ones.
 func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 	var revs []etcdDBRev
+	var keys keyArena
 	var skipped []string
 	nSkipped := 0
 	c := bucket.Cursor()
@@ -301,7 +302,6 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 			nSkipped++
 			continue
 		}
-		_ = kv.Key[len(kv.Key)-1]
 		if revs == nil {
 			// Presize from the file: a revision of a Pulsar node takes a few hundred
 			// bytes, so this avoids most of the growth without overshooting much.
@@ -311,8 +311,9 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 		if r.Tombstone {
 			version = 0
 		}
-		// The key aliases the mmap (valid while tx is open); survivors are copied.
-		revs = append(revs, etcdDBRev{path: unsafe.String(&kv.Key[0], len(kv.Key)), value: kv.Value, version: version})
+		// Copied now, in revision order: the sort then reads a compact arena
+		// rather than keys scattered over the whole mmap.
+		revs = append(revs, etcdDBRev{path: keys.intern(kv.Key), value: kv.Value, version: version})
 	}
 	if nSkipped > 0 {
 		s.source.Notes = append(s.source.Notes, fmt.Sprintf("%d revision(s) of keys that are not Pulsar paths (not starting with \"/\") are not shown, e.g. %s", nSkipped, strings.Join(skipped, ", ")))
@@ -322,15 +323,15 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 	for i := range revs {
 		paths[i], idx[i] = revs[i].path, int32(i)
 	}
-	newRadixSorter(paths, len(idx)).sort(idx, 0, 0)
-	var keys keyArena
+	rs := newRadixSorter(paths, len(idx), true)
+	rs.sort(idx, 0, 0)
 	s.nodes = make([]etcdDBNode, 0, len(idx))
 	for k, i := range idx {
-		if k+1 < len(idx) && revs[idx[k+1]].path == revs[i].path {
+		if k+1 < len(idx) && rs.same[k+1] {
 			continue // an older revision of the same key
 		}
 		if r := &revs[i]; r.version != 0 {
-			s.nodes = append(s.nodes, etcdDBNode{path: keys.intern(r.path), value: r.value, version: r.version})
+			s.nodes = append(s.nodes, etcdDBNode{path: r.path, value: r.value, version: r.version})
 		}
 	}
 	return nil
@@ -338,8 +339,8 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 
 // etcdDBRev is one revision of a key as scan finds it; version 0 is a delete.
 type etcdDBRev struct {
-	path    string // aliases the mmap
-	value   []byte
+	path    string
+	value   []byte // aliases the mmap
 	version int64
 }
 
@@ -348,7 +349,7 @@ type etcdDBRev struct {
 // Bytes are only ever appended, so the strings made over them never change.
 type keyArena struct{ block []byte }
 
-func (a *keyArena) intern(k string) string {
+func (a *keyArena) intern(k []byte) string {
 	if len(k) == 0 {
 		return ""
 	}

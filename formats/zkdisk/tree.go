@@ -88,7 +88,7 @@ func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool)
 	for i := range idx {
 		idx[i] = int32(i)
 	}
-	rs := newRadixSorter(paths, len(idx))
+	rs := newRadixSorter(paths, len(idx), false)
 	rs.sort(idx, 0, 0)
 	return idx, rs.dups
 }
@@ -196,7 +196,7 @@ func childOrder(names []string, parents []int32) ([]int32, bool) {
 		kids[fill[p]] = int32(i + 1)
 		fill[p]++
 	}
-	rs := newRadixSorter(names, n)
+	rs := newRadixSorter(names, n, false)
 	for p := range n {
 		if lo, hi := start[p], start[p+1]; hi-lo > 1 {
 			rs.sort(kids[lo:hi], 0, int(lo))
