@@ -49,6 +49,11 @@ func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
 	return sources
 }
 
+// verifiesFully: check is the full examination, so it verifies every table of the
+// data dir itself instead of trusting the verification cache the views use
+// (store.Options.FullVerify, docs/reliability.md).
+func verifiesFully(c *cli.Context) bool { return c.Command != nil && c.Command.Name == "check" }
+
 func (e *env) check(c *cli.Context) error {
 	return e.withDataDir(c, func(dd *store.DataDir) error {
 		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("first-entry-index-key"), Sources: e.checkSources(c)}

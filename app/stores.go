@@ -40,7 +40,7 @@ func storeFlags() []cli.Flag {
 // storeOptions turns the store flags into store.Options. Bad URLs and flags that do
 // not fit the store are bad usage (exit 2), found before anything is opened.
 func storeOptions(c *cli.Context, readOnly bool) (store.Options, error) {
-	opts := store.Options{ReadOnly: readOnly}
+	opts := store.Options{ReadOnly: readOnly, FullVerify: verifiesFully(c)}
 	if s := c.String("metadata"); s != "" {
 		u, err := store.ParseMetadataURL(s)
 		if err != nil {

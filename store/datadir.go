@@ -36,6 +36,8 @@ type Options struct {
 	Metadata, Ledgers *URL
 	// Remote tunes the stores the URLs name.
 	Remote RemoteOptions
+	// FullVerify verifies every table instead of trusting the verification cache (verifycache.go); check sets it.
+	FullVerify bool
 }
 
 // DataDir is an open data dir.

@@ -51,8 +51,9 @@ type dbPlan struct {
 }
 
 // analyzeDB replays the MANIFEST, lists the files and verifies every table (in a
-// child process) of the database name of the data dir at dataDir.
-func analyzeDB(dataDir, name string) (*dbPlan, error) {
+// child process, or from vc when it verified clean before) of the database name of
+// the data dir at dataDir.
+func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 	src := filepath.Join(dataDir, name)
 	p := &dbPlan{name: name, src: src, tables: map[uint64]manifestTable{}}
 	ents, err := os.ReadDir(src)
@@ -137,11 +138,9 @@ func analyzeDB(dataDir, name string) (*dbPlan, error) {
 	slices.Sort(unlisted)
 	slices.SortFunc(checks, func(a, b tableCheck) int { return int(a.ID) - int(b.ID) })
 
-	results := map[uint64]tableResult{}
-	if len(checks) > 0 {
-		if results, err = verifyTables(checks); err != nil {
-			return nil, fmt.Errorf("%s: %w", src, err)
-		}
+	results, err := verifyWithCache(name, checks, vc)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", src, err)
 	}
 	for _, c := range checks {
 		r := results[c.ID]
@@ -200,6 +199,50 @@ func analyzeDB(dataDir, name string) (*dbPlan, error) {
 			filepath.Join(p.src, z)))
 	}
 	return p, nil
+}
+
+// verifyWithCache verifies the tables of checks that vc does not know as clean and
+// unchanged, and records in vc what verified clean.
+func verifyWithCache(db string, checks []tableCheck, vc *verifyCache) (map[uint64]tableResult, error) {
+	started := time.Now()
+	results := map[uint64]tableResult{}
+	before := map[uint64]tableIdentity{}
+	keep := map[string]bool{}
+	var todo []tableCheck
+	for _, c := range checks {
+		rel := filepath.Join(db, filepath.Base(c.Path))
+		keep[rel] = true
+		id, err := identify(c.Path)
+		if err != nil {
+			todo = append(todo, c) // the child says what is wrong with it
+			continue
+		}
+		before[c.ID] = id
+		if r, ok := vc.lookup(rel, c, id); ok {
+			results[c.ID] = r
+			continue
+		}
+		todo = append(todo, c)
+	}
+	if len(todo) > 0 {
+		verified, err := verifyTables(todo)
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range todo {
+			r := verified[c.ID]
+			results[c.ID] = r
+			id, ok := before[c.ID]
+			after, err := identify(c.Path)
+			if !ok || err != nil {
+				after = tableIdentity{Size: -1} // not cacheable
+			}
+			vc.record(filepath.Join(db, filepath.Base(c.Path)), r, id, after, started)
+		}
+	}
+	vc.forget(db, keep)
+	vc.save()
+	return results, nil
 }
 
 // vlogHeaderSize is a value log's header: the data key id (u64 BE) and a 12-byte IV.
@@ -327,7 +370,7 @@ func (d *DataDir) openVerified(name string, opts Options) (*badger.DB, error) {
 		return nil, err
 	}
 	d.ro.unlocks = append(d.ro.unlocks, unlock)
-	p, err := analyzeDB(d.Path, name)
+	p, err := analyzeDB(d.Path, name, openVerifyCache(d.Path, opts.FullVerify))
 	if err != nil {
 		return nil, err
 	}
@@ -379,7 +422,9 @@ func (d *DataDir) openWritableVerified(name string) (*badger.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := analyzeDB(d.Path, name)
+	// A writing command verifies every table: it must not write on top of a block
+	// that rotted since it was cached (it still refreshes the cache for the views).
+	p, err := analyzeDB(d.Path, name, openVerifyCache(d.Path, true))
 	if err == nil && len(p.damage) > 0 {
 		var lines []string
 		for _, dm := range p.damage {

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/dgraph-io/badger/v4/options"
@@ -62,35 +65,39 @@ type tableResult struct {
 // whose reader slices without bounds checks).
 const minTableSize = 16
 
-// verifyTables verifies each table in child processes, one per CPU, each taking
-// every n-th table (the store's reading is CPU-bound: block decompression and
-// checksums). It returns a result per table id. A child that dies marks the
-// table it was verifying as damaged and a new child goes on with the rest.
+// verifyChildRuns counts child processes started (tests assert that a cache hit
+// starts none).
+var verifyChildRuns atomic.Int64
+
+// verifyTables verifies each table in child processes, one per CPU, fed from one
+// queue, largest tables first, so uneven table sizes still keep every CPU busy
+// (the work is CPU-bound: block decompression and checksums). It returns a result
+// per table id. A child that dies marks the table it was verifying as damaged and
+// a new child goes on with the rest.
 func verifyTables(checks []tableCheck) (map[uint64]tableResult, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("verify tables: cannot find the running binary to verify in a child process: %w", err)
 	}
+	queue := make(chan tableCheck, len(checks))
+	for _, c := range bySizeDesc(checks) {
+		queue <- c
+	}
+	close(queue)
 	n := min(runtime.GOMAXPROCS(0), len(checks))
 	results := map[uint64]tableResult{}
 	var mu sync.Mutex
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for w := range n {
-		var share []tableCheck
-		for i := w; i < len(checks); i += n {
-			share = append(share, checks[i])
-		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := verifyShare(exe, share)
-			mu.Lock()
-			defer mu.Unlock()
-			errs[w] = err
-			for id, r := range res {
-				results[id] = r
-			}
+			errs[w] = verifyWorker(exe, queue, func(r tableResult) {
+				mu.Lock()
+				results[r.ID] = r
+				mu.Unlock()
+			})
 		}()
 	}
 	wg.Wait()
@@ -100,42 +107,69 @@ func verifyTables(checks []tableCheck) (map[uint64]tableResult, error) {
 	return results, nil
 }
 
-// verifyShare runs children over todo until every table has a result.
-func verifyShare(exe string, todo []tableCheck) (map[uint64]tableResult, error) {
-	results := map[uint64]tableResult{}
-	for len(todo) > 0 {
-		inflight, err := runVerifyChild(exe, todo, results)
-		if err != nil {
-			return nil, err
+// bySizeDesc orders checks largest file first; a file that cannot be stat'ed
+// sorts last (the child reports why).
+func bySizeDesc(checks []tableCheck) []tableCheck {
+	size := make(map[uint64]int64, len(checks))
+	for _, c := range checks {
+		if fi, err := os.Stat(c.Path); err == nil {
+			size[c.ID] = fi.Size()
 		}
-		if inflight == nil {
-			break
-		}
-		next := todo[:0:0]
-		for _, c := range todo {
-			if _, done := results[c.ID]; !done {
-				next = append(next, c)
-			}
-		}
-		todo = next
 	}
-	return results, nil
+	out := slices.Clone(checks)
+	slices.SortStableFunc(out, func(a, b tableCheck) int { return cmp.Compare(size[b.ID], size[a.ID]) })
+	return out
 }
 
-// runVerifyChild runs one child over checks, filling results. It returns the
-// check the child was working on when it died, or nil when it finished.
-func runVerifyChild(exe string, checks []tableCheck, results map[uint64]tableResult) (*tableCheck, error) {
-	req, err := json.Marshal(checks)
-	if err != nil {
-		return nil, err
+// verifyWorker takes checks from queue and hands them, one at a time, to a child
+// process, starting a new child whenever the last one died.
+func verifyWorker(exe string, queue <-chan tableCheck, done func(tableResult)) error {
+	var ch *verifyChild
+	defer func() {
+		if ch != nil {
+			ch.close()
+		}
+	}()
+	for c := range queue {
+		if ch == nil {
+			var err error
+			if ch, err = startVerifyChild(exe); err != nil {
+				return err
+			}
+		}
+		r, alive, err := ch.verify(c)
+		if err != nil {
+			return err
+		}
+		done(r)
+		if !alive {
+			ch = nil
+		}
 	}
+	return nil
+}
+
+// verifyChild is one running child: checks go in as JSON lines on its stdin,
+// results come back as JSON lines on its stdout.
+type verifyChild struct {
+	cmd      *exec.Cmd
+	in       io.WriteCloser
+	out      *bufio.Scanner
+	stderr   *bytes.Buffer
+	verified int // tables it finished
+}
+
+func startVerifyChild(exe string) (*verifyChild, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), VerifyChildEnv+"=1")
 	// A child outliving a killed parent would keep reading the store for nothing.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.Stdin = bytes.NewReader(req)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	ch := &verifyChild{cmd: cmd, stderr: &bytes.Buffer{}}
+	cmd.Stderr = ch.stderr
+	var err error
+	if ch.in, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -143,53 +177,56 @@ func runVerifyChild(exe string, checks []tableCheck, results map[uint64]tableRes
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("verify tables: start %s: %w", exe, err)
 	}
-	var cur *tableResult
-	sc := bufio.NewScanner(out)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		var r tableResult
-		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
-			continue // not ours (a stray line); the stage protocol tells what is missing
-		}
-		switch r.Stage {
-		case "start", "opened":
-			cur = &r
-		case "done":
-			results[r.ID] = r
-			cur = nil
-		}
+	verifyChildRuns.Add(1)
+	ch.out = bufio.NewScanner(out)
+	ch.out.Buffer(make([]byte, 64<<10), 16<<20)
+	return ch, nil
+}
+
+// verify asks the child about one table. alive is false when the child died: the
+// result then says the reader crashed, at which stage.
+func (ch *verifyChild) verify(c tableCheck) (r tableResult, alive bool, err error) {
+	req, err := json.Marshal(c)
+	if err != nil {
+		return r, false, err
 	}
-	_, _ = io.Copy(io.Discard, out)
-	werr := cmd.Wait()
-	if cur == nil {
-		if werr != nil && len(results) == 0 {
-			return nil, fmt.Errorf("verify tables: child process failed before verifying anything: %v: %s", werr, lastLine(stderr.String()))
-		}
-		if werr != nil {
-			// It died between tables: the rest are retried.
-			for _, c := range checks {
-				if _, ok := results[c.ID]; !ok {
-					return &c, nil
-				}
+	cur := tableResult{ID: c.ID, Stage: "sent"}
+	if _, err := ch.in.Write(append(req, '\n')); err == nil {
+		for ch.out.Scan() {
+			var got tableResult
+			if json.Unmarshal(ch.out.Bytes(), &got) != nil || got.ID != c.ID {
+				continue // not ours (a stray line); the stage protocol tells what is missing
 			}
+			if got.Stage == "done" {
+				ch.verified++
+				return got, true, nil
+			}
+			cur = got
 		}
-		return nil, nil
 	}
-	crashed := *cur
-	crashed.Stage = "done"
+	// The child died (or closed its pipes) before finishing this table.
+	werr := ch.wait()
+	if ch.verified == 0 && cur.Stage == "sent" {
+		return r, false, fmt.Errorf("verify tables: child process failed before verifying anything: %v: %s", werr, lastLine(ch.stderr.String()))
+	}
 	what := "reading its index"
 	if cur.Stage == "opened" {
 		what = "verifying its blocks"
 	}
-	crashed.Problem = fmt.Sprintf("Badger's table reader crashed while %s (%v): %s", what, werr, lastLine(stderr.String()))
-	results[cur.ID] = crashed
-	for _, c := range checks {
-		if c.ID == cur.ID {
-			return &c, nil
-		}
-	}
-	return nil, fmt.Errorf("verify tables: child reported unknown table %d", cur.ID)
+	crashed := cur
+	crashed.Stage = "done"
+	crashed.Problem = fmt.Sprintf("Badger's table reader crashed while %s (%v): %s", what, werr, lastLine(ch.stderr.String()))
+	return crashed, false, nil
 }
+
+// wait reaps the child once its pipes are done with.
+func (ch *verifyChild) wait() error {
+	_ = ch.in.Close()
+	return ch.cmd.Wait()
+}
+
+// close ends a child that has nothing more to do: it exits at the end of its input.
+func (ch *verifyChild) close() { _ = ch.wait() }
 
 // lastLine is the last non-empty line of s (the fatal message of a crash), shortened.
 func lastLine(s string) string {
@@ -216,25 +253,32 @@ func oneLine(s string) string {
 	return s
 }
 
-// verifyChildMain is the child: it reads the checks from in and writes a "start",
-// an "opened" and a "done" line per table to out, flushing each, so the parent
-// knows which table a crash belongs to.
+// verifyChildMain is the child: it reads checks, one JSON line each, from in and
+// writes a "start", an "opened" and a "done" line per table to out, so the parent
+// knows which table and stage a crash belongs to. It ends at the end of in.
 func verifyChildMain(in io.Reader, out io.Writer) int {
 	// A damaged table can make Badger allocate absurd sizes; die early instead of swapping.
 	debug.SetMemoryLimit(2 << 30)
-	var checks []tableCheck
-	if err := json.NewDecoder(in).Decode(&checks); err != nil {
-		fmt.Fprintln(os.Stderr, "verify child: bad request:", err)
-		return 2
-	}
+	// Verification allocates a fresh buffer for every decompressed block and keeps
+	// little alive: collecting less often saves about a sixth of the CPU (measured
+	// in docs/reliability.md); the memory limit still bounds the heap.
+	debug.SetGCPercent(400)
+	dec := json.NewDecoder(in)
 	enc := json.NewEncoder(out)
-	for _, c := range checks {
+	for {
+		var c tableCheck
+		if err := dec.Decode(&c); err != nil {
+			if errors.Is(err, io.EOF) {
+				return 0
+			}
+			fmt.Fprintln(os.Stderr, "verify child: bad request:", err)
+			return 2
+		}
 		_ = enc.Encode(tableResult{ID: c.ID, Stage: "start"})
 		r := verifyTableFile(c, func(opened tableResult) { _ = enc.Encode(opened) })
 		r.ID, r.Stage, r.Problem = c.ID, "done", oneLine(r.Problem)
 		_ = enc.Encode(r)
 	}
-	return 0
 }
 
 // verifyTableFile opens one table with each compression in turn until its blocks

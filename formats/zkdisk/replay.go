@@ -168,16 +168,25 @@ func loadSnapshotImage(path string) (*Tree, map[int64]int32, time.Time, bool) {
 	if err != nil {
 		return nil, nil, time.Time{}, false
 	}
+	return treeFromImage(buf)
+}
+
+// treeFromImage builds the tree of a whole snapshot file held in buf (which
+// the tree then aliases); ok is false when scanImage found anything unusual.
+func treeFromImage(buf []byte) (t *Tree, sessions map[int64]int32, newest time.Time, ok bool) {
 	im := &snapshotImage{buf: buf, sum: startPrefixAdler(buf)}
-	// A node takes at least 76 bytes on disk.
-	pt := newParentTracker(len(buf) / 256)
+	// A node takes at least 76 bytes on disk; reserve sizes the rest.
+	pt := newParentTracker(min(len(buf)/256, 1<<20))
 	if !im.scan(pt) {
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
 	perm, dups := treeOrder(im.paths, im.names(), pt.result())
-	nodes, newest := im.sortedNodes(perm)
-	return sortedTree(nodes, dups), sessionMap(im.sessions), time.UnixMilli(newest), true
+	nodes, latest := im.sortedNodes(perm)
+	if !im.sealsOK() {
+		return nil, nil, time.Time{}, false
+	}
+	return sortedTree(nodes, dups), sessionMap(im.sessions), time.UnixMilli(latest), true
 }
 
 func sessionMap(list []Session) map[int64]int32 {
@@ -194,13 +203,19 @@ func streamSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 		return nil, nil, time.Time{}, err
 	}
 	defer sr.Close()
-	var nodes []Node
+	guess := 0
 	if fi, err := os.Stat(path); err == nil {
 		// Real bytes bound the guess: a node takes at least 76 bytes on disk,
 		// about 128 with a Pulsar-length path.
-		nodes = make([]Node, 0, min(fi.Size()/128, 1<<24))
+		guess = int(min(fi.Size()/128, 1<<24))
 	}
-	pt := newParentTracker(cap(nodes))
+	return treeFromReader(sr, guess)
+}
+
+// treeFromReader reads every node of sr into a tree; guess sizes the node list.
+func treeFromReader(sr *SnapshotReader, guess int) (*Tree, map[int64]int32, time.Time, error) {
+	nodes := make([]Node, 0, guess)
+	pt := newParentTracker(guess)
 	var newest int64
 	for {
 		n, err := sr.Next()

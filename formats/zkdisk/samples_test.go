@@ -250,8 +250,23 @@ func TestSampleDamaged(t *testing.T) {
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "snapshot.5"), []byte("hello world, no magic here"), 0o644)
 		_, err := Load(dir, LoadOptions{})
+		// Nothing readable and no log: an empty view would pass for a cluster with
+		// no metadata, so it is an error naming the rejected file.
+		if !errors.Is(err, ErrNoData) || !strings.Contains(err.Error(), "snapshot.5") || !strings.Contains(err.Error(), "bad magic") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("unusable snapshot beside a log", func(t *testing.T) {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "snapshot.5"), []byte("hello world, no magic here"), 0o644)
+		b, err := os.ReadFile(filepath.Join(sampleDir, "version-2", "log.1"))
 		if err != nil {
-			t.Fatalf("an unusable snapshot alone still gives an (empty) view with a note: %v", err)
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, "log.1"), b, 0o644)
+		v, err := Load(dir, LoadOptions{})
+		if err != nil || len(v.Notes) == 0 {
+			t.Fatalf("a log replays onto an empty tree with a note: %v", err)
 		}
 	})
 }

@@ -473,6 +473,7 @@ type snapshotImage struct {
 	paths    []string
 	recs     []int // where each node's record (its data length) starts
 	sum      *prefixAdler
+	seals    [][2]int64 // offset and stored value of each seal, checked by sealsOK
 	off      int
 	// Each node's last path component, copied side by side: sorting siblings
 	// by name then reads a few MB that stay in cache, not the whole file.
@@ -595,6 +596,16 @@ func (im *snapshotImage) reserve() {
 	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.paths)+1))
 }
 
+// sealsOK reports whether every seal holds the Adler-32 of the bytes before it.
+func (im *snapshotImage) sealsOK() bool {
+	for _, s := range im.seals {
+		if uint64(s[1]) != uint64(im.sum.at(int(s[0]))) {
+			return false
+		}
+	}
+	return true
+}
+
 // node decodes the record at off (checked by scan) of a node whose path is p.
 func (im *snapshotImage) node(p string, off int) Node {
 	b := im.buf[off:]
@@ -695,13 +706,15 @@ func (im *snapshotImage) trailer() bool {
 	return im.off == len(im.buf)
 }
 
-// seal checks an int64 Adler-32 of everything before it, then the string "/".
+// seal reads an int64 Adler-32 of everything before it (checked later, by
+// sealsOK, so the sum has time to finish on its own core), then the string "/".
 func (im *snapshotImage) seal() bool {
-	want := im.sum.at(im.off)
+	off := im.off
 	got, ok := im.i64()
-	if !ok || uint64(got) != uint64(want) {
+	if !ok {
 		return false
 	}
+	im.seals = append(im.seals, [2]int64{int64(off), got})
 	slash, ok := im.i32()
 	if !ok || slash != 1 {
 		return false

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Node is one node of a replayed tree.
@@ -196,13 +197,26 @@ func childOrder(names []string, parents []int32) ([]int32, bool) {
 		kids[fill[p]] = int32(i + 1)
 		fill[p]++
 	}
+	// Two goroutines sort the sibling lists, each about half of the children;
+	// their scratch space is disjoint (each list's own part of kids).
 	rs := newRadixSorter(names, n, false)
-	for p := range n {
-		if lo, hi := start[p], start[p+1]; hi-lo > 1 {
-			rs.sort(kids[lo:hi], 0, int(lo))
+	rs2 := &radixSorter{strs: names, keys: rs.keys, tmp: rs.tmp}
+	sortLists := func(rs *radixSorter, from, to int) {
+		for p := from; p < to; p++ {
+			if lo, hi := start[p], start[p+1]; hi-lo > 1 {
+				rs.sort(kids[lo:hi], 0, int(lo))
+			}
 		}
 	}
-	if rs.dups {
+	split := n
+	if n >= 1<<14 {
+		split, _ = slices.BinarySearch(start[:n], int32(n/2))
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { sortLists(rs2, split, n) })
+	sortLists(rs, 0, split)
+	wg.Wait()
+	if rs.dups || rs2.dups {
 		return nil, false // the same path twice: sorted by whole paths instead
 	}
 	e := emitter{names: names, kids: kids, start: start, out: make([]int32, 0, n)}

@@ -1,16 +1,12 @@
 package testutil
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -35,15 +31,11 @@ type EtcdOptions struct {
 type EtcdServer struct {
 	Endpoint string // http://127.0.0.1:port, stable across Restart
 	DataDir  string // --data-dir; the bbolt file is DataDir/member/snap/db
-	LogFile  string // the server's stdout and stderr (shown when a start fails)
+	serverProcess
 
-	t        testing.TB
-	args     []string
-	timeout  time.Duration
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	logCount int
+	t      testing.TB
+	args   []string
+	logDir string
 }
 
 // EtcdAvailable reports whether the etcd binary is installed.
@@ -83,17 +75,18 @@ func StartEtcdWith(t testing.TB, opts EtcdOptions) *EtcdServer {
 		t.Fatalf("etcd: free ports: %v", err)
 	}
 	s := &EtcdServer{
-		Endpoint: fmt.Sprintf("http://127.0.0.1:%d", client),
-		DataDir:  dataDir,
-		t:        t,
-		args:     EtcdArgs(dataDir, client, peer, opts.ExtraArgs...),
-		timeout:  opts.StartTimeout,
+		Endpoint:      fmt.Sprintf("http://127.0.0.1:%d", client),
+		DataDir:       dataDir,
+		serverProcess: serverProcess{name: "etcd", timeout: opts.StartTimeout},
+		t:             t,
+		args:          EtcdArgs(dataDir, client, peer, opts.ExtraArgs...),
+		logDir:        filepath.Dir(dataDir),
 	}
 	if s.timeout == 0 {
 		s.timeout = 30 * time.Second
 	}
 	t.Cleanup(s.Stop)
-	if err := s.start(filepath.Dir(dataDir)); err != nil {
+	if err := s.start(); err != nil {
 		t.Fatalf("etcd: %v", err)
 	}
 	return s
@@ -112,46 +105,9 @@ func EtcdArgs(dataDir string, client, peer int, extra ...string) []string {
 	return append(args, extra...)
 }
 
-func (s *EtcdServer) start(logDir string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return errors.New("already running")
-	}
-	s.logCount++
-	s.LogFile = filepath.Join(logDir, fmt.Sprintf("etcd-%d.log", s.logCount))
-	logf, err := os.Create(s.LogFile)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command(EtcdBinary, s.args...)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, so a killed test binary does not leave it in our terminal's
-	// group; we still stop it by its PID only.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start %s: %w", EtcdBinary, err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	s.cmd, s.exited = cmd, exited
-	deadline := time.Now().Add(s.timeout)
+func (s *EtcdServer) start() error {
 	hc := &http.Client{Timeout: time.Second}
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			s.cmd = nil
-			return fmt.Errorf("server exited during start; log %s:\n%s", s.LogFile, etcdLogTail(s.LogFile))
-		default:
-		}
-		if healthy(hc, s.Endpoint) {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.signalLocked(syscall.SIGKILL)
-	return fmt.Errorf("not healthy on %s after %v; log %s:\n%s", s.Endpoint, s.timeout, s.LogFile, etcdLogTail(s.LogFile))
+	return s.launch(s.logDir, append([]string{EtcdBinary}, s.args...), func() bool { return healthy(hc, s.Endpoint) })
 }
 
 // healthy: etcd's /health answers {"health":"true"} once the member has a leader.
@@ -168,58 +124,14 @@ func healthy(hc *http.Client, endpoint string) bool {
 	return resp.StatusCode == http.StatusOK && strings.Contains(b.String(), `"true"`)
 }
 
-// Stop ends the server with SIGTERM (a clean shutdown that keeps the data) and
-// waits for it; after 10 s it sends SIGKILL. A stopped server is a no-op.
-func (s *EtcdServer) Stop() { s.stop(syscall.SIGTERM) }
-
-// Kill ends the server with SIGKILL, as a crash would.
-func (s *EtcdServer) Kill() { s.stop(syscall.SIGKILL) }
-
-func (s *EtcdServer) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.signalLocked(sig)
-}
-
-func (s *EtcdServer) signalLocked(sig syscall.Signal) {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(sig)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
-}
-
 // Restart stops the server if it runs (SIGTERM) and starts it again on the same
 // data dir and ports.
 func (s *EtcdServer) Restart() {
 	s.t.Helper()
 	s.Stop()
-	if err := s.start(filepath.Dir(s.LogFile)); err != nil {
+	if err := s.start(); err != nil {
 		s.t.Fatalf("etcd restart: %v", err)
 	}
-}
-
-// Running reports whether the server process is alive (started and not stopped).
-func (s *EtcdServer) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
-
-// PID is the server's process id, 0 when stopped.
-func (s *EtcdServer) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
 }
 
 // DBFile is the bbolt file of the member.
@@ -239,16 +151,4 @@ func twoFreePorts() (int, int, error) {
 	}
 	defer l2.Close()
 	return l1.Addr().(*net.TCPAddr).Port, l2.Addr().(*net.TCPAddr).Port, nil
-}
-
-// etcdLogTail returns the end of a log file, for failure messages.
-func etcdLogTail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }

@@ -2,15 +2,12 @@ package testutil
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -43,15 +40,10 @@ type ZKOptions struct {
 type ZKServer struct {
 	Addr    string // 127.0.0.1:port, stable across Restart
 	DataDir string // zoo.cfg dataDir; the files are under DataDir/version-2
-	LogFile string // the JVM's stdout and stderr (shown when the start fails)
+	serverProcess
 
-	t        testing.TB
-	cfg      string
-	timeout  time.Duration
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	exited   chan struct{}
-	logCount int
+	t   testing.TB
+	cfg string
 }
 
 // ZooKeeperAvailable reports whether java and the ZooKeeper jar are installed.
@@ -95,11 +87,11 @@ func StartZooKeeper(t testing.TB, opts ZKOptions) *ZKServer {
 		t.Fatalf("zookeeper: free port: %v", err)
 	}
 	s := &ZKServer{
-		Addr:    fmt.Sprintf("127.0.0.1:%d", port),
-		DataDir: dataDir,
-		t:       t,
-		cfg:     filepath.Join(base, "zoo.cfg"),
-		timeout: opts.StartTimeout,
+		Addr:          fmt.Sprintf("127.0.0.1:%d", port),
+		DataDir:       dataDir,
+		serverProcess: serverProcess{name: "zookeeper", timeout: opts.StartTimeout},
+		t:             t,
+		cfg:           filepath.Join(base, "zoo.cfg"),
 	}
 	if s.timeout == 0 {
 		s.timeout = 30 * time.Second
@@ -141,74 +133,13 @@ func ZKConfig(dataDir string, port int, opts ZKOptions) string {
 }
 
 func (s *ZKServer) start() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd != nil {
-		return errors.New("already running")
-	}
-	s.logCount++
-	s.LogFile = filepath.Join(filepath.Dir(s.cfg), fmt.Sprintf("zookeeper-%d.log", s.logCount))
-	logf, err := os.Create(s.LogFile)
-	if err != nil {
-		return err
-	}
-	cmd := exec.Command("java", "-Xmx128m",
-		"-Dzookeeper.log.dir="+filepath.Dir(s.cfg),
-		"-cp", ZKConfDir+":"+ZKJar,
-		"org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfg)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// Own process group, so a test binary killed by a signal does not leave it
-	// sharing our terminal's group; we still stop it by its PID only.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return fmt.Errorf("start java: %w", err)
-	}
-	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
-	s.cmd, s.exited = cmd, exited
-	deadline := time.Now().Add(s.timeout)
-	for time.Now().Before(deadline) {
-		select {
-		case <-exited:
-			s.cmd = nil
-			return fmt.Errorf("server exited during start; log %s:\n%s", s.LogFile, tail(s.LogFile))
-		default:
-		}
-		if out, err := FourLetter(s.Addr, "srvr"); err == nil && strings.Contains(out, "Mode:") {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.signalLocked(syscall.SIGKILL)
-	return fmt.Errorf("not serving on %s after %v; log %s:\n%s", s.Addr, s.timeout, s.LogFile, tail(s.LogFile))
-}
-
-// Stop ends the server with SIGTERM (a clean shutdown that keeps the data) and
-// waits for it; after 10 s it sends SIGKILL. A stopped server is a no-op.
-func (s *ZKServer) Stop() { s.stop(syscall.SIGTERM) }
-
-// Kill ends the server with SIGKILL, as a crash would.
-func (s *ZKServer) Kill() { s.stop(syscall.SIGKILL) }
-
-func (s *ZKServer) stop(sig syscall.Signal) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.signalLocked(sig)
-}
-
-func (s *ZKServer) signalLocked(sig syscall.Signal) {
-	if s.cmd == nil {
-		return
-	}
-	_ = s.cmd.Process.Signal(sig)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
+	argv := []string{"java", "-Xmx128m", "-Dzookeeper.log.dir=" + filepath.Dir(s.cfg),
+		"-cp", ZKConfDir + ":" + ZKJar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfg}
+	// ruok answers before the server serves: wait for srvr to report a mode.
+	return s.launch(filepath.Dir(s.cfg), argv, func() bool {
+		out, err := FourLetter(s.Addr, "srvr")
+		return err == nil && strings.Contains(out, "Mode:")
+	})
 }
 
 // Restart stops the server if it runs (SIGTERM) and starts it again on the same
@@ -219,23 +150,6 @@ func (s *ZKServer) Restart() {
 	if err := s.start(); err != nil {
 		s.t.Fatalf("zookeeper restart: %v", err)
 	}
-}
-
-// Running reports whether the server process is alive (started and not stopped).
-func (s *ZKServer) Running() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.cmd != nil
-}
-
-// PID is the server's process id, 0 when stopped.
-func (s *ZKServer) PID() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cmd == nil {
-		return 0
-	}
-	return s.cmd.Process.Pid
 }
 
 // FourLetter sends a four-letter-word command (srvr, ruok) and returns the answer.
@@ -264,16 +178,4 @@ func freePort() (int, error) {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// tail returns the end of a log file, for failure messages.
-func tail(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	if len(b) > 4000 {
-		b = b[len(b)-4000:]
-	}
-	return string(b)
 }
