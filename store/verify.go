@@ -65,6 +65,11 @@ type tableResult struct {
 // whose reader slices without bounds checks).
 const minTableSize = 16
 
+// verifyChildHook, when set (by tests, from a package variable's initializer,
+// which runs before the child role starts), sees each check before the child
+// verifies it: it can end the child the way Badger does on some damage.
+var verifyChildHook func(tableCheck)
+
 // verifyChildRuns counts child processes started (tests assert that a cache hit
 // starts none).
 var verifyChildRuns atomic.Int64
@@ -121,42 +126,58 @@ func bySizeDesc(checks []tableCheck) []tableCheck {
 	return out
 }
 
-// verifyWorker takes checks from queue and hands them, one at a time, to a child
-// process, starting a new child whenever the last one died.
+// verifyWorker takes checks from queue and hands them to a child process,
+// starting a new child whenever the last one died, until the queue is empty.
 func verifyWorker(exe string, queue <-chan tableCheck, done func(tableResult)) error {
-	var ch *verifyChild
-	defer func() {
-		if ch != nil {
-			ch.close()
-		}
-	}()
-	for c := range queue {
-		if ch == nil {
-			var err error
-			if ch, err = startVerifyChild(exe); err != nil {
-				return err
-			}
-		}
-		r, alive, err := ch.verify(c)
+	w := &verifyFeed{queue: queue}
+	for w.more() {
+		ch, err := startVerifyChild(exe)
 		if err != nil {
 			return err
 		}
-		done(r)
-		if !alive {
-			ch = nil
+		if err := ch.run(w, done); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+// verifyFeed is one worker's supply of checks: those a dead child left
+// unverified first, then the shared queue.
+type verifyFeed struct {
+	queue  <-chan tableCheck
+	retry  []tableCheck
+	closed bool
+}
+
+func (f *verifyFeed) more() bool { return len(f.retry) > 0 || !f.closed }
+
+func (f *verifyFeed) next() (tableCheck, bool) {
+	if len(f.retry) > 0 {
+		c := f.retry[0]
+		f.retry = f.retry[1:]
+		return c, true
+	}
+	if f.closed {
+		return tableCheck{}, false
+	}
+	c, ok := <-f.queue
+	f.closed = !ok
+	return c, ok
+}
+
+// verifyAhead is how many checks a child is sent before it finishes the current
+// one: it never waits for the parent between tables (on a busy machine each
+// round trip can cost a scheduler slice).
+const verifyAhead = 4
+
 // verifyChild is one running child: checks go in as JSON lines on its stdin,
 // results come back as JSON lines on its stdout.
 type verifyChild struct {
-	cmd      *exec.Cmd
-	in       io.WriteCloser
-	out      *bufio.Scanner
-	stderr   *bytes.Buffer
-	verified int // tables it finished
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr *bytes.Buffer
 }
 
 func startVerifyChild(exe string) (*verifyChild, error) {
@@ -183,40 +204,65 @@ func startVerifyChild(exe string) (*verifyChild, error) {
 	return ch, nil
 }
 
-// verify asks the child about one table. alive is false when the child died: the
-// result then says the reader crashed, at which stage.
-func (ch *verifyChild) verify(c tableCheck) (r tableResult, alive bool, err error) {
-	req, err := json.Marshal(c)
-	if err != nil {
-		return r, false, err
-	}
-	cur := tableResult{ID: c.ID, Stage: "sent"}
-	if _, err := ch.in.Write(append(req, '\n')); err == nil {
-		for ch.out.Scan() {
-			var got tableResult
-			if json.Unmarshal(ch.out.Bytes(), &got) != nil || got.ID != c.ID {
-				continue // not ours (a stray line); the stage protocol tells what is missing
+// run feeds the child checks from f, keeping verifyAhead in flight, and reports
+// each result to done, until f is empty or the child dies. When it dies while
+// verifying a table, that table's result says the reader crashed, and at which
+// stage; the checks it had not started go back to f for the next child.
+func (ch *verifyChild) run(f *verifyFeed, done func(tableResult)) error {
+	var pending []tableCheck // sent, not done, in the order the child takes them
+	var cur *tableResult     // the table the child said it is working on
+	progress, alive := false, true
+	fill := func() {
+		for alive && len(pending) < verifyAhead {
+			c, ok := f.next()
+			if !ok {
+				_ = ch.in.Close() // the child exits after the last one
+				return
 			}
-			if got.Stage == "done" {
-				ch.verified++
-				return got, true, nil
+			pending = append(pending, c)
+			req, _ := json.Marshal(c)
+			if _, err := ch.in.Write(append(req, '\n')); err != nil {
+				alive = false // it died: the read below finds out how
 			}
-			cur = got
 		}
 	}
-	// The child died (or closed its pipes) before finishing this table.
+	fill()
+	for len(pending) > 0 && ch.out.Scan() {
+		var got tableResult
+		if json.Unmarshal(ch.out.Bytes(), &got) != nil || got.ID != pending[0].ID {
+			continue // not ours (a stray line); the stage protocol tells what is missing
+		}
+		if got.Stage != "done" {
+			cur = &got
+			continue
+		}
+		done(got)
+		progress, cur, pending = true, nil, pending[1:]
+		fill()
+	}
+	if len(pending) == 0 {
+		_ = ch.wait() // every table has its result; how the child ended adds nothing
+		return nil
+	}
 	werr := ch.wait()
-	if ch.verified == 0 && cur.Stage == "sent" {
-		return r, false, fmt.Errorf("verify tables: child process failed before verifying anything: %v: %s", werr, lastLine(ch.stderr.String()))
+	if cur == nil {
+		if !progress {
+			return fmt.Errorf("verify tables: child process failed before verifying anything: %v: %s", werr, lastLine(ch.stderr.String()))
+		}
+		// It died between tables: the next child takes them all.
+		f.retry = append(pending, f.retry...)
+		return nil
 	}
 	what := "reading its index"
 	if cur.Stage == "opened" {
 		what = "verifying its blocks"
 	}
-	crashed := cur
+	crashed := *cur
 	crashed.Stage = "done"
 	crashed.Problem = fmt.Sprintf("Badger's table reader crashed while %s (%v): %s", what, werr, lastLine(ch.stderr.String()))
-	return crashed, false, nil
+	done(crashed)
+	f.retry = append(pending[1:], f.retry...)
+	return nil
 }
 
 // wait reaps the child once its pipes are done with.
@@ -224,9 +270,6 @@ func (ch *verifyChild) wait() error {
 	_ = ch.in.Close()
 	return ch.cmd.Wait()
 }
-
-// close ends a child that has nothing more to do: it exits at the end of its input.
-func (ch *verifyChild) close() { _ = ch.wait() }
 
 // lastLine is the last non-empty line of s (the fatal message of a crash), shortened.
 func lastLine(s string) string {
@@ -275,6 +318,9 @@ func verifyChildMain(in io.Reader, out io.Writer) int {
 			return 2
 		}
 		_ = enc.Encode(tableResult{ID: c.ID, Stage: "start"})
+		if verifyChildHook != nil {
+			verifyChildHook(c)
+		}
 		r := verifyTableFile(c, func(opened tableResult) { _ = enc.Encode(opened) })
 		r.ID, r.Stage, r.Problem = c.ID, "done", oneLine(r.Problem)
 		_ = enc.Encode(r)

@@ -1,0 +1,386 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/index"
+	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// Benchmarks of issues 11 and 12 on live servers (docs/benchmarks.md, "Live stores:
+// inspect topics and back-fill"): each reports our time beside a bare client loop
+// doing the same reads or writes, measured in the same run; the figure is the ratio.
+
+const (
+	liveBenchTopics   = 50_000 // cloned managed-ledger nodes for inspect topics
+	liveBenchBackfill = 2_000  // cloned managed-ledger nodes back-filled per iteration
+	liveBenchBatch    = 100    // back-fill's default --batch; the bare loop's batch size
+	liveBenchZKConc   = 16     // the ZooKeeper backend's default concurrency
+)
+
+// liveRaw is a server's own client, doing the bare work the figures compare against.
+type liveRaw interface {
+	url() string
+	// create makes every path (parents first where the server needs them).
+	create(b *testing.B, paths []string, values [][]byte)
+	// readAll is the read yardstick over the paths inspect topics visits.
+	readAll(b *testing.B, paths []string, prefix string)
+	// writeBatch is the write yardstick: one batch of unconditional-version writes.
+	writeBatch(b *testing.B, paths []string, value []byte)
+	get(b *testing.B, path string) []byte
+}
+
+// liveBenchFixture is a generated cluster loaded into the server: the data dir (its
+// ledger store serves the entries) and the managed-ledger values to clone.
+type liveBenchFixture struct {
+	dir     string
+	all     [][]byte // every managed-ledger node value
+	indexed [][]byte // values of topics back-fill writes (indexed, ledgers with entries)
+}
+
+func loadLiveFixture(b *testing.B, raw liveRaw) liveBenchFixture {
+	b.Helper()
+	dir, m := testutil.Fixture(b, fixtures.Options{Seed: 11, Topics: 14, LedgersPerTopic: 3, EntriesPerLedger: 10})
+	local, err := store.Open(dir, store.Options{ReadOnly: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer local.Close()
+	u, err := store.ParseMetadataURL(raw.url())
+	if err != nil {
+		b.Fatal(err)
+	}
+	dst, err := store.OpenMetadata(u, store.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dst.Close()
+	if _, err := store.LoadNodes(context.Background(), local.Metadata, dst, store.LoadOptions{Batch: 64}); err != nil {
+		b.Fatal(err)
+	}
+	f := liveBenchFixture{dir: dir}
+	for _, ml := range m.ManagedLedgers {
+		n, err := local.Metadata.Get(ml.Path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		f.all = append(f.all, n.Value)
+		if ml.Indexed && ml.Entries > 0 {
+			f.indexed = append(f.indexed, n.Value)
+		}
+	}
+	if len(f.indexed) == 0 {
+		b.Fatal("fixture has no indexed topic to back-fill")
+	}
+	return f
+}
+
+// cloneTopics creates n managed-ledger nodes under tenant, cycling through values:
+// each refers to real ledgers of the fixture, so reads of entry 0 hit real entries.
+func cloneTopics(b *testing.B, raw liveRaw, root, tenant string, n int, values [][]byte) []string {
+	b.Helper()
+	paths := make([]string, n)
+	vals := make([][]byte, n)
+	for i := range n {
+		paths[i] = fmt.Sprintf("%s/%s/ns/persistent/t%06d", root, tenant, i)
+		vals[i] = values[i%len(values)]
+	}
+	raw.create(b, paths, vals)
+	return paths
+}
+
+func openLive(b *testing.B, dir, url string, readOnly bool) *store.DataDir {
+	b.Helper()
+	u, err := store.ParseMetadataURL(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dd, err := store.Open(dir, store.Options{ReadOnly: readOnly, Metadata: &u})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { dd.Close() })
+	return dd
+}
+
+// benchInspectTopics: inspect.Topics over >= 50k managed-ledger nodes against the
+// bare read of every path it walks. Ratio bare/ours; target >= 0.5.
+func benchInspectTopics(b *testing.B, raw liveRaw) {
+	f := loadLiveFixture(b, raw)
+	cloneTopics(b, raw, "/managed-ledgers", "bench", liveBenchTopics, f.all)
+	dd := openLive(b, f.dir, raw.url(), true)
+	prefix := "/managed-ledgers/"
+	var paths []string
+	if err := dd.Metadata.Walk(context.Background(), prefix, func(n store.Node) error {
+		paths = append(paths, n.Path)
+		return nil
+	}); err != nil {
+		b.Fatal(err)
+	}
+	wantRows := liveBenchTopics + len(f.all)
+	var ours, bare time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		t, err := inspect.Topics(context.Background(), dd, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(t.Rows) != wantRows {
+			b.Fatalf("inspect topics: %d rows, want %d", len(t.Rows), wantRows)
+		}
+		t1 := time.Now()
+		raw.readAll(b, paths, prefix)
+		ours, bare = ours+t1.Sub(t0), bare+time.Since(t1)
+	}
+	b.ReportMetric(float64(len(paths)), "nodes")
+	b.ReportMetric(float64(len(paths))*float64(b.N)/ours.Seconds(), "ours-nodes/s")
+	b.ReportMetric(float64(len(paths))*float64(b.N)/bare.Seconds(), "bare-nodes/s")
+	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare-speed")
+}
+
+// benchBackfill: index.Backfill --apply (entry-0 reads, journaled runs, batched
+// compare-and-set) over 2,000 managed ledgers against bare batches of the same size
+// writing same-size values. Ratio bare/ours in nodes/s; target >= 0.5.
+func benchBackfill(b *testing.B, raw liveRaw) {
+	f := loadLiveFixture(b, raw)
+	dd := openLive(b, f.dir, raw.url(), false)
+	// The fixture's own topics first, untimed: each timed run then writes only the
+	// clones, found as the CLI finds them without --topic (a walk of the tree).
+	if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true}); err != nil {
+		b.Fatal(err)
+	}
+	var ours, bare time.Duration
+	var written int64
+	iter := 0
+	for b.Loop() {
+		b.StopTimer()
+		mine := cloneTopics(b, raw, "/managed-ledgers", fmt.Sprintf("bf%d", iter), liveBenchBackfill, f.indexed)
+		// The bare loop's nodes lie outside /managed-ledgers/, where back-fill does not look.
+		theirs := cloneTopics(b, raw, "/bare", fmt.Sprintf("t%d", iter), liveBenchBackfill, f.indexed)
+		iter++
+		b.StartTimer()
+		t0 := time.Now()
+		res, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		nodes := 0
+		for _, tr := range res.Topics {
+			if tr.Written > 0 {
+				nodes++
+			}
+		}
+		if nodes != liveBenchBackfill {
+			b.Fatalf("back-fill wrote %d managed-ledger nodes, want %d (skipped %v)", nodes, liveBenchBackfill, res.Skipped)
+		}
+		// The bare loop writes what back-fill wrote: the same bytes, the same batches.
+		value := raw.get(b, mine[0])
+		t2 := time.Now()
+		for i := 0; i < len(theirs); i += liveBenchBatch {
+			raw.writeBatch(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
+		}
+		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
+		written += int64(nodes)
+	}
+	b.ReportMetric(float64(written)/ours.Seconds(), "ours-nodes/s")
+	b.ReportMetric(float64(written)/bare.Seconds(), "bare-nodes/s")
+	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare-speed")
+}
+
+func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }
+func BenchmarkLiveEtcdInspectTopics(b *testing.B) { benchInspectTopics(b, startEtcdRaw(b)) }
+func BenchmarkLiveZKBackfill(b *testing.B)        { benchBackfill(b, startZKRaw(b)) }
+func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, startEtcdRaw(b)) }
+
+// zkRawStore is a plain go-zookeeper session.
+type zkRawStore struct {
+	addr string
+	conn *zk.Conn
+}
+
+func startZKRaw(b *testing.B) *zkRawStore {
+	srv := testutil.StartZooKeeper(b, testutil.ZKOptions{SnapCount: -1})
+	conn, _, err := zk.Connect([]string{srv.Addr}, 30*time.Second, zk.WithLogger(quietLogger{}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(conn.Close)
+	return &zkRawStore{addr: srv.Addr, conn: conn}
+}
+
+func (z *zkRawStore) url() string { return "zk://" + z.addr }
+
+func (z *zkRawStore) create(b *testing.B, paths []string, values [][]byte) {
+	b.Helper()
+	acl := zk.WorldACL(zk.PermAll)
+	var ops []any
+	flush := func() {
+		if len(ops) == 0 {
+			return
+		}
+		if _, err := z.conn.Multi(ops...); err != nil {
+			b.Fatalf("create: %v", err)
+		}
+		ops = ops[:0]
+	}
+	made := map[string]bool{}
+	for i, p := range paths {
+		// Parents the server does not hold yet, once each, before their children.
+		for j := 1; j < len(p); j++ {
+			if p[j] != '/' || made[p[:j]] {
+				continue
+			}
+			made[p[:j]] = true
+			if ok, _, err := z.conn.Exists(p[:j]); err != nil {
+				b.Fatal(err)
+			} else if !ok {
+				ops = append(ops, &zk.CreateRequest{Path: p[:j], Acl: acl})
+			}
+		}
+		ops = append(ops, &zk.CreateRequest{Path: p, Data: values[i], Acl: acl})
+		if len(ops) >= 1000 {
+			flush()
+		}
+	}
+	flush()
+}
+
+// readAll is a pipelined Get of every path, liveBenchZKConc at a time.
+func (z *zkRawStore) readAll(b *testing.B, paths []string, _ string) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range liveBenchZKConc {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(paths)) {
+					return
+				}
+				if _, _, err := z.conn.Get(paths[i]); err != nil {
+					failed.Store(fmt.Errorf("get %s: %w", paths[i], err))
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// writeBatch is one Multi of SetData, each checking the version (0: never written
+// since create), as back-fill's compare-and-set does.
+func (z *zkRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
+	ops := make([]any, len(paths))
+	for i, p := range paths {
+		ops[i] = &zk.SetDataRequest{Path: p, Data: value, Version: 0}
+	}
+	if _, err := z.conn.Multi(ops...); err != nil {
+		b.Fatalf("multi of %d SetData: %v", len(ops), err)
+	}
+}
+
+func (z *zkRawStore) get(b *testing.B, path string) []byte {
+	v, _, err := z.conn.Get(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+// etcdRawStore is a plain etcd v3 client.
+type etcdRawStore struct {
+	endpoint string
+	cli      *clientv3.Client
+}
+
+func startEtcdRaw(b *testing.B) *etcdRawStore {
+	srv := testutil.StartEtcd(b)
+	c, err := clientv3.New(clientv3.Config{Endpoints: []string{srv.Endpoint}, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { c.Close() })
+	return &etcdRawStore{endpoint: srv.Endpoint, cli: c}
+}
+
+func (e *etcdRawStore) url() string { return "etcd://" + strings.TrimPrefix(e.endpoint, "http://") }
+
+func (e *etcdRawStore) create(b *testing.B, paths []string, values [][]byte) {
+	b.Helper()
+	for i := 0; i < len(paths); i += liveBenchBatch {
+		var ops []clientv3.Op
+		for j := i; j < min(i+liveBenchBatch, len(paths)); j++ {
+			ops = append(ops, clientv3.OpPut(paths[j], string(values[j])))
+		}
+		if _, err := e.cli.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+			b.Fatalf("create: %v", err)
+		}
+	}
+}
+
+// readAll is a range read of the prefix in pages of 1000, pinned to the first
+// page's revision.
+func (e *etcdRawStore) readAll(b *testing.B, paths []string, prefix string) {
+	ctx := context.Background()
+	end := clientv3.GetPrefixRangeEnd(prefix)
+	n, begin, rev := 0, prefix, int64(0)
+	for {
+		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(1000)}
+		if rev > 0 {
+			opts = append(opts, clientv3.WithRev(rev))
+		}
+		resp, err := e.cli.Get(ctx, begin, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rev = resp.Header.Revision
+		n += len(resp.Kvs)
+		if !resp.More {
+			break
+		}
+		begin = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+	}
+	if n != len(paths) {
+		b.Fatalf("range read %d keys, want %d", n, len(paths))
+	}
+}
+
+// writeBatch is one Txn of puts, each guarded by a version compare (1: never
+// written since create), as back-fill's compare-and-set does.
+func (e *etcdRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
+	cmps := make([]clientv3.Cmp, len(paths))
+	ops := make([]clientv3.Op, len(paths))
+	for i, p := range paths {
+		cmps[i] = clientv3.Compare(clientv3.Version(p), "=", 1)
+		ops[i] = clientv3.OpPut(p, string(value))
+	}
+	r, err := e.cli.Txn(context.Background()).If(cmps...).Then(ops...).Commit()
+	if err != nil || !r.Succeeded {
+		b.Fatalf("txn of %d puts: %v (succeeded %v)", len(ops), err, r != nil && r.Succeeded)
+	}
+}
+
+func (e *etcdRawStore) get(b *testing.B, path string) []byte {
+	r, err := e.cli.Get(context.Background(), path)
+	if err != nil || len(r.Kvs) != 1 {
+		b.Fatalf("get %s: %v", path, err)
+	}
+	return r.Kvs[0].Value
+}
