@@ -166,3 +166,33 @@ func withoutNotes(t *testing.T, s string) string {
 	b, _ := json.Marshal(doc)
 	return string(b)
 }
+
+// TestSchemaRepairAgreesOnBookieDirs: schema repair's checks (which versions are
+// lost, which entries are readable) read the ledger store; on bookie dirs they
+// plan exactly what they plan on the data dir's own ledger store.
+func TestSchemaRepairAgreesOnBookieDirs(t *testing.T) {
+	t.Setenv("LEDGERMEDIC_CACHE_DIR", t.TempDir())
+	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 4})
+	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
+	mustBin(t, 0, "-d", healthy, "schema", "capture", "--out", capFile)
+	dir := filepath.Join(t.TempDir(), "cluster")
+	mustBin(t, 0, "fixtures", "generate", "--out", dir, "--seed", "4", "--lose-schema-ledgers", "1", "--lose-schema-entries", "1",
+		"--bookies", "5", "--bookie-flip-byte")
+	var bm fixtures.BookieManifest
+	b, _ := os.ReadFile(filepath.Join(dir, "bookies", fixtures.BookieManifestFile))
+	if err := json.Unmarshal(b, &bm); err != nil {
+		t.Fatal(err)
+	}
+	ledgers := "bookie:" + strings.Join(bm.Dirs, ",bookie:")
+	for _, args := range [][]string{
+		{"schema", "repair", "--from", capFile},
+		{"schema", "repair"},
+		{"inspect", "schemas"},
+	} {
+		a, _, ca := runBin(t, append([]string{"-d", dir, "--json"}, args...)...)
+		o, _, co := runBin(t, append([]string{"-d", dir, "--ledgers", ledgers, "--json"}, args...)...)
+		if ca != co || withoutNotes(t, a) != withoutNotes(t, o) {
+			t.Fatalf("%v: data dir (exit %d):\n%s\nbookie dirs (exit %d):\n%s", args, ca, a, co, o)
+		}
+	}
+}
