@@ -80,13 +80,15 @@ type barShape struct {
 	ledger  *Ledger // nil for a merged bar
 	n       int     // ledgers in a merged bar
 	entries int64   // a merged bar's mean entries
+	// first, last and total describe a merged bar: its ledger ids and entries.
+	first, last, total int64
 	// cov is the firstEntryIndex strip: -1 none, else the covered fraction.
 	cov float64
 }
 
-// laneBars is lane()'s aggregation as data: a bar per ledger at least a pixel
-// wide, runs of narrower ones merged, orphans left to their marks. Keep it in
-// step with lane() (TestPNGBarsMatchSVG compares the two).
+// laneBars is a lane's aggregation, shared by the SVG (lane) and the PNG: a bar
+// per ledger at least a pixel wide, runs of narrower ones merged, orphans left to
+// their marks.
 func laneBars(l *Lane, a axis) []barShape {
 	var out []barShape
 	var b *bucket
@@ -98,7 +100,8 @@ func laneBars(l *Lane, a axis) []barShape {
 		if l.Indexed && b.withEntries > 0 {
 			cov = float64(b.covered) / float64(b.withEntries)
 		}
-		out = append(out, barShape{x0: b.x0, w: max(b.x1-b.x0, 1), n: b.n, entries: b.entries / int64(b.n), cov: cov})
+		out = append(out, barShape{x0: b.x0, w: max(b.x1-b.x0, 1), n: b.n, entries: b.entries / int64(b.n), cov: cov,
+			first: b.first, last: b.last, total: b.entries})
 		b = nil
 	}
 	for i := range l.Ledgers {

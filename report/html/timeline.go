@@ -222,47 +222,18 @@ func lane(s *svg, l *Lane, a axis, y int, maxEntries int64, base string) {
 		return
 	}
 	end := a.t1
-	var b *bucket
-	flush := func() {
-		if b == nil {
-			return
-		}
-		w := max(b.x1-b.x0, 1)
-		s.printf(`<rect class="agg" x="%s" y="%d" width="%s" height="%d" fill-opacity="%s"><title>%s</title></rect>`,
-			f1(b.x0), barY, f1(w), barH, shade(b.entries/int64(b.n), maxEntries),
-			esc(fmt.Sprintf("%d ledgers (%d … %d), %d entries — drawn as one bar: each is under a pixel wide", b.n, b.first, b.last, b.entries)))
-		if l.Indexed && b.withEntries > 0 {
-			s.printf(`<rect class="cov" x="%s" y="%d" width="%s" height="%d" fill-opacity="%s"/>`, f1(b.x0), barY+barH+2, f1(w), stripH,
-				f1(0.15+0.85*float64(b.covered)/float64(b.withEntries)))
-		}
-		b = nil
-	}
-	for i := range l.Ledgers {
-		g := &l.Ledgers[i]
-		x0, x1 := ledgerSpan(g, a, end)
-		if x1-x0 < 1 && g.State != LedgerOrphan {
-			if b == nil || x0-b.x1 > 1 {
-				flush()
-				b = &bucket{x0: x0, first: g.ID}
-			}
-			b.x1, b.last = max(b.x1, x1), g.ID
-			b.n++
-			b.entries += g.Entries
-			if g.Entries > 0 {
-				b.withEntries++
-				if g.FirstEntryIndex {
-					b.covered++
-				}
-			}
-			if b.x1-b.x0 >= 1 {
-				flush()
+	for _, bs := range laneBars(l, a) {
+		if bs.ledger == nil {
+			s.printf(`<rect class="agg" x="%s" y="%d" width="%s" height="%d" fill-opacity="%s"><title>%s</title></rect>`,
+				f1(bs.x0), barY, f1(bs.w), barH, shade(bs.entries, maxEntries),
+				esc(fmt.Sprintf("%d ledgers (%d … %d), %d entries — drawn as one bar: each is under a pixel wide", bs.n, bs.first, bs.last, bs.total)))
+			if bs.cov >= 0 {
+				s.printf(`<rect class="cov" x="%s" y="%d" width="%s" height="%d" fill-opacity="%s"/>`, f1(bs.x0), barY+barH+2, f1(bs.w), stripH,
+					f1(0.15+0.85*bs.cov))
 			}
 			continue
 		}
-		flush()
-		if g.State == LedgerOrphan {
-			continue // drawn as a mark only: nothing says how long it lived
-		}
+		g := bs.ledger
 		cls := "bar " + g.State
 		if dataLost(g) {
 			cls += " lost"
@@ -270,16 +241,15 @@ func lane(s *svg, l *Lane, a axis, y int, maxEntries int64, base string) {
 			cls += " faulty"
 		}
 		s.printf(`<rect class="%s" x="%s" y="%d" width="%s" height="%d" fill-opacity="%s"><title>%s</title></rect>`,
-			cls, f1(x0), barY, f1(max(x1-x0, 1)), barH, shade(g.Entries, maxEntries), esc(ledgerTitle(g)))
-		if l.Indexed && g.Entries > 0 {
+			cls, f1(bs.x0), barY, f1(bs.w), barH, shade(g.Entries, maxEntries), esc(ledgerTitle(g)))
+		if bs.cov >= 0 {
 			c := "cov"
-			if !g.FirstEntryIndex {
+			if bs.cov == 0 {
 				c = "cov none"
 			}
-			s.printf(`<rect class="%s" x="%s" y="%d" width="%s" height="%d"/>`, c, f1(x0), barY+barH+2, f1(max(x1-x0, 1)), stripH)
+			s.printf(`<rect class="%s" x="%s" y="%d" width="%s" height="%d"/>`, c, f1(bs.x0), barY+barH+2, f1(bs.w), stripH)
 		}
 	}
-	flush()
 	marks(s, l, a, end, barY)
 	s.printf(`</g>`)
 }
