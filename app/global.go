@@ -100,50 +100,29 @@ func hide(f cli.Flag) {
 func stripRequired(flags []cli.Flag) []string {
 	var names []string
 	for _, f := range flags {
-		was := false
+		var required *bool
+		var usage *string
 		switch x := f.(type) {
 		case *cli.StringFlag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.StringSliceFlag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.IntFlag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.Int64Flag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.Uint64Flag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.BoolFlag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.Float64Flag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		case *cli.DurationFlag:
-			was, x.Required = x.Required, false
-			if was {
-				x.Usage += " (required)"
-			}
+			required, usage = &x.Required, &x.Usage
 		}
-		if was {
+		if required != nil && *required {
+			*required = false
+			*usage += " (required)"
 			names = append(names, f.Names()[0])
 		}
 	}
