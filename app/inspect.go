@@ -1,15 +1,18 @@
 package app
 
 import (
+	"encoding/hex"
 	"encoding/json"
-
 	"errors"
+	"fmt"
+	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -44,14 +47,30 @@ func (e *env) inspectCommand() *cli.Command {
 				Name:      "node",
 				Usage:     "decode one metadata node by what its path is (managed ledger, cursor, schema locator, ledger metadata; raw hex otherwise); exits 1 when a known kind does not decode",
 				ArgsUsage: "PATH",
-				Action:    e.inspectNode,
+				Flags: []cli.Flag{
+					&cli.BoolFlag{Name: "hex", Usage: "print a hex dump of the node's stored bytes (offset, hex, text) instead of decoding"},
+					&cli.BoolFlag{Name: "raw", Usage: "write the node's stored bytes to stdout exactly, nothing else"},
+				},
+				Action: e.inspectNode,
 			},
 			{
 				Name: "entries",
 				Usage: "one row per entry of a ledger: broker index, publish time, producer, sequence id, batch size, schema ids, CRC; " +
 					"for a schema ledger: schema, type, deleted, definition size and SHA-256, index entries",
+				Description: "Name the entries by --ledger L (with --from/--to), or by --topic T with --offset N or --time T:\n" +
+					"the entry index find names, and --count K entries after it (in its ledger).\n" +
+					"--payload decodes each message with the schema version its entry names (AVRO, JSON, STRING,\n" +
+					"KEY_VALUE of those); anything else, or a schema that is lost, is shown as hex with the reason.\n" +
+					"--hex adds each entry's stored bytes as a hex dump.",
 				Flags: []cli.Flag{
-					&cli.Int64Flag{Name: "ledger", Required: true, Usage: "ledger id"},
+					&cli.Int64Flag{Name: "ledger", Value: -1, Usage: "ledger id"},
+					&cli.StringFlag{Name: "topic", Usage: "topic of the entries: with --offset/--time to find them, or with --ledger for --payload"},
+					&cli.Int64Flag{Name: "offset", Value: -1, Usage: "with --topic: the entry holding this broker offset (as index find)"},
+					&cli.StringFlag{Name: "time", Usage: "with --topic: the first entry at or after this time (same syntax as index find --time)"},
+					&cli.IntFlag{Name: "count", Value: 0, Usage: "with --offset/--time: also show this many following entries of the ledger"},
+					keyFlag(),
+					&cli.BoolFlag{Name: "payload", Usage: "decode every message's payload with its schema version (a messages table)"},
+					&cli.BoolFlag{Name: "hex", Usage: "add each entry's stored bytes as a hex dump"},
 					&cli.Int64Flag{Name: "from", Value: 0, Usage: "first entry id"},
 					&cli.Int64Flag{Name: "to", Value: -1, Usage: "last entry id (inclusive); -1 for the end"},
 					&cli.IntFlag{Name: "limit", Value: inspect.DefaultEntriesLimit, Usage: "at most this many entries"},
@@ -135,11 +154,30 @@ func (e *env) inspectSchemas(c *cli.Context) error {
 }
 
 func (e *env) inspectNode(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return report.BadInputf("inspect node: want exactly one PATH, got %d arguments", c.NArg())
+	// urfave stops parsing flags at PATH; take --hex/--raw after it too.
+	var args []string
+	hexOut, rawOut := c.Bool("hex"), c.Bool("raw")
+	for _, a := range c.Args().Slice() {
+		switch a {
+		case "--hex", "-hex":
+			hexOut = true
+		case "--raw", "-raw":
+			rawOut = true
+		default:
+			args = append(args, a)
+		}
+	}
+	if len(args) != 1 {
+		return report.BadInputf("inspect node: want exactly one PATH, got %d arguments", len(args))
+	}
+	if hexOut && rawOut {
+		return report.BadInputf("inspect node: give --hex or --raw, not both")
 	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		path := c.Args().First()
+		path := args[0]
+		if hexOut || rawOut {
+			return e.nodeBytes(dd, path, rawOut)
+		}
 		t, undecodable, err := inspect.Node(dd, path)
 		if err != nil {
 			return notFound(err)
@@ -162,28 +200,231 @@ func (e *env) inspectNode(c *cli.Context) error {
 	})
 }
 
+// nodeBytes writes a node's stored bytes as they are (raw) or as a hex dump.
+func (e *env) nodeBytes(dd *store.DataDir, path string, raw bool) error {
+	n, err := dd.Metadata.Get(path)
+	if err != nil {
+		return notFound(err)
+	}
+	if raw {
+		_, err = e.Stdout.Write(n.Value)
+	} else {
+		err = inspect.HexDump(e.Stdout, n.Value)
+	}
+	if err != nil {
+		return report.CannotOpen(fmt.Errorf("write %s to stdout: %w", path, err))
+	}
+	return nil
+}
+
 func (e *env) inspectEntries(c *cli.Context) error {
 	o := inspect.EntriesOptions{Ledger: c.Int64("ledger"), From: c.Int64("from"), To: c.Int64("to"), Limit: c.Int("limit")}
-	if o.Ledger < 0 {
-		return report.BadInputf("inspect entries: --ledger %d: ledger ids are not negative", o.Ledger)
+	find := c.IsSet("offset") || c.IsSet("time")
+	switch {
+	case find && c.IsSet("offset") && c.IsSet("time"):
+		return report.BadInputf("inspect entries: give one of --offset and --time")
+	case find && (c.IsSet("ledger") || c.IsSet("from") || c.IsSet("to")):
+		return report.BadInputf("inspect entries: --offset/--time find the entry: give --topic, not --ledger/--from/--to")
+	case find && !c.IsSet("topic"):
+		return report.BadInputf("inspect entries: --offset/--time need --topic")
+	case !find && !c.IsSet("ledger"):
+		return report.BadInputf("inspect entries: give --ledger L, or --topic T with --offset N or --time T")
+	case !find && c.IsSet("count"):
+		return report.BadInputf("inspect entries: --count goes with --offset/--time; with --ledger use --from/--to")
+	case c.Int("count") < 0:
+		return report.BadInputf("inspect entries: --count %d: not negative", c.Int("count"))
+	}
+	var topic *formats.TopicName
+	if c.IsSet("topic") {
+		t, err := topicArg(c.String("topic"))
+		if err != nil {
+			return err
+		}
+		topic = &t
+	}
+	if !find {
+		if o.Ledger < 0 {
+			return report.BadInputf("inspect entries: --ledger %d: ledger ids are not negative", o.Ledger)
+		}
+		if o.From < 0 || (o.To >= 0 && o.To < o.From) {
+			return report.BadInputf("inspect entries: --from %d --to %d is not a range", o.From, o.To)
+		}
 	}
 	if o.Limit < 1 {
 		return report.BadInputf("inspect entries: --limit %d: want at least 1", o.Limit)
 	}
-	if o.From < 0 || (o.To >= 0 && o.To < o.From) {
-		return report.BadInputf("inspect entries: --from %d --to %d is not a range", o.From, o.To)
-	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
+		var notes []string
+		if find {
+			note, err := e.findEntry(c, dd, *topic, &o)
+			if err != nil {
+				return err
+			}
+			notes = append(notes, note)
+		}
 		t, more, err := inspect.Entries(c.Context, dd, o)
 		if err != nil {
 			return notFound(err)
 		}
-		var notes []string
 		if more {
 			notes = append(notes, "stopped at --limit; use --from or a larger --limit for more")
 		}
-		return e.printTable(c, t, notes...)
+		if find && len(t.Rows) < c.Int("count")+1 {
+			notes = append(notes, fmt.Sprintf("ledger %d ends after %d of the %d entries asked for: the following entries are in the next ledger",
+				o.Ledger, len(t.Rows), c.Int("count")+1))
+		}
+		doc := &report.Document{Notes: notes}
+		doc.Add(t)
+		if c.Bool("payload") {
+			if t.Name == "schema_entries" {
+				notes = append(notes, fmt.Sprintf("--payload: ledger %d is a schema ledger: its entries are schemas, not messages", o.Ledger))
+			} else if msgs, err := e.payloadTable(c, dd, topic, o.Ledger, t); err != nil {
+				return err
+			} else {
+				doc.Add(msgs)
+			}
+			doc.Notes = notes
+		}
+		if !c.Bool("hex") {
+			return e.print(c, doc)
+		}
+		return e.printWithHex(c, dd, doc, o.Ledger, t)
 	})
+}
+
+// findEntry points o at the entry index find names for --offset/--time and
+// returns a note saying so; a target that no stored entry holds ends with exit 1.
+func (e *env) findEntry(c *cli.Context, dd *store.DataDir, t formats.TopicName, o *inspect.EntriesOptions) (string, error) {
+	byOffset := c.IsSet("offset")
+	var target int64
+	if byOffset {
+		if target = c.Int64("offset"); target < 0 {
+			return "", report.BadInputf("--offset %d: offsets are not negative", target)
+		}
+	} else {
+		ms, err := parseTimeArg(c.String("time"), time.Now())
+		if err != nil {
+			return "", err
+		}
+		target = ms
+	}
+	node, err := dd.Metadata.Get(t.ManagedLedgerPath())
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return "", missingTopic(c.Context, dd, t)
+	case errors.Is(err, store.ErrTruncatedValue):
+		return "", findingsError(fmt.Errorf("%s: %w", t, err))
+	case err != nil:
+		return "", report.CannotOpen(err)
+	}
+	info, _, err := formats.DecodeManagedLedgerInfo(node.Value)
+	if err != nil {
+		return "", findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w", t, node.Path, err))
+	}
+	opts := index.FindOptions{Key: c.String("key")}
+	var a *index.Answer
+	if byOffset {
+		a, err = index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
+	} else {
+		a, err = index.FindTime(c.Context, dd.Ledgers, info, target, opts)
+	}
+	if err != nil {
+		return "", findError(t, byOffset, err)
+	}
+	what := fmt.Sprintf("offset %d", target)
+	if !byOffset {
+		what = fmt.Sprintf("time %s", time.UnixMilli(target).UTC().Format(time.RFC3339Nano))
+	}
+	switch {
+	case a.PastEnd:
+		return "", findingsError(fmt.Errorf("%s: %s is past the last entry (the next entry goes to %d:%d)", t, what, a.Position.LedgerID, a.Position.EntryID))
+	case a.NotLocal:
+		return "", findingsError(fmt.Errorf("%s: %s is in ledger %d, which is offloaded: its entries are not in the ledger store", t, what, a.Position.LedgerID))
+	case a.Lost:
+		return "", findingsError(fmt.Errorf("%s: %s is in ledger %d, whose entries are lost", t, what, a.Position.LedgerID))
+	case !a.Found:
+		return "", findingsError(fmt.Errorf("%s: %s: no entry holds it", t, what))
+	}
+	o.Ledger, o.From, o.To = a.Position.LedgerID, a.Position.EntryID, a.Position.EntryID+int64(c.Int("count"))
+	return fmt.Sprintf("%s of %s is in entry %d:%d (index find, %s)", what, t, a.Position.LedgerID, a.Position.EntryID, a.Method), nil
+}
+
+// payloadTable decodes the messages of the entries listed in t. The schema is
+// that of topic, or of the topic whose managed ledger lists the ledger.
+func (e *env) payloadTable(c *cli.Context, dd *store.DataDir, topic *formats.TopicName, ledger int64, t *report.Table) (*report.Table, error) {
+	if topic == nil {
+		owner, ok, err := inspect.LedgerOwner(c.Context, dd, ledger)
+		if err != nil {
+			return nil, report.CannotOpen(err)
+		}
+		if !ok {
+			return nil, report.BadInputf("inspect entries --payload: no managed ledger lists ledger %d: name its topic with --topic", ledger)
+		}
+		topic = &owner
+	}
+	d := inspect.NewPayloadDecoder(dd, *topic)
+	msgs := inspect.MessagesTable()
+	for _, id := range entryIDs(t) {
+		v, err := dd.Ledgers.Entry(ledger, id)
+		if err != nil {
+			continue // the entries table shows why it cannot be read
+		}
+		d.AddMessages(msgs, ledger, id, v)
+	}
+	return msgs, nil
+}
+
+// entryIDs are the entry ids of an entries table's rows (column 0).
+func entryIDs(t *report.Table) []int64 {
+	var ids []int64
+	for _, r := range t.Rows {
+		if id, ok := r[0].(int64); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// printWithHex prints doc, then each listed entry's stored bytes: as a hex dump
+// per entry for people, as an "entry_bytes" list (hex strings) in JSON.
+func (e *env) printWithHex(c *cli.Context, dd *store.DataDir, doc *report.Document, ledger int64, t *report.Table) error {
+	type entryBytes struct {
+		Ledger int64  `json:"ledger_id"`
+		Entry  int64  `json:"entry_id"`
+		Hex    string `json:"hex,omitempty"`
+		Error  string `json:"error,omitempty"`
+	}
+	var all []entryBytes
+	var raw [][]byte
+	for _, id := range entryIDs(t) {
+		v, err := dd.Ledgers.Entry(ledger, id)
+		eb := entryBytes{Ledger: ledger, Entry: id, Hex: hex.EncodeToString(v)}
+		if err != nil {
+			eb.Error = err.Error()
+		}
+		all, raw = append(all, eb), append(raw, v)
+	}
+	if e.machineOutput(c) {
+		if doc.Extra == nil {
+			doc.Extra = map[string]any{}
+		}
+		doc.Extra["entry_bytes"] = all
+		return e.print(c, doc)
+	}
+	if err := e.print(c, doc); err != nil || globalBool(c, "quiet") {
+		return err
+	}
+	for i, eb := range all {
+		fmt.Fprintf(e.Stdout, "\nentry %d:%d, %d bytes\n", eb.Ledger, eb.Entry, len(raw[i]))
+		if eb.Error != "" {
+			fmt.Fprintf(e.Stdout, "  cannot read: %s\n", eb.Error)
+			continue
+		}
+		if err := inspect.HexDump(e.Stdout, raw[i]); err != nil {
+			return report.CannotOpen(fmt.Errorf("write output: %w", err))
+		}
+	}
+	return nil
 }
 
 // nodeMessageJSON is the node's decoded protobuf message as JSON (protojson,

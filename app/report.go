@@ -30,7 +30,7 @@ func (e *env) reportCommand() *cli.Command {
 			"--png DIR also writes each topic's timeline and schema chart as PNG files (listed as written).\n" +
 			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html)"},
+			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
 			&cli.StringSliceFlag{Name: "topic", Usage: "only these topics (repeat; a base name takes every partition)"},
 			firstEntryIndexKeyFlag(),
 			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the scan of every stored message (no per-version message counts)"},
@@ -60,14 +60,25 @@ func (e *env) report(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := writeReport(out, r); err != nil {
+	// With --out - stdout carries the page alone: what was written is said on stderr.
+	said := e.Stdout
+	if out == "-" {
+		said = e.Stderr
+		if err := htmlreport.Render(e.Stdout, r); err != nil {
+			return report.CannotOpen(fmt.Errorf("write report to stdout: %w", err))
+		}
+	} else if err := writeReport(out, r); err != nil {
 		return report.CannotOpen(err)
 	}
-	fmt.Fprintf(e.Stdout, "wrote %s: %d findings, %d topics, %d journal runs\n", out, len(r.Findings), len(r.Topics), len(r.Runs))
+	where := out
+	if out == "-" {
+		where = "the report to stdout"
+	}
+	fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
 	if pngDir != "" {
 		files, err := htmlreport.WritePNGs(pngDir, r)
 		for _, f := range files {
-			fmt.Fprintf(e.Stdout, "wrote %s\n", f.Path)
+			fmt.Fprintf(said, "wrote %s\n", f.Path)
 		}
 		if err != nil {
 			return report.CannotOpen(err)
