@@ -144,14 +144,18 @@ func withGlobals(action cli.ActionFunc, required []string) cli.ActionFunc {
 			}
 		}
 		if len(missing) > 0 {
-			// Help goes to stderr: stdout stays the one document --json promises.
-			_ = cli.ShowCommandHelp(helpToStderr(c), c.Command.Name)
-			name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
-			return report.BadInputf("%s: missing required flag %s (see: ledgermedic %s --help)",
-				name, strings.Join(missing, ", "), name)
+			return missingFlag(c, strings.Join(missing, ", "))
 		}
 		return action(c)
 	}
+}
+
+// missingFlag prints the command's help on stderr (stdout stays the one document
+// --json promises) and returns the usage error naming what is missing.
+func missingFlag(c *cli.Context, what string) error {
+	_ = cli.ShowCommandHelp(helpToStderr(c), c.Command.Name)
+	name := strings.TrimPrefix(c.Command.HelpName, c.App.Name+" ")
+	return report.BadInputf("%s: missing required flag %s (see: ledgermedic %s --help)", name, what, name)
 }
 
 // helpToStderr is the parent context whose App writes to stderr, for help

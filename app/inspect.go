@@ -228,7 +228,7 @@ func (e *env) inspectEntries(c *cli.Context) error {
 	case find && !c.IsSet("topic"):
 		return report.BadInputf("inspect entries: --offset/--time need --topic")
 	case !find && !c.IsSet("ledger"):
-		return report.BadInputf("inspect entries: give --ledger L, or --topic T with --offset N or --time T")
+		return missingFlag(c, "--ledger L (or --topic T with --offset N or --time T)")
 	case !find && c.IsSet("count"):
 		return report.BadInputf("inspect entries: --count goes with --offset/--time; with --ledger use --from/--to")
 	case c.Int("count") < 0:
