@@ -239,18 +239,24 @@ func TestEtcdEndToEnd(t *testing.T)      { liveEndToEnd(t, startEtcd(t)) }
 // fixture with lost schema ledgers loaded into the server, check, schema repair
 // and back-fill against it, the same answers as on the data dir, undo byte for
 // byte, and the offline reader of the files the server wrote agreeing with it.
-func liveEndToEnd(t *testing.T, srv *liveStore) {
-	zkURL := srv.url
-
+// liveScenario captures the schemas of a healthy cluster, then generates the same
+// cluster with lost schema ledgers twice: once loaded into the live store (dir
+// holds its ledgers and journal), once as a plain data dir, the reference.
+func liveScenario(t *testing.T, srv *liveStore) (capFile, dir, ref string) {
+	t.Helper()
 	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 4})
-	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
+	capFile = filepath.Join(t.TempDir(), "schemas.jsonl")
 	mustBin(t, 0, "-d", healthy, "schema", "capture", "--out", capFile)
-
-	// The same broken cluster twice: one loaded into ZooKeeper, one kept as the data-dir reference.
-	dir := filepath.Join(t.TempDir(), "cluster")
-	mustBin(t, 0, "--metadata", zkURL, "fixtures", "generate", "--out", dir, "--seed", "4", "--lose-schema-ledgers", "2")
-	ref := filepath.Join(t.TempDir(), "ref")
+	dir = filepath.Join(t.TempDir(), "cluster")
+	mustBin(t, 0, "--metadata", srv.url, "fixtures", "generate", "--out", dir, "--seed", "4", "--lose-schema-ledgers", "2")
+	ref = filepath.Join(t.TempDir(), "ref")
 	mustBin(t, 0, "fixtures", "generate", "--out", ref, "--seed", "4", "--lose-schema-ledgers", "2")
+	return capFile, dir, ref
+}
+
+func liveEndToEnd(t *testing.T, srv *liveStore) {
+	liveURL := srv.url
+	capFile, dir, ref := liveScenario(t, srv)
 	m, err := fixtures.LoadManifest(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -260,7 +266,7 @@ func liveEndToEnd(t *testing.T, srv *liveStore) {
 		t.Fatalf("ZooKeeper does not hold the fixture's nodes: %v", d[:min(len(d), 10)])
 	}
 
-	live := []string{"-d", dir, "--metadata", zkURL, "--json"}
+	live := []string{"-d", dir, "--metadata", liveURL, "--json"}
 	// check finds the same on ZooKeeper as on the data dir.
 	zkFindings := findingSet(t, mustBin(t, 1, append(live, "check")...))
 	refFindings := findingSet(t, mustBin(t, 1, "-d", ref, "--json", "check"))
@@ -407,19 +413,13 @@ func TestZooKeeperImportPushAndShards(t *testing.T) { livePushAndShards(t, start
 func TestEtcdImportPushAndShards(t *testing.T)      { livePushAndShards(t, startEtcd(t)) }
 
 func livePushAndShards(t *testing.T, srv *liveStore) {
-	zkURL := srv.url
-	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 4})
-	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
-	mustBin(t, 0, "-d", healthy, "schema", "capture", "--out", capFile)
-	dir := filepath.Join(t.TempDir(), "cluster")
-	mustBin(t, 0, "--metadata", zkURL, "fixtures", "generate", "--out", dir, "--seed", "4", "--lose-schema-ledgers", "2")
-	ref := filepath.Join(t.TempDir(), "ref")
-	mustBin(t, 0, "fixtures", "generate", "--out", ref, "--seed", "4", "--lose-schema-ledgers", "2")
+	liveURL := srv.url
+	capFile, dir, ref := liveScenario(t, srv)
 	mustBin(t, 0, "-d", ref, "schema", "repair", "--from", capFile, "--apply")
 
 	// Import (metadata from ZooKeeper, entries from the cluster's ledger store), repair the copy.
 	cp := filepath.Join(t.TempDir(), "copy")
-	mustBin(t, 0, "-d", dir, "--metadata", zkURL, "import", "--copy-ledgers", "--out", cp)
+	mustBin(t, 0, "-d", dir, "--metadata", liveURL, "import", "--copy-ledgers", "--out", cp)
 	var rep struct {
 		RunID string `json:"run_id"`
 	}
@@ -441,7 +441,7 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 	orig := liveNodes[locator]
 	srv.set(t, locator, append(bytes.Clone(orig), 0))
 	before := srv.tree(t)
-	stdout, stderr, code := runBin(t, "-d", cp, "--metadata", zkURL, "journal", "push", "--apply", rep.RunID)
+	stdout, stderr, code := runBin(t, "-d", cp, "--metadata", liveURL, "journal", "push", "--apply", rep.RunID)
 	if code != 1 || !strings.Contains(stderr, locator) {
 		t.Fatalf("push over a changed node: exit %d, want 1 naming %s\n%s\n%s", code, locator, stdout, stderr)
 	}
@@ -451,11 +451,11 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 	// Put it back; now the push goes through and ends where the live repair ends.
 	srv.set(t, locator, orig)
 	restored := srv.tree(t)
-	mustBin(t, 0, "-d", cp, "--metadata", zkURL, "journal", "push", rep.RunID) // dry run
+	mustBin(t, 0, "-d", cp, "--metadata", liveURL, "journal", "push", rep.RunID) // dry run
 	if d := diffTrees(restored, srv.tree(t)); len(d) != 0 {
 		t.Fatalf("a dry-run push wrote: %v", d)
 	}
-	mustBin(t, 0, "-d", cp, "--metadata", zkURL, "journal", "push", "--apply", rep.RunID)
+	mustBin(t, 0, "-d", cp, "--metadata", liveURL, "journal", "push", "--apply", rep.RunID)
 	pushed := withoutEmptyParents(srv.tree(t))
 	for p, v := range refNodes {
 		// Locators equal byte for byte; a restored ledger's metadata node exists
@@ -483,7 +483,7 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			args := []string{"-d", copies[i], "--metadata", zkURL, "--json", "index", "backfill", "--apply", "--batch", "1"}
+			args := []string{"-d", copies[i], "--metadata", liveURL, "--json", "index", "backfill", "--apply", "--batch", "1"}
 			if shard != "" {
 				args = append(args, "--shard", shard)
 			} else {
@@ -545,7 +545,7 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 	t.Logf("shards: %d values written by three processes, %d batch conflicts caught and reported", sum, refused)
 	// Re-running any shard now writes nothing: every value is there.
 	var again = refRun
-	out := mustBin(t, -1, "-d", copies[0], "--metadata", zkURL, "--json", "index", "backfill", "--apply", "--shard", "0/2")
+	out := mustBin(t, -1, "-d", copies[0], "--metadata", liveURL, "--json", "index", "backfill", "--apply", "--shard", "0/2")
 	if err := json.Unmarshal([]byte(out), &again); err != nil || len(again.Summary) != 1 || again.Summary[0].Written != 0 {
 		t.Fatalf("a re-run wrote %+v (%v)\n%s", again.Summary, err, out)
 	}

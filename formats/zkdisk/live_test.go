@@ -242,26 +242,10 @@ func writeSamples(t *testing.T, dataDir string, exp Expected) {
 	if err := os.RemoveAll(sampleDir); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Join(dataDir, "version-2")
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.CopyDir(t, filepath.Join(dataDir, "version-2"), dst)
 	j, _ := json.MarshalIndent(exp, "", "  ")
 	if err := os.WriteFile(filepath.Join(sampleDir, "expected.json"), append(j, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("wrote %d files to %s", len(ents), dst)
+	t.Logf("wrote the sample to %s", sampleDir)
 }

@@ -36,23 +36,7 @@ func loadExpected(t *testing.T) Expected {
 func copySample(t *testing.T) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "version-2")
-	if err := os.MkdirAll(dst, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	src := filepath.Join(sampleDir, "version-2")
-	ents, err := os.ReadDir(src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range ents {
-		b, err := os.ReadFile(filepath.Join(src, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dst, e.Name()), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	testutil.CopyDir(t, filepath.Join(sampleDir, "version-2"), dst)
 	return dst
 }
 
