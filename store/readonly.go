@@ -142,8 +142,22 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
 	}
+	// A table the MANIFEST does not list yet, newer than every table it does, is the
+	// output of a flush or compaction a kill interrupted: its keys are still in the
+	// write-ahead log or in the tables it was built from. Unreadable, it is a kill
+	// leftover (Badger deletes it), not lost data.
+	leftover := func(id uint64) bool {
+		_, listed := ms.Tables[id]
+		return !listed && id > ms.MaxID && (memData || len(ms.Tables) > 0)
+	}
 	for _, c := range checks {
 		r := results[c.ID]
+		if r.Problem != "" && leftover(c.ID) {
+			p.notes = append(p.notes, fmt.Sprintf("unclean shutdown: %s is not in the MANIFEST and cannot be read (%s): a flush or compaction was killed while writing it; its keys are still in the log or the tables it was made from; left out",
+				filepath.Join(p.src, table.IDToFilename(c.ID)), r.Problem))
+			unlisted = slices.DeleteFunc(unlisted, func(id uint64) bool { return id == c.ID })
+			continue
+		}
 		if r.Problem != "" {
 			p.damage = append(p.damage, Damage{
 				DB: name, File: rel(table.IDToFilename(c.ID)), TableID: c.ID, Problem: r.Problem,
