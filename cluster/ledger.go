@@ -1,0 +1,174 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// IsOpen reports whether LedgerInfo i of info is the open last ledger: the last
+// one, stored with 0 entries. The broker writes a new ledger's LedgerInfo with no
+// entries (ManagedLedgerImpl.createComplete) and fills it in only when it closes
+// the ledger on roll-over (ledgerClosed, which drops a closed empty ledger), so
+// its count is not in metadata. A terminated managed ledger is no exception:
+// asyncTerminate closes the BookKeeper ledger but stores the LedgerInfo as it was,
+// and a broker opening the topic rebuilds the last LedgerInfo from the ledger
+// either way (ManagedLedgerImpl.initialize, "Last ledger stat may be zeroed").
+func IsOpen(info *mlpb.ManagedLedgerInfo, i int) bool {
+	lis := info.GetLedgerInfo()
+	return i == len(lis)-1 && lis[i].GetEntries() == 0
+}
+
+// OffloadedAway reports whether a ledger's entries live only in tiered storage:
+// the offload completed and the BookKeeper ledger was deleted (OffloadContext
+// complete and bookkeeperDeleted). Such a ledger rightly has no ledger node and
+// no entries in the ledger store. An offload that completed without the delete
+// still has its BookKeeper copy.
+func OffloadedAway(li *mlpb.ManagedLedgerInfo_LedgerInfo) bool {
+	oc := li.GetOffloadContext()
+	return oc.GetComplete() && oc.GetBookkeeperDeleted()
+}
+
+// Offload states of a LedgerInfo, as views show them.
+const (
+	OffloadNone       = "no"
+	OffloadInProgress = "in-progress"
+	OffloadComplete   = "complete"            // tiered copy done, BookKeeper copy kept
+	OffloadAway       = "complete,bk-deleted" // OffloadedAway
+)
+
+// OffloadState names how far a ledger's offload went.
+func OffloadState(li *mlpb.ManagedLedgerInfo_LedgerInfo) string {
+	oc := li.GetOffloadContext()
+	switch {
+	case oc == nil:
+		return OffloadNone
+	case OffloadedAway(li):
+		return OffloadAway
+	case oc.GetComplete():
+		return OffloadComplete
+	}
+	return OffloadInProgress
+}
+
+// ParseFirstEntryIndex reads a firstEntryIndex property value: a non-negative
+// decimal (docs/formats.md §1.5). Anything else is not a value.
+func ParseFirstEntryIndex(s string) (int64, bool) {
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || v < 0 {
+		return 0, false
+	}
+	return v, true
+}
+
+// FirstEntryIndex returns a ledger's firstEntryIndex property under key. has
+// says the property is set; ok that it holds a valid value. A ledger counts as
+// covered by the index only when ok.
+func FirstEntryIndex(li *mlpb.ManagedLedgerInfo_LedgerInfo, key string) (v int64, has, ok bool) {
+	s, has := formats.LedgerProperty(li, KeyFor(key))
+	if !has {
+		return 0, false, false
+	}
+	v, ok = ParseFirstEntryIndex(s)
+	return v, true, ok
+}
+
+// Coverage counts a managed ledger's LedgerInfos with entries (the open last
+// ledger has none recorded yet) and how many of them carry a valid
+// firstEntryIndex under key.
+func Coverage(info *mlpb.ManagedLedgerInfo, key string) (withEntries, covered int) {
+	for _, li := range info.GetLedgerInfo() {
+		if li.GetEntries() > 0 {
+			withEntries++
+			if _, _, ok := FirstEntryIndex(li, key); ok {
+				covered++
+			}
+		}
+	}
+	return withEntries, covered
+}
+
+// Ledger is what metadata (and, for the open ledger, the store's last entry id)
+// says about one ledger of a managed ledger. It reads no entry.
+type Ledger struct {
+	ID int64
+	// Entries is LedgerInfo.entries; for the open last ledger, what the store holds.
+	Entries int64
+	// Timestamp is the LedgerInfo timestamp (close time, ms); 0 for the open ledger.
+	Timestamp int64
+	First     int64 // firstEntryIndex, when HasFirst
+	HasFirst  bool
+	// BadFirst holds a property value that is not a non-negative decimal.
+	BadFirst string
+	// NotLocal: OffloadedAway, so its entries are not in the ledger store.
+	NotLocal bool
+	Open     bool // IsOpen
+}
+
+// Ledgers lists the ledgers of a managed ledger in order. The open last ledger's
+// count comes from the store's last entry id (a key lookup, not an entry read).
+func Ledgers(info *mlpb.ManagedLedgerInfo, ls store.LedgerStore, key string) ([]Ledger, error) {
+	lis := info.GetLedgerInfo()
+	out := make([]Ledger, 0, len(lis))
+	for i, li := range lis {
+		l := Ledger{
+			ID:        li.GetLedgerId(),
+			Entries:   li.GetEntries(),
+			Timestamp: li.GetTimestamp(),
+			NotLocal:  OffloadedAway(li),
+			Open:      IsOpen(info, i),
+		}
+		if v, has, ok := FirstEntryIndex(li, key); ok {
+			l.First, l.HasFirst = v, true
+		} else if has {
+			l.BadFirst, _ = formats.LedgerProperty(li, KeyFor(key))
+		}
+		if l.Open {
+			last, err := ls.LastEntry(l.ID)
+			switch {
+			case err == nil:
+				l.Entries = last + 1
+			case !errors.Is(err, store.ErrNotFound):
+				return nil, fmt.Errorf("open ledger %d: %w", l.ID, err)
+			}
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
+// Presence is what the two stores hold of one ledger.
+type Presence struct {
+	Node    bool // the ledger's metadata node exists (a damaged one does)
+	Entries bool // the ledger store holds at least one of its entries
+}
+
+// Lost reports a ledger that metadata names but neither store holds: no ledger
+// node and no entries. (An OffloadedAway ledger looks the same and is not lost;
+// callers that know its LedgerInfo ask OffloadedAway first.)
+func (p Presence) Lost() bool { return !p.Node && !p.Entries }
+
+// LedgerPresence looks up a ledger's node and whether it has any entry: two key
+// lookups, no entry read.
+func LedgerPresence(ms store.MetadataStore, ls store.LedgerStore, id int64) (Presence, error) {
+	var p Presence
+	_, err := ms.Get(formats.LedgerPath(id))
+	switch {
+	case err == nil, errors.Is(err, store.ErrTruncatedValue):
+		p.Node = true
+	case !errors.Is(err, store.ErrNotFound):
+		return p, err
+	}
+	_, err = ls.LastEntry(id)
+	switch {
+	case err == nil:
+		p.Entries = true
+	case !errors.Is(err, store.ErrNotFound):
+		return p, err
+	}
+	return p, nil
+}
