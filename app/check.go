@@ -18,7 +18,7 @@ func (e *env) checkCommand() *cli.Command {
 			"  " + joinKinds() + "\n" +
 			"Exits 0 when nothing (or only info) is found, 1 with findings.",
 		Flags: []cli.Flag{
-			firstEntryIndexKeyFlag(),
+			indexKeyFlag(),
 			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the schema-usage scan of every stored message " +
 				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
 		},
@@ -56,7 +56,7 @@ func verifiesFully(c *cli.Context) bool { return c.Command != nil && c.Command.N
 
 func (e *env) check(c *cli.Context) error {
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("first-entry-index-key"), Sources: e.checkSources(c)}
+		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("index-key"), Sources: e.checkSources(c)}
 		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))
 		if err != nil {
 			return err

@@ -38,7 +38,7 @@ func (e *env) fixturesCommand() *cli.Command {
 				&cli.IntFlag{Name: "entries", Usage: "entries per closed ledger (default 20)"},
 				&cli.IntFlag{Name: "max-batch", Usage: "largest batch on batching topics (default 5)"},
 				&cli.BoolFlag{Name: "first-entry-index", Usage: "store each ledger's first broker index as a LedgerInfo property"},
-				&cli.StringFlag{Name: "index-key", Usage: "LedgerInfo property key for --first-entry-index (default " + fixtures.DefaultIndexKey + ")"},
+				indexKeyFlag(),
 				&cli.IntFlag{Name: "lose-schema-ledgers", Usage: "fault: delete node and entry of N schema version ledgers"},
 				&cli.IntFlag{Name: "lose-schema-entries", Usage: "fault: delete the entry (keep the node) of N more schema ledgers"},
 				&cli.BoolFlag{Name: "lose-topic-ledger", Usage: "fault: delete node and entries of one topic ledger"},

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -32,11 +33,6 @@ func (e *env) indexCommand() *cli.Command {
 	}
 }
 
-func keyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "key", Value: index.DefaultKey,
-		Usage: "LedgerInfo property holding a ledger's first broker index (e.g. kafka.base.offset)"}
-}
-
 func (e *env) indexBackfillCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "backfill",
@@ -51,7 +47,7 @@ func (e *env) indexBackfillCommand() *cli.Command {
 			"already have the property. See docs/runbook-backfill.md.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "topic", Usage: "topic to back-fill (repeatable; a partitioned topic means all its partitions); default: every topic"},
-			keyFlag(),
+			indexKeyFlag(),
 			&cli.BoolFlag{Name: "apply", Usage: "write the plan (without it nothing is written)"},
 			&cli.IntFlag{Name: "workers", Value: 4, Usage: "parallel entry reads"},
 			&cli.Float64Flag{Name: "rate", Usage: "at most N ledgers read per second (0: no limit)"},
@@ -71,8 +67,8 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	if c.Int("workers") < 1 || c.Int("batch") < 1 || c.Int("batch-ledgers") < 1 || c.Float64("rate") < 0 {
 		return report.BadInputf("--workers, --batch and --batch-ledgers must be at least 1 and --rate not negative")
 	}
-	if c.String("key") == "" {
-		return report.BadInputf("--key must not be empty")
+	if c.String("index-key") == "" {
+		return report.BadInputf("--index-key must not be empty")
 	}
 	var shard index.Shard
 	if c.IsSet("shard") {
@@ -107,7 +103,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 		"SOURCE", "source", "REPLACES", "replaces")
 	var planned int
 	opts := index.BackfillOptions{
-		Key: c.String("key"), Paths: paths, Apply: c.Bool("apply"),
+		Key: c.String("index-key"), Paths: paths, Apply: c.Bool("apply"),
 		Workers: c.Int("workers"), Rate: c.Float64("rate"), Verify: c.Bool("verify"), Force: c.Bool("force"),
 		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup, Shard: shard,
 		Progress: e.progress(c), Args: commandLine(c),
@@ -230,39 +226,17 @@ func managedLedgerPaths(ctx context.Context, dd *store.DataDir, topics []string)
 		if t.Domain != formats.DomainPersistent {
 			return nil, report.BadInputf("topic %s: only persistent topics have managed ledgers", t)
 		}
-		p := t.ManagedLedgerPath()
-		_, err = dd.Metadata.Get(p)
-		if err == nil {
-			out = append(out, p)
-			continue
-		}
-		if !errors.Is(err, store.ErrNotFound) {
+		mls, err := cluster.TopicManagedLedgers(ctx, dd.Metadata, t)
+		switch {
+		case errors.Is(err, cluster.ErrNoSuchTopic):
+			return nil, report.BadInputf("topic %s: no managed ledger at %s", t, t.ManagedLedgerPath())
+		case err != nil:
 			return nil, report.CannotOpen(err)
 		}
-		parts, err := partitionPaths(ctx, dd, t)
-		if err != nil {
-			return nil, err
+		// A damaged node is kept: back-fill reports it and skips that topic, as in a full run.
+		for _, ml := range mls {
+			out = append(out, ml.Node.Path)
 		}
-		if len(parts) == 0 {
-			return nil, report.BadInputf("topic %s: no managed ledger at %s", t, p)
-		}
-		out = append(out, parts...)
-	}
-	return out, nil
-}
-
-// partitionPaths lists the managed ledgers of t's partitions.
-func partitionPaths(ctx context.Context, dd *store.DataDir, t formats.TopicName) ([]string, error) {
-	var out []string
-	prefix := t.ManagedLedgerPath() + "-partition-"
-	err := dd.Metadata.Walk(ctx, prefix, func(n store.Node) error {
-		if pt, ok := formats.ParseManagedLedgerPath(n.Path); ok && pt.PartitionIndex() >= 0 && pt.Base() == t {
-			out = append(out, n.Path)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, report.CannotOpen(err)
 	}
 	return out, nil
 }
@@ -286,7 +260,7 @@ func (e *env) indexFindCommand() *cli.Command {
 			&cli.Int64Flag{Name: "offset", Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
 			&cli.StringFlag{Name: "time", Usage: "time to find: RFC 3339 (2024-06-10T06:13:20Z), epoch with its unit " +
 				"(1718000000s, 1718000000000ms) or relative to now (-1h); a bare number is refused as ambiguous"},
-			keyFlag(),
+			indexKeyFlag(),
 			&cli.BoolFlag{Name: "legacy", Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
 			&cli.BoolFlag{Name: "compare", Usage: "run the indexed and the legacy search and print both costs"},
 		},
@@ -337,7 +311,7 @@ func (e *env) indexFind(c *cli.Context) error {
 			t, node.Path, err, commandFor(c, "inspect", "node", node.Path)))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
-		opts := index.FindOptions{Key: c.String("key"), Legacy: legacy}
+		opts := index.FindOptions{Key: c.String("index-key"), Legacy: legacy}
 		if byOffset {
 			return index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
 		}
@@ -397,11 +371,14 @@ func findingsError(err error) error {
 // missingTopic explains a topic without a managed ledger, naming partitions when
 // the topic is partitioned.
 func missingTopic(ctx context.Context, dd *store.DataDir, t formats.TopicName) error {
-	parts, err := partitionPaths(ctx, dd, t)
-	if err != nil {
-		return err
+	parts, err := cluster.TopicManagedLedgers(ctx, dd.Metadata, t)
+	switch {
+	case errors.Is(err, cluster.ErrNoSuchTopic):
+		parts = nil
+	case err != nil:
+		return report.CannotOpen(err)
 	}
-	if len(parts) > 0 {
+	if len(parts) > 0 && parts[0].Topic != t {
 		return report.BadInputf("topic %s is partitioned (%d partitions, each its own managed ledger): give one partition, e.g. --topic %s",
 			t, len(parts), t.Partition(0))
 	}

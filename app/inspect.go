@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
@@ -28,7 +29,7 @@ func (e *env) inspectCommand() *cli.Command {
 			{
 				Name:   "topics",
 				Usage:  "every managed ledger: ledgers, entries, size, node encoding, indexed, firstEntryIndex coverage",
-				Flags:  []cli.Flag{firstEntryIndexKeyFlag()},
+				Flags:  []cli.Flag{indexKeyFlag()},
 				Action: e.inspectTopics,
 			},
 			{
@@ -68,7 +69,7 @@ func (e *env) inspectCommand() *cli.Command {
 					&cli.Int64Flag{Name: "offset", Value: -1, Usage: "with --topic: the entry holding this broker offset (as index find)"},
 					&cli.StringFlag{Name: "time", Usage: "with --topic: the first entry at or after this time (same syntax as index find --time)"},
 					&cli.IntFlag{Name: "count", Value: 0, Usage: "with --offset/--time: also show this many following entries of the ledger"},
-					keyFlag(),
+					indexKeyFlag(),
 					&cli.BoolFlag{Name: "payload", Usage: "decode every message's payload with its schema version (a messages table)"},
 					&cli.BoolFlag{Name: "hex", Usage: "add each entry's stored bytes as a hex dump"},
 					&cli.Int64Flag{Name: "from", Value: 0, Usage: "first entry id"},
@@ -82,9 +83,14 @@ func (e *env) inspectCommand() *cli.Command {
 	}
 }
 
-func firstEntryIndexKeyFlag() cli.Flag {
-	return &cli.StringFlag{Name: "first-entry-index-key", Value: inspect.DefaultFirstEntryIndexKey,
-		Usage: "LedgerInfo property holding firstEntryIndex (e.g. kafka.base.offset)"}
+// indexKeyFlag is the one flag, on every command that reads or writes it, for the
+// LedgerInfo property holding a ledger's first broker index. Its old names stay
+// as deprecated aliases so existing scripts still work: --key (index backfill,
+// index find, inspect entries) and --first-entry-index-key (check, inspect
+// topics, report).
+func indexKeyFlag() cli.Flag {
+	return &cli.StringFlag{Name: "index-key", Aliases: []string{"key", "first-entry-index-key"}, Value: cluster.FirstEntryIndexKey,
+		Usage: "LedgerInfo property holding a ledger's first broker index (e.g. kafka.base.offset); --key and --first-entry-index-key are deprecated aliases"}
 }
 
 // withDataDir opens the data dir read-only for the length of fn.
@@ -117,7 +123,7 @@ func (e *env) printTable(c *cli.Context, t *report.Table, notes ...string) error
 
 func (e *env) inspectTopics(c *cli.Context) error {
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		t, err := inspect.Topics(c.Context, dd, c.String("first-entry-index-key"))
+		t, err := inspect.Topics(c.Context, dd, c.String("index-key"))
 		if err != nil {
 			return err
 		}
@@ -321,7 +327,7 @@ func (e *env) findEntry(c *cli.Context, dd *store.DataDir, t formats.TopicName, 
 	if err != nil {
 		return "", findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w", t, node.Path, err))
 	}
-	opts := index.FindOptions{Key: c.String("key")}
+	opts := index.FindOptions{Key: c.String("index-key")}
 	var a *index.Answer
 	if byOffset {
 		a, err = index.FindOffset(c.Context, dd.Ledgers, info, target, opts)

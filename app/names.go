@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -15,24 +16,19 @@ import (
 // and no managed ledger, of it or of its partitions): bad input, naming the
 // nearest names there are. A typo must not read as "nothing to repair".
 func checkTopicKnown(ctx context.Context, dd *store.DataDir, t formats.TopicName) error {
-	for _, p := range []string{t.SchemaLocatorPath(), t.ManagedLedgerPath()} {
-		_, err := dd.Metadata.Get(p)
-		if err == nil {
-			return nil
-		}
-		if !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue) {
-			return report.CannotOpen(err)
-		}
-		if errors.Is(err, store.ErrTruncatedValue) {
-			return nil // there, and damaged: the command reports it
-		}
+	_, err := dd.Metadata.Get(t.SchemaLocatorPath())
+	switch {
+	case err == nil, errors.Is(err, store.ErrTruncatedValue):
+		return nil // there (damaged or not): the command reports what it finds
+	case !errors.Is(err, store.ErrNotFound):
+		return report.CannotOpen(err)
 	}
-	parts, err := partitionPaths(ctx, dd, t)
-	if err != nil {
-		return err
-	}
-	if len(parts) > 0 {
-		return nil
+	_, err = cluster.TopicManagedLedgers(ctx, dd.Metadata, t)
+	switch {
+	case err == nil:
+		return nil // its managed ledger, or its partitions'; a damaged one is reported by the command
+	case !errors.Is(err, cluster.ErrNoSuchTopic):
+		return report.CannotOpen(err)
 	}
 	names, err := knownTopicNames(ctx, dd)
 	if err != nil {

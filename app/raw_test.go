@@ -302,7 +302,7 @@ func TestPayloadDecodesAvroAndKeyValueTopics(t *testing.T) {
 	checked := map[string]int{}
 	for _, ml := range m.ManagedLedgers {
 		s, ok := schemas[ml.BaseTopic]
-		if !ok || s.History != "" || (s.Versions[0].Type != "AVRO" && s.Versions[0].Type != "KEYVALUE") {
+		if !ok || s.History != "" || (s.Versions[0].Type != "AVRO" && s.Versions[0].Type != "KEY_VALUE") {
 			continue
 		}
 		for _, l := range storedLedgers(ml) {
@@ -333,7 +333,7 @@ func TestPayloadDecodesAvroAndKeyValueTopics(t *testing.T) {
 				def := s.Versions[ver].Definition
 				payload := splitPayloads(t, raw[msg.EntryID])[max(0, derefInt(msg.BatchIndex))]
 				value := msg.Payload
-				if s.Versions[ver].Type == "KEYVALUE" {
+				if s.Versions[ver].Type == "KEY_VALUE" {
 					var kv struct {
 						Key   string          `json:"key"`
 						Value json.RawMessage `json:"value"`
@@ -374,7 +374,7 @@ func TestPayloadDecodesAvroAndKeyValueTopics(t *testing.T) {
 			}
 		}
 	}
-	if checked["AVRO"] == 0 || checked["KEYVALUE"] == 0 {
+	if checked["AVRO"] == 0 || checked["KEY_VALUE"] == 0 {
 		t.Fatalf("messages checked per schema type: %v; want AVRO and KEYVALUE", checked)
 	}
 	t.Logf("messages decoded and re-encoded to their stored bytes: %v", checked)

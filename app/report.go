@@ -32,7 +32,7 @@ func (e *env) reportCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
 			&cli.StringSliceFlag{Name: "topic", Usage: "only these topics (repeat; a base name takes every partition)"},
-			firstEntryIndexKeyFlag(),
+			indexKeyFlag(),
 			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the scan of every stored message (no per-version message counts)"},
 			&cli.StringFlag{Name: "png", Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
 		},
@@ -54,7 +54,7 @@ func (e *env) report(c *cli.Context) error {
 		}
 		topics = append(topics, t)
 	}
-	opts := inspect.IncidentOptions{Topics: topics, FirstEntryIndexKey: c.String("first-entry-index-key"),
+	opts := inspect.IncidentOptions{Topics: topics, FirstEntryIndexKey: c.String("index-key"),
 		SkipMessageScan: c.Bool("skip-message-scan"), Now: time.Now(), Version: buildVersion()}
 	r, err := e.incident(c, opts)
 	if err != nil {

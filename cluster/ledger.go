@@ -152,15 +152,25 @@ type Presence struct {
 // callers that know its LedgerInfo ask OffloadedAway first.)
 func (p Presence) Lost() bool { return !p.Node && !p.Entries }
 
+// LedgerNodeExists reports whether a ledger's metadata node exists; a node whose
+// value is damaged exists.
+func LedgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
+	_, err := ms.Get(formats.LedgerPath(id))
+	switch {
+	case err == nil, errors.Is(err, store.ErrTruncatedValue):
+		return true, nil
+	case errors.Is(err, store.ErrNotFound):
+		return false, nil
+	}
+	return false, err
+}
+
 // LedgerPresence looks up a ledger's node and whether it has any entry: two key
 // lookups, no entry read.
 func LedgerPresence(ms store.MetadataStore, ls store.LedgerStore, id int64) (Presence, error) {
 	var p Presence
-	_, err := ms.Get(formats.LedgerPath(id))
-	switch {
-	case err == nil, errors.Is(err, store.ErrTruncatedValue):
-		p.Node = true
-	case !errors.Is(err, store.ErrNotFound):
+	var err error
+	if p.Node, err = LedgerNodeExists(ms, id); err != nil {
 		return p, err
 	}
 	_, err = ls.LastEntry(id)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -60,7 +61,7 @@ const (
 
 // BackfillOptions tune a back-fill.
 type BackfillOptions struct {
-	Key string // LedgerInfo property; "" means DefaultKey
+	Key string // LedgerInfo property; "" means cluster.FirstEntryIndexKey
 	// Paths are the managed-ledger nodes to back-fill; empty means every one.
 	Paths []string
 	// Shard keeps only the managed ledgers of one shard (zero value: all), so n
@@ -93,9 +94,7 @@ type BackfillOptions struct {
 }
 
 func (o *BackfillOptions) defaults() {
-	if o.Key == "" {
-		o.Key = DefaultKey
-	}
+	o.Key = cluster.KeyFor(o.Key)
 	if o.Workers < 1 {
 		o.Workers = 4
 	}
@@ -213,8 +212,7 @@ func listTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptio
 			return // reported when the topic's turn comes
 		}
 		for _, li := range info.GetLedgerInfo() {
-			v, ok := formats.LedgerProperty(li, opts.Key)
-			if _, valid := parseFirst(v); !ok || !valid || opts.Verify || opts.Force {
+			if _, _, valid := cluster.FirstEntryIndex(li, opts.Key); !valid || opts.Verify || opts.Force {
 				todo++
 			}
 		}
@@ -514,14 +512,18 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 		b.checkContinuity(tp, refs, facts, nil)
 		return nil
 	}
-	if _, ok := formats.MLProperty(info, MLIndexKey); !ok && !b.topicIndexed(refs) {
+	indexed, err := b.topicIndexed(info, refs)
+	if err != nil {
+		return err
+	}
+	if !indexed {
 		tp.skipped[SkipNotIndexed] += len(work)
 		tp.result.Skipped += len(work)
 		tp.result.Had = len(refs) - len(work)
 		b.opts.Progress.Add(int64(len(work)))
 		tp.find(report.SeverityInfo, KindNotIndexed, -1,
-			"no ML property %q and no broker entry index in the newest ledger: topic is not indexed; %d ledger(s) skipped",
-			MLIndexKey, len(work))
+			"no ML property %q and no broker entry index in entry 0 of any ledger: topic is not indexed; %d ledger(s) skipped",
+			cluster.MLIndexProperty, len(work))
 		return nil
 	}
 	var wg sync.WaitGroup
@@ -548,25 +550,20 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 	return nil
 }
 
-// topicIndexed probes entry 0 of the newest ledger with local entries (the index
-// interceptor may have been turned on after older ledgers were written).
-func (b *backfiller) topicIndexed(refs []ledgerRef) bool {
-	for i := len(refs) - 1; i >= 0; i-- {
-		r := refs[i]
-		if r.Entries == 0 || r.NotLocal {
-			continue
+// topicIndexed is cluster.TopicIndexed: the ML property, else entry 0 of any
+// ledger with local entries, newest first. (It looked at the newest local ledger
+// only, so a topic whose interceptor was turned off later was skipped though
+// check called it indexed.)
+func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo, refs []ledgerRef) (bool, error) {
+	_, prop := cluster.HasMLIndex(info)
+	ids := make([]int64, 0, len(refs))
+	for _, r := range refs {
+		if r.Entries > 0 && !r.NotLocal {
+			ids = append(ids, r.ID)
 		}
-		bts, err := b.dd.Ledgers.Entry(r.ID, 0)
-		if err != nil {
-			continue
-		}
-		e, err := ParseEntryInfo(bts)
-		if err != nil {
-			continue // a corrupt entry is reported when its ledger is probed
-		}
-		return e.HasIndex
 	}
-	return false
+	by, err := cluster.TopicIndexed(prop, ids, func(id int64) (bool, error) { return cluster.Entry0Indexed(b.dd.Ledgers, id) })
+	return by != cluster.NotIndexed, err
 }
 
 // probeLedger reads entry 0 (and with wantLast the last entry) of one ledger.
@@ -605,15 +602,17 @@ func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
 	return f
 }
 
-// missingState tells apart why entry 0 of a ledger is not in the store.
+// missingState tells apart why entry 0 of a ledger is not in the store
+// (cluster.LedgerPresence; a lookup that fails counts as absent).
 func missingState(dd *store.DataDir, r ledgerRef) string {
-	if _, err := dd.Ledgers.LastEntry(r.ID); err == nil {
+	p, _ := cluster.LedgerPresence(dd.Metadata, dd.Ledgers, r.ID)
+	switch {
+	case p.Entries:
 		return SkipEntry0Missing
+	case p.Lost():
+		return SkipLost
 	}
-	if _, err := dd.Metadata.Get(formats.LedgerPath(r.ID)); err == nil {
-		return SkipEntriesLost
-	}
-	return SkipLost
+	return SkipEntriesLost
 }
 
 // readLast returns the last message index of a ledger's last stored entry.

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -76,13 +77,13 @@ func TestBackfillMatchesFixtureManifest(t *testing.T) {
 		}
 		for i, l := range ml.Ledgers {
 			li := info.GetLedgerInfo()[i]
-			v, ok := formats.LedgerProperty(li, DefaultKey)
+			v, ok := formats.LedgerProperty(li, cluster.FirstEntryIndexKey)
 			writable := !l.Offloaded && l.Lost == "" && l.Entries > 0
 			switch {
 			case writable && (!ok || v != strconv.FormatInt(l.FirstIndex, 10)):
-				t.Errorf("%s ledger %d: %s=%q (set %v), manifest first index %d", ml.Path, l.ID, DefaultKey, v, ok, l.FirstIndex)
+				t.Errorf("%s ledger %d: %s=%q (set %v), manifest first index %d", ml.Path, l.ID, cluster.FirstEntryIndexKey, v, ok, l.FirstIndex)
 			case !writable && ok:
-				t.Errorf("%s ledger %d (offloaded=%v lost=%q): got %s=%s, want none", ml.Path, l.ID, l.Offloaded, l.Lost, DefaultKey, v)
+				t.Errorf("%s ledger %d (offloaded=%v lost=%q): got %s=%s, want none", ml.Path, l.ID, l.Offloaded, l.Lost, cluster.FirstEntryIndexKey, v)
 			}
 			if writable {
 				checked++
@@ -141,8 +142,8 @@ func TestBackfillAgreesWithGeneratorProperty(t *testing.T) {
 		gotInfo, _, _ := loadInfo(t, dd, ml.Path)
 		wantInfo, _, _ := loadInfo(t, want, ml.Path)
 		for i, wli := range wantInfo.GetLedgerInfo() {
-			gv, gok := formats.LedgerProperty(gotInfo.GetLedgerInfo()[i], DefaultKey)
-			wv, _ := formats.LedgerProperty(wli, DefaultKey)
+			gv, gok := formats.LedgerProperty(gotInfo.GetLedgerInfo()[i], cluster.FirstEntryIndexKey)
+			wv, _ := formats.LedgerProperty(wli, cluster.FirstEntryIndexKey)
 			if gok && gv != wv {
 				t.Errorf("%s ledger %d: back-fill %s, generator %s", ml.Path, wli.GetLedgerId(), gv, wv)
 			}
@@ -180,7 +181,7 @@ func TestBackfillSpecialCases(t *testing.T) {
 
 	prop := func(name string, i int) (string, bool) {
 		info, _, _ := loadInfo(t, dd, tPath(name))
-		return formats.LedgerProperty(info.GetLedgerInfo()[i], DefaultKey)
+		return formats.LedgerProperty(info.GetLedgerInfo()[i], cluster.FirstEntryIndexKey)
 	}
 	want := func(name string, i int) string { return strconv.FormatInt(truth[tPath(name)][i].First, 10) }
 	expect := []struct {
@@ -210,7 +211,7 @@ func TestBackfillSpecialCases(t *testing.T) {
 	for _, e := range expect {
 		v, ok := prop(e.topic, e.ledger)
 		if e.value == "" && ok || e.value != "" && v != e.value {
-			t.Errorf("%s ledger #%d: %s=%q (set %v), want %q", e.topic, e.ledger, DefaultKey, v, ok, e.value)
+			t.Errorf("%s ledger #%d: %s=%q (set %v), want %q", e.topic, e.ledger, cluster.FirstEntryIndexKey, v, ok, e.value)
 		}
 	}
 	for _, name := range []string{"not-indexed", "done"} {
@@ -324,7 +325,7 @@ func TestBackfillKeepsEncodingAndUnknownFields(t *testing.T) {
 			if !bytes.Equal(li.ProtoReflect().GetUnknown(), unknown) {
 				t.Errorf("%s ledger %d: unknown fields lost", tt.name, li.GetLedgerId())
 			}
-			if _, ok := formats.LedgerProperty(li, DefaultKey); !ok {
+			if _, ok := formats.LedgerProperty(li, cluster.FirstEntryIndexKey); !ok {
 				t.Errorf("%s ledger %d: no property", tt.name, li.GetLedgerId())
 			}
 		}
@@ -405,7 +406,7 @@ func TestBackfillSelectedPaths(t *testing.T) {
 		t.Fatalf("topics %+v", res.Topics)
 	}
 	info, _, _ := loadInfo(t, dd, tPath("a"))
-	if _, ok := formats.LedgerProperty(info.LedgerInfo[0], DefaultKey); ok {
+	if _, ok := formats.LedgerProperty(info.LedgerInfo[0], cluster.FirstEntryIndexKey); ok {
 		t.Fatal("topic a was not selected but was written")
 	}
 }
@@ -451,7 +452,7 @@ func TestBackfillDoesNotInferAcrossMissingTail(t *testing.T) {
 	for _, verify := range []bool{false, true} {
 		res := backfill(t, dd, BackfillOptions{Verify: verify, OnPlanned: func(p PlannedLedger) {
 			if p.Source == SourceInferred {
-				t.Errorf("verify=%v: inferred %s %d for ledger %d from a ledger whose tail is missing", verify, DefaultKey, p.Value, p.LedgerID)
+				t.Errorf("verify=%v: inferred %s %d for ledger %d from a ledger whose tail is missing", verify, cluster.FirstEntryIndexKey, p.Value, p.LedgerID)
 			}
 		}})
 		if len(findingsOf(res, KindNotInferred)) != 1 || res.Skipped[SkipOffloaded] != 1 {
@@ -467,7 +468,7 @@ func TestBackfillOffloadedInvalidNeedsForce(t *testing.T) {
 	}}})
 	prop := func() string {
 		info, _, _ := loadInfo(t, dd, tPath("offinv"))
-		v, _ := formats.LedgerProperty(info.GetLedgerInfo()[1], DefaultKey)
+		v, _ := formats.LedgerProperty(info.GetLedgerInfo()[1], cluster.FirstEntryIndexKey)
 		return v
 	}
 	res := backfill(t, dd, BackfillOptions{Apply: true})

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -115,7 +116,7 @@ func buildDir(t testing.TB, topics []tTopic) (*store.DataDir, map[string][]tTrut
 			truth[path] = append(truth[path], tr)
 		}
 		if tt.mlIndex {
-			formats.SetMLProperty(info, MLIndexKey, strconv.FormatInt(index, 10))
+			formats.SetMLProperty(info, cluster.MLIndexProperty, strconv.FormatInt(index, 10))
 		}
 		v, err := formats.EncodeManagedLedgerInfo(info, tt.enc)
 		if err != nil {
@@ -147,10 +148,10 @@ func tLedgerInfo(t testing.TB, id int64, l tLedger, tr tTruth, clock int64, open
 	case "":
 	case "auto":
 		if tr.First >= 0 {
-			formats.SetLedgerProperty(li, DefaultKey, strconv.FormatInt(tr.First, 10))
+			formats.SetLedgerProperty(li, cluster.FirstEntryIndexKey, strconv.FormatInt(tr.First, 10))
 		}
 	default:
-		formats.SetLedgerProperty(li, DefaultKey, l.prop)
+		formats.SetLedgerProperty(li, cluster.FirstEntryIndexKey, l.prop)
 	}
 	return li
 }
@@ -201,7 +202,7 @@ func scanAll(t testing.TB, dd *store.DataDir, info *mlpb.ManagedLedgerInfo) *sca
 			if err != nil {
 				return err
 			}
-			s.pos = append(s.pos, Position{li.GetLedgerId(), id})
+			s.pos = append(s.pos, Position{LedgerID: li.GetLedgerId(), EntryID: id})
 			s.info = append(s.info, e)
 			return nil
 		})

@@ -4,28 +4,18 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/store"
 )
-
-// DefaultKey is the LedgerInfo property that holds a ledger's first broker index.
-const DefaultKey = "firstEntryIndex"
-
-// MLIndexKey is the managed-ledger property where the index interceptor keeps its counter.
-const MLIndexKey = "index"
 
 // ErrNoBrokerIndex: the entry carries no broker entry metadata index (the topic, or at
 // least this ledger, was not written with the index interceptor).
 var ErrNoBrokerIndex = errors.New("entry has no broker entry index")
 
 // Position is a managed-ledger position.
-type Position struct {
-	LedgerID int64 `json:"ledger_id"`
-	EntryID  int64 `json:"entry_id"`
-}
-
-func (p Position) String() string { return fmt.Sprintf("%d:%d", p.LedgerID, p.EntryID) }
+type Position = cluster.Position
 
 // EntryInfo is what the searches need from one entry.
 type EntryInfo struct {

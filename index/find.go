@@ -7,6 +7,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -21,16 +22,11 @@ const (
 
 // FindOptions tune a search.
 type FindOptions struct {
-	Key    string // LedgerInfo property; "" means DefaultKey
+	Key    string // LedgerInfo property; "" means cluster.FirstEntryIndexKey
 	Legacy bool   // ignore firstEntryIndex and search like upstream does without it
 }
 
-func (o FindOptions) key() string {
-	if o.Key == "" {
-		return DefaultKey
-	}
-	return o.Key
-}
+func (o FindOptions) key() string { return cluster.KeyFor(o.Key) }
 
 // Answer is where a search landed and what it cost.
 type Answer struct {
@@ -273,7 +269,7 @@ func (s *searcher) findOffset(t int64, legacy bool) error {
 func (s *searcher) searchOneLedger(t int64, k, j int) error {
 	ref := s.refs[k]
 	if ref.NotLocal {
-		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, -1}
+		s.ans.NotLocal, s.ans.Position = true, Position{LedgerID: ref.ID, EntryID: -1}
 		s.ans.note("offset %d is in ledger %d, which %s: its entries are not in the ledger store", t, ref.ID, s.absent(ref.ID))
 		return nil
 	}
@@ -286,7 +282,7 @@ func (s *searcher) searchOneLedger(t int64, k, j int) error {
 		return err
 	}
 	if ok {
-		s.ans.land(Position{ref.ID, i}, e)
+		s.ans.land(Position{LedgerID: ref.ID, EntryID: i}, e)
 		return nil
 	}
 	if j >= 0 {
@@ -302,7 +298,7 @@ func (s *searcher) searchOneLedger(t int64, k, j int) error {
 func (s *searcher) firstEntryOf(j int) error {
 	ref := s.refs[j]
 	if ref.NotLocal {
-		s.ans.NotLocal, s.ans.Position = true, Position{ref.ID, 0}
+		s.ans.NotLocal, s.ans.Position = true, Position{LedgerID: ref.ID, EntryID: 0}
 		s.ans.note("the answer is entry 0 of ledger %d, which %s: its entries are not in the ledger store", ref.ID, s.absent(ref.ID))
 		return nil
 	}
@@ -310,13 +306,13 @@ func (s *searcher) firstEntryOf(j int) error {
 	if err != nil {
 		return err
 	}
-	s.ans.land(Position{ref.ID, 0}, e)
+	s.ans.land(Position{LedgerID: ref.ID, EntryID: 0}, e)
 	return nil
 }
 
 func (s *searcher) pastEnd() {
 	last := s.refs[len(s.refs)-1]
-	s.ans.PastEnd, s.ans.Position = true, Position{last.ID, last.Entries}
+	s.ans.PastEnd, s.ans.Position = true, Position{LedgerID: last.ID, EntryID: last.Entries}
 }
 
 func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
@@ -363,7 +359,7 @@ func (s *searcher) legacyOffset(t int64, span *span, next int) error {
 	}
 	if n := len(s.refs); n > 0 && s.lost[s.refs[n-1].ID] && next < 0 {
 		last := s.refs[n-1]
-		s.ans.Lost, s.ans.Position = true, Position{last.ID, -1}
+		s.ans.Lost, s.ans.Position = true, Position{LedgerID: last.ID, EntryID: -1}
 		s.ans.note("offset %d is after every entry the ledger store holds; the last ledger, %d, is lost: the offset may have been in it", t, last.ID)
 		return nil
 	}
@@ -421,7 +417,7 @@ func (sp *span) ledgerOf(g int64) int {
 
 func (sp *span) position(g int64) Position {
 	i := sp.ledgerOf(g)
-	return Position{sp.refs[i].ID, g - sp.starts[i]}
+	return Position{LedgerID: sp.refs[i].ID, EntryID: g - sp.starts[i]}
 }
 
 // gapBefore handles an answer that starts after the target t with a ledger that
@@ -439,7 +435,7 @@ func (s *searcher) gapBefore(sp *span, g, t, nextBase int64) {
 		return
 	}
 	next := s.ans.Position
-	s.ans.Found, s.ans.Lost, s.ans.Position = false, true, Position{id, -1}
+	s.ans.Found, s.ans.Lost, s.ans.Position = false, true, Position{LedgerID: id, EntryID: -1}
 	s.ans.Base, s.ans.Last, s.ans.PublishTime, s.ans.BrokerTime = 0, 0, 0, 0
 	s.ans.note("offset %d is in ledger %d, which is lost: the next entry the ledger store holds is %v (offset %d)",
 		t, id, next, nextBase)
@@ -508,7 +504,7 @@ func (s *searcher) findTime(t uint64, legacy bool) error {
 			return err
 		}
 		if ok {
-			s.ans.land(Position{ref.ID, i}, e)
+			s.ans.land(Position{LedgerID: ref.ID, EntryID: i}, e)
 			return nil
 		}
 	}

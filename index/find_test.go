@@ -209,7 +209,7 @@ func TestFindOffloadedLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Position != (Position{tr[2].ID, 0}) || len(a.Notes) < 2 {
+	if a.Position != (Position{LedgerID: tr[2].ID, EntryID: 0}) || len(a.Notes) < 2 {
 		t.Fatalf("legacy: got %+v", a)
 	}
 }

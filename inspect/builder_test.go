@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -131,7 +132,7 @@ func (b *testBuilder) writeTopic(path, mlName string, enc formats.Encoding, inde
 		last = index
 		li.Entries, li.Size = proto.Int64(int64(len(l.batches))), proto.Int64(size)
 		if l.indexed {
-			formats.SetLedgerProperty(li, DefaultFirstEntryIndexKey, fmt.Sprint(l.firstIdx))
+			formats.SetLedgerProperty(li, cluster.FirstEntryIndexKey, fmt.Sprint(l.firstIdx))
 		}
 		b.node(formats.LedgerPath(l.id), ledgerMeta(t, int64(len(l.batches))-1, size, true,
 			"application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", mlName))

@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -20,30 +21,13 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// DefaultFirstEntryIndexKey is the LedgerInfo property holding a ledger's first
-// broker index (docs/formats.md §1.5).
-const DefaultFirstEntryIndexKey = "firstEntryIndex"
-
-// mlIndexProperty is the ML-level property the broker's index interceptor keeps.
-const mlIndexProperty = "index"
-
-// Custom metadata of Pulsar's ledgers (docs/formats.md §5.4, §6.2).
-const (
-	cmComponent     = "component"
-	cmManagedLedger = "pulsar/managed-ledger"
-	cmSchemaID      = "pulsar/schemaId"
-	cmCursor        = "pulsar/cursor"
-	componentML     = "managed-ledger"
-	componentSchema = "schema"
-)
-
 // FindingSource adds findings to Check from outside the core scan (schema-usage,
 // back-fill coverage, ...). It must only read dd.
 type FindingSource func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error)
 
 // CheckOptions configures Check.
 type CheckOptions struct {
-	// FirstEntryIndexKey is the LedgerInfo property of firstEntryIndex; "" means DefaultFirstEntryIndexKey.
+	// FirstEntryIndexKey is the LedgerInfo property of firstEntryIndex; "" means cluster.FirstEntryIndexKey.
 	FirstEntryIndexKey string
 	// Sources run after the core scan; their findings join the core's.
 	Sources []FindingSource
@@ -70,9 +54,9 @@ type CheckStats struct {
 type TopicCoverage struct {
 	Topic   string // persistent://...
 	Path    string // managed-ledger node
-	Indexed bool   // the ML property "index" is set or a ledger's entry 0 has a broker index
-	// WithEntries counts LedgerInfos with entries (the open last ledger has none
-	// yet); Covered counts those of them that have the property.
+	Indexed bool   // cluster.TopicIndexed
+	// WithEntries and Covered are cluster.Coverage: LedgerInfos with entries, and
+	// those of them with a valid property.
 	WithEntries int
 	Covered     int
 }
@@ -142,25 +126,30 @@ type ledgerFacts struct {
 	entry0Indexed bool // entry 0 carries a broker index
 }
 
+func (f *ledgerFacts) presence() cluster.Presence {
+	return cluster.Presence{Node: f.node, Entries: f.stored > 0}
+}
+
 // topicLedger reports whether the ledger's entries are topic entry frames.
 func (f *ledgerFacts) topicLedger() bool {
 	if f.refs&refLedgerInfo != 0 {
 		return true
 	}
-	return f.component == componentML && !f.cursorLedger && f.refs&(refSchema|refCursor) == 0
+	return f.component == cluster.ComponentML && !f.cursorLedger && f.refs&(refSchema|refCursor) == 0
 }
 
 type mlLedger struct {
-	id            int64
-	entries       int64
-	hasFirstIndex bool
+	id      int64
+	entries int64
 }
 
 type mlFacts struct {
-	topic     string // persistent://...
-	path      string
-	indexProp bool
-	ledgers   []mlLedger
+	topic       string // persistent://...
+	path        string
+	indexProp   bool
+	ledgers     []mlLedger
+	withEntries int // cluster.Coverage
+	covered     int
 }
 
 type schemaVersion struct {
@@ -198,9 +187,7 @@ type checker struct {
 // returns the findings (errors and warnings first, then info) and what it scanned.
 // Memory grows with the number of ledgers and metadata nodes, not with entries.
 func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
-	if opts.FirstEntryIndexKey == "" {
-		opts.FirstEntryIndexKey = DefaultFirstEntryIndexKey
-	}
+	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	if prog == nil {
 		prog = report.NoProgress{}
 	}
@@ -378,21 +365,16 @@ func (c *checker) node(n store.Node) {
 }
 
 func (c *checker) managedLedger(t formats.TopicName, path string, info *mlpb.ManagedLedgerInfo) {
-	_, indexed := formats.MLProperty(info, mlIndexProperty)
+	_, indexed := cluster.HasMLIndex(info)
 	ml := &mlFacts{topic: t.String(), path: path, indexProp: indexed}
-	lis := info.GetLedgerInfo()
-	for i, li := range lis {
+	ml.withEntries, ml.covered = cluster.Coverage(info, c.opts.FirstEntryIndexKey)
+	for i, li := range info.GetLedgerInfo() {
 		id := li.GetLedgerId()
 		f := c.fact(id)
 		f.refs |= refLedgerInfo
-		if i == len(lis)-1 && li.GetEntries() == 0 {
-			f.openLast = true
-		}
-		if oc := li.GetOffloadContext(); oc.GetComplete() && oc.GetBookkeeperDeleted() {
-			f.offloadedGone = true
-		}
-		_, has := formats.LedgerProperty(li, c.opts.FirstEntryIndexKey)
-		ml.ledgers = append(ml.ledgers, mlLedger{id: id, entries: li.GetEntries(), hasFirstIndex: has})
+		f.openLast = f.openLast || cluster.IsOpen(info, i)
+		f.offloadedGone = f.offloadedGone || cluster.OffloadedAway(li)
+		ml.ledgers = append(ml.ledgers, mlLedger{id: id, entries: li.GetEntries()})
 	}
 	c.mls = append(c.mls, ml)
 }
@@ -447,15 +429,15 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 	// and is closed: such a ledger may rightly have no entries.
 	f.metaEmpty = (m.LastEntryId != nil && m.GetLastEntryId() < 0) || (m.LastEntryId == nil && m.GetLength() == 0)
 	f.closed = m.GetState() == bkpb.LedgerMetadataFormat_CLOSED
-	component, _ := formats.CustomMetadata(m, cmComponent)
+	component, _ := formats.CustomMetadata(m, cluster.CustomComponent)
 	f.component = c.intern(component)
 	switch f.component {
-	case componentML:
-		owner, _ := formats.CustomMetadata(m, cmManagedLedger)
+	case cluster.ComponentML:
+		owner, _ := formats.CustomMetadata(m, cluster.CustomManagedLedger)
 		f.owner = c.intern(owner)
-		f.cursorName, f.cursorLedger = formats.CustomMetadata(m, cmCursor)
-	case componentSchema:
-		owner, _ := formats.CustomMetadata(m, cmSchemaID)
+		f.cursorName, f.cursorLedger = formats.CustomMetadata(m, cluster.CustomCursor)
+	case cluster.ComponentSchema:
+		owner, _ := formats.CustomMetadata(m, cluster.CustomSchemaID)
 		f.owner = c.intern(owner)
 	}
 }
@@ -650,12 +632,12 @@ func (c *checker) checkLedgers(context.Context) error {
 // owns it, and that owner's metadata decoded (else it cannot be known unreferenced).
 func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
 	switch f.component {
-	case componentML:
+	case cluster.ComponentML:
 		if f.cursorLedger && c.badCursors[f.owner+"/"+f.cursorName] {
 			return false
 		}
 		return !c.badMLs[f.owner]
-	case componentSchema:
+	case cluster.ComponentSchema:
 		return !c.badSchemas[f.owner]
 	}
 	return false
@@ -665,22 +647,20 @@ func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
 // how many LedgerInfos lack firstEntryIndex; it fills the coverage table.
 func (c *checker) checkManagedLedgers(context.Context) error {
 	for _, ml := range c.mls {
-		indexed := ml.indexProp
-		var covered, withEntries int
+		ids := make([]int64, len(ml.ledgers))
+		for i, l := range ml.ledgers {
+			ids[i] = l.id
+		}
+		by, _ := cluster.TopicIndexed(ml.indexProp, ids, func(id int64) (bool, error) { return c.ledgers[id].entry0Indexed, nil })
+		indexed := by != cluster.NotIndexed
+		withEntries, covered := ml.withEntries, ml.covered
 		for _, l := range ml.ledgers {
 			f := c.ledgers[l.id]
-			if !f.offloadedGone && !f.node && f.stored == 0 {
+			if !f.offloadedGone && f.presence().Lost() {
 				fd := newFinding(KindLedgerMissing, ml.topic+" "+ledgerLoc(l.id), "the ledger's messages are lost; remove the LedgerInfo only after confirming no bookie holds the ledger",
 					"LedgerInfo names ledger %d (%s) but it has neither a node nor entries", l.id, plural(l.entries, "entry", "entries"))
 				fd.Topic, fd.Path, fd.LedgerID = ml.topic, ml.path, report.Int64(l.id)
 				c.add(fd)
-			}
-			indexed = indexed || f.entry0Indexed
-			if l.entries > 0 {
-				withEntries++
-				if l.hasFirstIndex {
-					covered++
-				}
 			}
 		}
 		c.stats.Coverage = append(c.stats.Coverage, TopicCoverage{
@@ -688,8 +668,8 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 		})
 		if lacking := withEntries - covered; indexed && lacking > 0 {
 			hint := "ledgermedic index backfill --topic " + ml.topic
-			if c.opts.FirstEntryIndexKey != DefaultFirstEntryIndexKey {
-				hint += " --key " + c.opts.FirstEntryIndexKey
+			if c.opts.FirstEntryIndexKey != cluster.FirstEntryIndexKey {
+				hint += " --index-key " + c.opts.FirstEntryIndexKey
 			}
 			fd := newFinding(KindFirstEntryIndexMissing, ml.topic, hint+" (then find-by-offset reads one ledger, not all)",
 				"%d of %d ledgers with entries have no %s property", lacking, withEntries, c.opts.FirstEntryIndexKey)
@@ -749,7 +729,7 @@ const (
 // A read that fails for another reason than lost or damaged data is an error,
 // not a state: the schema may be fine, and a repair must not be suggested.
 func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo, err error) {
-	if !f.node && f.stored == 0 {
+	if f.presence().Lost() {
 		return StateLedgerLost, "the schema ledger has neither a node nor entries", nil, nil
 	}
 	v, err := ls.Entry(sv.ledger, sv.entry)

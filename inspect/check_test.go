@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
@@ -304,7 +305,7 @@ func FuzzCheckNode(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
 	paths := []string{ordersPath, cursorPath, ordersLoc, formats.LedgerPath(10)}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		c := newChecker(nil, CheckOptions{FirstEntryIndexKey: DefaultFirstEntryIndexKey}, report.NoProgress{})
+		c := newChecker(nil, CheckOptions{FirstEntryIndexKey: cluster.FirstEntryIndexKey}, report.NoProgress{})
 		for _, p := range paths {
 			c.node(store.Node{Path: p, Value: v})
 			if d, err := formats.DecodeNode(p, v); err == nil && d.Message != nil {
@@ -346,7 +347,7 @@ func FuzzEntryRow(f *testing.F) {
 		// schema-usage's decoder counts the entry once, and as bad exactly when
 		// check found it bad.
 		st := newUsageState(1, 2)
-		st.decode(0, Position{7, 0}, v)
+		st.decode(0, Position{LedgerID: 7, EntryID: 0}, v)
 		if tot := st.totals[0]; tot.entries != 1 || tot.bad != int64(len(c.findings)) {
 			t.Fatalf("usage totals %+v, check findings %d", tot, len(c.findings))
 		}

@@ -101,7 +101,7 @@ func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.Top
 			if at, ok := splitMs[version]; ok && int64(refs.PublishTime) < at {
 				c = &p.before
 			}
-			c.add(Position{l.id, entryID}, refs.PublishTime, int64(refs.NumMessages))
+			c.add(Position{LedgerID: l.id, EntryID: entryID}, refs.PublishTime, int64(refs.NumMessages))
 			return nil
 		}, func(*store.TruncatedError) error { return nil })
 		if err != nil {

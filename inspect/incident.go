@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
@@ -40,9 +41,7 @@ type IncidentOptions struct {
 // and the journal. Failures to read become Problems in the report: a report is
 // made of whatever can be read.
 func Incident(ctx context.Context, dd *store.DataDir, opts IncidentOptions, prog report.Progress) (*htmlreport.Report, error) {
-	if opts.FirstEntryIndexKey == "" {
-		opts.FirstEntryIndexKey = DefaultFirstEntryIndexKey
-	}
+	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	r := &htmlreport.Report{GeneratedAt: opts.Now, Version: opts.Version}
 	if dd == nil {
 		return r, nil
@@ -253,14 +252,14 @@ func (g *gatherer) ledgerNode(n store.Node) {
 		return // check reports it
 	}
 	nd := incidentNode{ctime: m.GetCtime(), entries: m.GetLastEntryId() + 1, size: m.GetLength()}
-	nd.component, _ = formats.CustomMetadata(m, cmComponent)
+	nd.component, _ = formats.CustomMetadata(m, cluster.CustomComponent)
 	switch nd.component {
-	case componentML:
-		if _, cursor := formats.CustomMetadata(m, cmCursor); !cursor {
-			nd.owner, _ = formats.CustomMetadata(m, cmManagedLedger)
+	case cluster.ComponentML:
+		if _, cursor := formats.CustomMetadata(m, cluster.CustomCursor); !cursor {
+			nd.owner, _ = formats.CustomMetadata(m, cluster.CustomManagedLedger)
 		}
-	case componentSchema:
-		nd.owner, _ = formats.CustomMetadata(m, cmSchemaID)
+	case cluster.ComponentSchema:
+		nd.owner, _ = formats.CustomMetadata(m, cluster.CustomSchemaID)
 	}
 	if m.GetState() != bkpb.LedgerMetadataFormat_CLOSED {
 		nd.entries = 0
@@ -310,7 +309,7 @@ func (g *gatherer) schemaStates(ctx context.Context) error {
 				Detail: detail, Latest: sv.version == latest,
 				Lost: state == StateLedgerLost || state == StateEntryLost || state == StateTruncated || state == StateUndecodable}
 			if info != nil {
-				v.Type, v.Deleted, v.Created = info.GetType().String(), info.GetDeleted(), info.GetTimestamp()
+				v.Type, v.Deleted, v.Created = cluster.SchemaTypeName(info.GetType()), info.GetDeleted(), info.GetTimestamp()
 			}
 			g.useOf(lv.base, &v)
 			if rb, ok := g.restored[restoredKey(lv.key, sv.version)]; ok {
@@ -482,13 +481,13 @@ func (g *gatherer) orphan(id int64, f report.Finding) {
 	l := htmlreport.Ledger{ID: id, Entries: nd.entries, Size: nd.size, Start: nd.ctime, End: nd.ctime,
 		State: htmlreport.LedgerOrphan, Faults: []htmlreport.Fault{fault(f)}}
 	switch nd.component {
-	case componentML:
+	case cluster.ComponentML:
 		if lane := g.laneByML[nd.owner]; lane != nil {
 			l.Topic = lane.Topic
 			lane.Ledgers = append(lane.Ledgers, l)
 			return
 		}
-	case componentSchema:
+	case cluster.ComponentSchema:
 		for _, it := range g.topicsBy {
 			if it.schema != nil && it.schema.Key == nd.owner {
 				l.Topic = it.name.String()

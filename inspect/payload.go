@@ -13,6 +13,7 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/internal/guard"
@@ -202,7 +203,7 @@ func decodeAs(typ schemapb.SchemaInfo_SchemaType, def []byte, props []*schemapb.
 	case schemapb.SchemaInfo_KEYVALUE:
 		return decodeKeyValue(def, props, payload, sepKey)
 	}
-	return nil, fmt.Errorf("schema type %s is not decoded here", typ)
+	return nil, fmt.Errorf("schema type %s is not decoded here", cluster.SchemaTypeName(typ))
 }
 
 // avroAPI bounds what a payload may make the decoder allocate: a damaged length
@@ -247,9 +248,10 @@ func decodeKeyValue(def []byte, props []*schemapb.SchemaInfo_KeyValuePair, paylo
 		}
 		return ""
 	}
-	keyType, kok := schemapb.SchemaInfo_SchemaType_value[prop("key.schema.type")]
-	valueType, vok := schemapb.SchemaInfo_SchemaType_value[prop("value.schema.type")]
-	if !kok || !vok {
+	// The properties hold Pulsar's type names (KeyValueSchemaInfo), not the enum's.
+	keyType, kerr := cluster.ParseSchemaType(prop("key.schema.type"))
+	valueType, verr := cluster.ParseSchemaType(prop("value.schema.type"))
+	if kerr != nil || verr != nil {
 		return nil, fmt.Errorf("KEY_VALUE schema: key.schema.type %q / value.schema.type %q not known",
 			prop("key.schema.type"), prop("value.schema.type"))
 	}
@@ -266,12 +268,12 @@ func decodeKeyValue(def []byte, props []*schemapb.SchemaInfo_KeyValuePair, paylo
 	}
 	out.Key, out.Value = JSONValue("null"), JSONValue("null")
 	if keyBytes != nil {
-		if out.Key, err = decodeAs(schemapb.SchemaInfo_SchemaType(keyType), keyDef, nil, keyBytes, nil); err != nil {
+		if out.Key, err = decodeAs(keyType, keyDef, nil, keyBytes, nil); err != nil {
 			return nil, fmt.Errorf("KEY_VALUE key: %w", err)
 		}
 	}
 	if valueBytes != nil {
-		if out.Value, err = decodeAs(schemapb.SchemaInfo_SchemaType(valueType), valueDef, nil, valueBytes, nil); err != nil {
+		if out.Value, err = decodeAs(valueType, valueDef, nil, valueBytes, nil); err != nil {
 			return nil, fmt.Errorf("KEY_VALUE value: %w", err)
 		}
 	}

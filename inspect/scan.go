@@ -4,37 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// walkNodes is MetadataStore.Walk that survives values truncated by a damaged
-// value log: it reports each one to bad and resumes the walk after it.
+// walkNodes is cluster.WalkNodes: a walk that survives truncated values.
 func walkNodes(ctx context.Context, ms store.MetadataStore, prefix string, fn func(store.Node) error, bad func(*store.TruncatedError) error) error {
-	err := ms.Walk(ctx, prefix, fn)
-	for start := ""; err != nil; {
-		te, ok := truncatedNode(err, prefix, start)
-		if !ok {
-			return err
-		}
-		if err := bad(te); err != nil {
-			return err
-		}
-		start = te.Path + "\x00" // the next path
-		err = ms.WalkFrom(ctx, prefix, start, fn)
-	}
-	return nil
-}
-
-// truncatedNode returns the truncated node a walk of prefix from start stopped
-// at, telling it from a truncated value fn met reading another node.
-func truncatedNode(err error, prefix, start string) (*store.TruncatedError, bool) {
-	var te *store.TruncatedError
-	if !errors.As(err, &te) || te.Path == "" || !strings.HasPrefix(te.Path, prefix) || te.Path < start {
-		return nil, false
-	}
-	return te, true
+	return cluster.WalkNodes(ctx, ms, prefix, fn, bad)
 }
 
 // streamLedger is LedgerStore.Entries from entry id from to the end of a ledger

@@ -15,6 +15,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
@@ -65,16 +66,7 @@ type UsageOptions struct {
 }
 
 // Position is one entry, ledger:entry.
-type Position struct {
-	Ledger int64 `json:"ledger"`
-	Entry  int64 `json:"entry"`
-}
-
-func (p Position) String() string { return fmt.Sprintf("%d:%d", p.Ledger, p.Entry) }
-
-func (p Position) less(q Position) bool {
-	return p.Ledger < q.Ledger || p.Ledger == q.Ledger && p.Entry < q.Entry
-}
+type Position = cluster.Position
 
 // SchemaUse counts the stored messages of one topic that carry one schema
 // reference: a schema_version or a schema_id value (a message carrying both
@@ -256,17 +248,7 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		byName   = map[formats.TopicName]int32{}
 		ledgers  []usageLedger
 		findings []report.Finding
-		matched  bool
 	)
-	want := func(t formats.TopicName) bool {
-		if only == nil {
-			return true
-		}
-		if only.PartitionIndex() >= 0 {
-			return t == *only
-		}
-		return t.Base() == *only
-	}
 	topicIdx := func(t formats.TopicName) int32 {
 		base := t.Base()
 		i, ok := byName[base]
@@ -279,10 +261,9 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 	}
 	visit := func(n store.Node) error {
 		t, ok := formats.ParseManagedLedgerPath(n.Path)
-		if !ok || !want(t) {
+		if !ok {
 			return nil
 		}
-		matched = true
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
 			f := newFinding(KindNodeUndecodable, "node "+n.Path,
@@ -300,8 +281,7 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		return nil
 	}
 	bad := func(te *store.TruncatedError) error {
-		if t, ok := formats.ParseManagedLedgerPath(te.Path); ok && want(t) {
-			matched = true
+		if _, ok := formats.ParseManagedLedgerPath(te.Path); ok {
 			f := newFinding(KindValueTruncated, "node "+te.Path, "its ledgers were not scanned",
 				"managed-ledger info is unreadable: %v", te)
 			f.Path = te.Path
@@ -309,17 +289,23 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		}
 		return nil
 	}
-	prefix := formats.ManagedLedgersRoot + "/"
 	if only != nil {
-		// Narrow the walk to the namespace's persistent topics.
-		prefix = formats.ManagedLedgersRoot + "/" + only.Tenant + "/" + only.Namespace + "/" + formats.DomainPersistent + "/"
-	}
-	if err := walkNodes(ctx, ms, prefix, visit, bad); err != nil {
+		mls, err := cluster.TopicManagedLedgers(ctx, ms, *only)
+		if err != nil {
+			return nil, nil, nil, fmt.Errorf("schema usage: %w", err)
+		}
+		for _, ml := range mls {
+			if ml.Damaged != nil {
+				err = bad(ml.Damaged)
+			} else {
+				err = visit(ml.Node)
+			}
+			if err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	} else if err := walkNodes(ctx, ms, formats.ManagedLedgersRoot+"/", visit, bad); err != nil {
 		return nil, nil, nil, fmt.Errorf("schema usage: list managed ledgers: %w", err)
-	}
-	if only != nil && !matched {
-		return nil, nil, nil, fmt.Errorf("schema usage: topic %s: no managed ledger at %s nor partitions of it: %w",
-			only, only.ManagedLedgerPath(), ErrNoSuchTopic)
 	}
 	// Sort topics by name and renumber, so the report's order does not depend on
 	// the walk's.
@@ -425,11 +411,11 @@ func readUsage(ctx context.Context, ls store.LedgerStore, st *usageState, ledger
 				}
 			}
 			b.data = append(b.data, v...)
-			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{l.id, entryID}, offset: len(b.data)})
+			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{LedgerID: l.id, EntryID: entryID}, offset: len(b.data)})
 			return nil
 		}, func(te *store.TruncatedError) error {
 			st.totals[l.topic].entries++
-			st.addBad(badEntry{topic: l.topic, pos: Position{l.id, te.EntryID}, kind: KindValueTruncated,
+			st.addBad(badEntry{topic: l.topic, pos: Position{LedgerID: l.id, EntryID: te.EntryID}, kind: KindValueTruncated,
 				detail: fmt.Sprintf("entry value is truncated: %v", te)})
 			return nil
 		})
@@ -451,10 +437,10 @@ type useCounter struct {
 }
 
 func (c *useCounter) add(pos Position, publishMs uint64, messages int64) {
-	if c.entries == 0 || publishMs < c.firstMs || publishMs == c.firstMs && pos.less(c.first) {
+	if c.entries == 0 || publishMs < c.firstMs || publishMs == c.firstMs && pos.Less(c.first) {
 		c.first, c.firstMs = pos, publishMs
 	}
-	if c.entries == 0 || publishMs > c.lastMs || publishMs == c.lastMs && c.last.less(pos) {
+	if c.entries == 0 || publishMs > c.lastMs || publishMs == c.lastMs && c.last.Less(pos) {
 		c.last, c.lastMs = pos, publishMs
 	}
 	c.entries++
@@ -469,10 +455,10 @@ func (c *useCounter) merge(o *useCounter) {
 		*c = *o
 		return
 	}
-	if o.firstMs < c.firstMs || o.firstMs == c.firstMs && o.first.less(c.first) {
+	if o.firstMs < c.firstMs || o.firstMs == c.firstMs && o.first.Less(c.first) {
 		c.first, c.firstMs = o.first, o.firstMs
 	}
-	if o.lastMs > c.lastMs || o.lastMs == c.lastMs && c.last.less(o.last) {
+	if o.lastMs > c.lastMs || o.lastMs == c.lastMs && c.last.Less(o.last) {
 		c.last, c.lastMs = o.last, o.lastMs
 	}
 	c.entries += o.entries
@@ -576,7 +562,7 @@ func (st *usageState) addBad(e badEntry) {
 // lowestBad keeps the n entries with the lowest positions, so the list does not
 // depend on which decoder saw what.
 func lowestBad(es []badEntry, n int) []badEntry {
-	sort.Slice(es, func(i, j int) bool { return es[i].pos.less(es[j].pos) })
+	sort.Slice(es, func(i, j int) bool { return es[i].pos.Less(es[j].pos) })
 	if len(es) > n {
 		es = es[:n]
 	}
@@ -621,9 +607,9 @@ func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageRep
 	bad = lowestBad(bad, maxBad)
 	for _, e := range bad {
 		topic := r.Topics[e.topic].Topic
-		f := newFinding(e.kind, entryLoc(e.pos.Ledger, e.pos.Entry),
-			"inspect it with: "+entriesHint(e.pos.Ledger, e.pos.Entry), "%s: %s", topic, e.detail)
-		f.Topic, f.LedgerID, f.EntryID = topic, report.Int64(e.pos.Ledger), report.Int64(e.pos.Entry)
+		f := newFinding(e.kind, entryLoc(e.pos.LedgerID, e.pos.EntryID),
+			"inspect it with: "+entriesHint(e.pos.LedgerID, e.pos.EntryID), "%s: %s", topic, e.detail)
+		f.Topic, f.LedgerID, f.EntryID = topic, report.Int64(e.pos.LedgerID), report.Int64(e.pos.EntryID)
 		r.Findings = append(r.Findings, f)
 	}
 	if more := badTotal - int64(len(bad)); more > 0 {
@@ -770,7 +756,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 	case errors.Is(err, store.ErrTruncatedValue):
 		what = fmt.Sprintf("entry %d of ledger %d is truncated (value log damaged)", entry, ledger)
 	default:
-		node, nerr := ledgerNodeExists(dd.Metadata, ledger)
+		node, nerr := cluster.LedgerNodeExists(dd.Metadata, ledger)
 		switch {
 		case nerr != nil:
 			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)

@@ -59,7 +59,7 @@ func wantUsage(m *fixtures.Manifest) map[string][]usageLine {
 		var ls []usageLine
 		for _, u := range tu.Usage {
 			ls = append(ls, usageLine{field: u.Field, hex: u.Hex, id: u.ID, messages: u.Messages, entries: u.Entries,
-				first: Position{u.First.Ledger, u.First.Entry}, last: Position{u.Last.Ledger, u.Last.Entry},
+				first: u.First.Position, last: u.Last.Position,
 				firstPublishMs: u.FirstPublishTime, lastPublishMs: u.LastPublishTime})
 		}
 		out[tu.Topic] = ls

@@ -1,16 +1,15 @@
 package inspect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -18,15 +17,12 @@ import (
 )
 
 // ErrNoSuchTopic means no managed ledger (or schema locator) exists for a topic.
-var ErrNoSuchTopic = errors.New("no such topic in the metadata store")
+var ErrNoSuchTopic = cluster.ErrNoSuchTopic
 
 // Topics lists every managed ledger: its ledgers, entries and size, the encoding
 // of its node, whether the topic is indexed and how many of its ledgers carry
-// firstEntryIndex (indexKey; "" means DefaultFirstEntryIndexKey).
+// firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey).
 func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Table, error) {
-	if indexKey == "" {
-		indexKey = DefaultFirstEntryIndexKey
-	}
 	t := report.NewTable("topics", "",
 		"TOPIC", "topic", "LEDGERS", "ledgers", "ENTRIES", "entries", "SIZE", "size", "ENCODING", "encoding",
 		"INDEXED", "indexed", "FIRST ENTRY INDEX", "first_entry_index", "ERROR", "error")
@@ -41,17 +37,11 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 			return nil
 		}
 		var entries, size int64
-		var withEntries, covered int
 		for _, li := range info.GetLedgerInfo() {
 			entries += li.GetEntries()
 			size += li.GetSize()
-			if li.GetEntries() > 0 {
-				withEntries++
-				if _, ok := formats.LedgerProperty(li, indexKey); ok {
-					covered++
-				}
-			}
 		}
+		withEntries, covered := cluster.Coverage(info, indexKey)
 		indexed, err := indexedBy(dd.Ledgers, info)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Path, err)
@@ -72,70 +62,35 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 	return t, nil
 }
 
-// indexedBy says how a topic is known to be indexed: the ML property `index`,
-// broker entry metadata in entry 0 of one of its ledgers (newest first), or "no".
-// Lost and damaged entries are skipped (check reports them); other read errors
-// are returned rather than shown as "no".
+// indexedBy shows how a topic is known to be indexed (cluster.InfoIndexed):
+// "ml-property(<value>)", "entry-metadata" or "no". Read errors other than lost
+// and damaged entries are returned rather than shown as "no".
 func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) (string, error) {
-	if v, ok := formats.MLProperty(info, mlIndexProperty); ok {
-		return "ml-property(" + v + ")", nil
+	by, err := cluster.InfoIndexed(info, ls)
+	if err != nil {
+		return "", err
 	}
-	lis := info.GetLedgerInfo()
-	for i := len(lis) - 1; i >= 0; i-- {
-		v, err := ls.Entry(lis[i].GetLedgerId(), 0)
-		switch {
-		case errors.Is(err, store.ErrNotFound), errors.Is(err, store.ErrTruncatedValue):
-			continue
-		case err != nil:
-			return "", err
-		}
-		if e, err := formats.ParseEntry(v); err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
-			return "entry-metadata", nil
-		}
+	if by == cluster.IndexedByProperty {
+		v, _ := cluster.HasMLIndex(info)
+		return by.String() + "(" + v + ")", nil
 	}
-	return "no", nil
+	return by.String(), nil
 }
 
-// managedLedgersOf returns the managed-ledger nodes of a topic, values copied:
-// the topic's own node, or for a partitioned topic every partition's, in
-// partition order. Each node is read once.
+// managedLedgersOf returns the managed-ledger nodes of a topic, values copied
+// (cluster.TopicManagedLedgers); a damaged node is an error here: its ledgers
+// cannot be listed.
 func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats.TopicName) ([]store.Node, error) {
-	n, err := ms.Get(topic.ManagedLedgerPath())
-	switch {
-	case err == nil:
-		return []store.Node{n}, nil
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, err
-	}
-	type part struct {
-		i    int
-		node store.Node
-	}
-	var parts []part
-	prefix := topic.Partition(0).ManagedLedgerPath()
-	prefix = prefix[:len(prefix)-1]
-	err = walkNodes(ctx, ms, prefix, func(n store.Node) error {
-		if p, ok := formats.ParseManagedLedgerPath(n.Path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
-			n.Value = bytes.Clone(n.Value) // valid only during the walk
-			parts = append(parts, part{p.PartitionIndex(), n})
-		}
-		return nil
-	}, func(te *store.TruncatedError) error {
-		if p, ok := formats.ParseManagedLedgerPath(te.Path); ok && p.Base() == topic && p.PartitionIndex() >= 0 {
-			return te // one partition's ledgers cannot be listed
-		}
-		return nil
-	})
+	mls, err := cluster.TopicManagedLedgers(ctx, ms, topic)
 	if err != nil {
 		return nil, err
 	}
-	if len(parts) == 0 || topic.PartitionIndex() >= 0 {
-		return nil, fmt.Errorf("topic %s: no managed ledger at %s nor partitions of it: %w", topic, topic.ManagedLedgerPath(), ErrNoSuchTopic)
-	}
-	slices.SortFunc(parts, func(a, b part) int { return a.i - b.i })
-	nodes := make([]store.Node, len(parts))
-	for i, p := range parts {
-		nodes[i] = p.node
+	nodes := make([]store.Node, len(mls))
+	for i, ml := range mls {
+		if ml.Damaged != nil {
+			return nil, ml.Damaged
+		}
+		nodes[i] = ml.Node
 	}
 	return nodes, nil
 }
@@ -172,27 +127,14 @@ func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*
 		"OFFLOADED", "offloaded", "PROPERTIES", "properties", "NODE", "node_exists", "STORED", "stored_entries")
 	for _, r := range rows {
 		id := r.li.GetLedgerId()
-		node, err := ledgerNodeExists(dd.Metadata, id)
+		node, err := cluster.LedgerNodeExists(dd.Metadata, id)
 		if err != nil {
 			return nil, err
 		}
 		t.Add(r.topic, id, r.li.GetEntries(), r.li.GetSize(), msTime(r.li.GetTimestamp()),
-			offloadState(r.li.GetOffloadContext()), kvString(r.li.GetProperties()), node, want[id])
+			cluster.OffloadState(r.li), kvString(r.li.GetProperties()), node, want[id])
 	}
 	return t, nil
-}
-
-// ledgerNodeExists reports whether a ledger's metadata node exists; a node whose
-// value is damaged exists.
-func ledgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
-	_, err := ms.Get(formats.LedgerPath(id))
-	switch {
-	case err == nil, errors.Is(err, store.ErrTruncatedValue):
-		return true, nil
-	case errors.Is(err, store.ErrNotFound):
-		return false, nil
-	}
-	return false, err
 }
 
 // countEntries fills want[id] with each wanted ledger's stored entry count, with
@@ -226,18 +168,6 @@ func msTime(ms int64) string {
 		return ""
 	}
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-func offloadState(oc *mlpb.OffloadContext) string {
-	switch {
-	case oc == nil:
-		return "no"
-	case oc.GetComplete() && oc.GetBookkeeperDeleted():
-		return "complete,bk-deleted"
-	case oc.GetComplete():
-		return "complete"
-	}
-	return "in-progress"
 }
 
 func kvString(kvs []*mlpb.KeyValue) string {
@@ -277,7 +207,7 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 			}
 			var typ any
 			if info != nil {
-				typ = info.GetType().String()
+				typ = cluster.SchemaTypeName(info.GetType())
 			}
 			t.Add(sv.key, sv.version, typ, sv.hash, sv.ledger, sv.entry, state,
 				loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion(), detail)
@@ -310,19 +240,15 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 }
 
 // ledgerPresence learns of one ledger what schemaState needs: whether its node
-// exists and whether it has any entry.
+// exists and whether it has any entry (cluster.LedgerPresence).
 func ledgerPresence(dd *store.DataDir, id int64) (*ledgerFacts, error) {
-	node, err := ledgerNodeExists(dd.Metadata, id)
+	p, err := cluster.LedgerPresence(dd.Metadata, dd.Ledgers, id)
 	if err != nil {
 		return nil, err
 	}
-	f := &ledgerFacts{node: node}
-	_, err = dd.Ledgers.LastEntry(id)
-	switch {
-	case err == nil:
+	f := &ledgerFacts{node: p.Node}
+	if p.Entries {
 		f.stored = 1
-	case !errors.Is(err, store.ErrNotFound):
-		return nil, err
 	}
 	return f, nil
 }
@@ -443,10 +369,10 @@ func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (schema, n
 	switch {
 	case err == nil:
 		if m, derr := formats.DecodeLedgerMetadata(n.Value); derr == nil {
-			switch component, _ := formats.CustomMetadata(m, cmComponent); component {
-			case componentSchema:
+			switch component, _ := formats.CustomMetadata(m, cluster.CustomComponent); component {
+			case cluster.ComponentSchema:
 				return true, true, nil
-			case componentML:
+			case cluster.ComponentML:
 				return false, true, nil
 			}
 		}
@@ -492,7 +418,7 @@ func schemaEntryRow(id int64, v []byte) []any {
 		return row
 	}
 	def := info.GetSchema()
-	row[1], row[2], row[3], row[4], row[5] = info.GetSchemaId(), info.GetType().String(), info.GetDeleted(), len(def), formats.SchemaHash(def)
+	row[1], row[2], row[3], row[4], row[5] = info.GetSchemaId(), cluster.SchemaTypeName(info.GetType()), info.GetDeleted(), len(def), formats.SchemaHash(def)
 	return row
 }
 

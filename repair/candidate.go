@@ -19,6 +19,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/internal/guard"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 )
@@ -294,7 +295,7 @@ func parseCaptureRecord(src string, raw json.RawMessage) (Candidate, error) {
 	if _, ok := formats.ParseSchemaLocatorPath(formats.SchemasRoot + "/" + r.SchemaKey); !ok {
 		return Candidate{}, fmt.Errorf("capture record: schema_key %q is not tenant/namespace/encoded-topic", r.SchemaKey)
 	}
-	t, err := ParseTypeName(r.Type)
+	t, err := cluster.ParseSchemaType(r.Type)
 	if err != nil {
 		return Candidate{}, fmt.Errorf("capture record: %w", err)
 	}
@@ -396,7 +397,7 @@ func commonMembers(o *orderedObject, c *Candidate) error {
 	if err := json.Unmarshal(rawType, &typeName); err != nil {
 		return fmt.Errorf("type: %w", err)
 	}
-	t, err := ParseTypeName(typeName)
+	t, err := cluster.ParseSchemaType(typeName)
 	if err != nil {
 		return err
 	}
@@ -561,7 +562,7 @@ func sideVariants(raw json.RawMessage, depth int) ([][]byte, error) {
 		rawSchema, hasSchema := o.get("schema")
 		var typeName string
 		if hasType && hasSchema && json.Unmarshal(rawType, &typeName) == nil {
-			if t, err := ParseTypeName(typeName); err == nil {
+			if t, err := cluster.ParseSchemaType(typeName); err == nil {
 				return withNull(definitionVariants(t, rawSchema, depth+1))
 			}
 		}
@@ -592,7 +593,7 @@ func validateDefinition(t schemapb.SchemaInfo_SchemaType, def []byte, props Prop
 			return avro.ParseBytesWithCache(def, "", &avro.SchemaCache{})
 		})
 		if err != nil {
-			return fmt.Errorf("invalid %s schema (Avro): %w", TypeName(t), err)
+			return fmt.Errorf("invalid %s schema (Avro): %w", cluster.SchemaTypeName(t), err)
 		}
 	case t == schemapb.SchemaInfo_KEYVALUE:
 		key, value, err := formats.SplitKeyValueSchema(def)
@@ -607,7 +608,7 @@ func validateDefinition(t schemapb.SchemaInfo_SchemaType, def []byte, props Prop
 			if !ok {
 				continue
 			}
-			st, err := ParseTypeName(typeName)
+			st, err := cluster.ParseSchemaType(typeName)
 			if err != nil || !isAvroType(st) || len(side.def) == 0 {
 				continue
 			}

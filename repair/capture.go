@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -98,7 +99,7 @@ func recordOf(key string, ie *schemapb.IndexEntry, info *schemapb.SchemaInfo, ca
 	rec := CaptureRecord{
 		SchemaKey:  key,
 		Version:    ie.GetVersion(),
-		Type:       TypeName(info.GetType()),
+		Type:       cluster.SchemaTypeName(info.GetType()),
 		Properties: propsFromInfo(info.GetProps()),
 		Timestamp:  info.GetTimestamp(),
 		User:       info.GetUser(),

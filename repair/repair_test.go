@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
@@ -40,7 +41,7 @@ func pickLosses(m *fixtures.Manifest) []lostVersion {
 			case v.Deleted && !haveTomb:
 				haveTomb = true
 				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, true, true})
-			case v.Type == "KEYVALUE" && !haveKV:
+			case v.Type == "KEY_VALUE" && !haveKV:
 				haveKV = true
 				out = append(out, lostVersion{s.Key, v.Version, v.Ledger, true, false})
 			case v.Version == 0 && !v.Deleted && !haveEntryOnly:
@@ -159,11 +160,11 @@ func TestCaptureLoseRepair(t *testing.T) {
 
 func typeOf(t testing.TB, name string) schemapb.SchemaInfo_SchemaType {
 	t.Helper()
-	v, ok := schemapb.SchemaInfo_SchemaType_value[name]
-	if !ok {
-		t.Fatalf("type %q", name)
+	v, err := cluster.ParseSchemaType(name)
+	if err != nil {
+		t.Fatalf("manifest type %q: %v", name, err)
 	}
-	return schemapb.SchemaInfo_SchemaType(v)
+	return v
 }
 
 func propsOf(sv fixtures.SchemaVersion) Properties {
