@@ -3,17 +3,16 @@ package inspect
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -45,9 +44,10 @@ type testLedger struct {
 	open     bool    // open last ledger: no entries, metadata lastEntryId -1
 }
 
+// testBuilder is testutil.DataDirBuilder with this package's topic and schema shapes.
 type testBuilder struct {
 	t *testing.T
-	w *store.BulkWriter
+	*testutil.DataDirBuilder
 }
 
 // must keeps test setup short; a failure panics, which fails the test.
@@ -58,54 +58,31 @@ func must[T any](v T, err error) T {
 	return v
 }
 
-func (b *testBuilder) node(path string, v []byte) {
-	b.t.Helper()
-	if err := b.w.PutNode(path, v); err != nil {
-		b.t.Fatal(err)
-	}
-}
-
-func (b *testBuilder) entry(ledger, entry int64, v []byte) {
-	b.t.Helper()
-	if err := b.w.PutEntry(ledger, entry, v); err != nil {
-		b.t.Fatal(err)
-	}
-}
+func (b *testBuilder) node(path string, v []byte)          { b.t.Helper(); b.Node(path, v) }
+func (b *testBuilder) entry(ledger, entry int64, v []byte) { b.t.Helper(); b.Entry(ledger, entry, v) }
 
 func ledgerMeta(t *testing.T, lastEntryID, length int64, closed bool, custom ...string) []byte {
 	t.Helper()
-	state := bkpb.LedgerMetadataFormat_CLOSED
-	if !closed {
-		state = bkpb.LedgerMetadataFormat_OPEN
-	}
-	m := &bkpb.LedgerMetadataFormat{
-		QuorumSize: proto.Int32(2), EnsembleSize: proto.Int32(2), AckQuorumSize: proto.Int32(2),
-		Length: proto.Int64(length), LastEntryId: proto.Int64(lastEntryID), State: state.Enum(),
-		Segment:    []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: []string{"bookie-1:3181", "bookie-2:3181"}, FirstEntryId: proto.Int64(0)}},
-		DigestType: bkpb.LedgerMetadataFormat_CRC32C.Enum(), Password: []byte{}, Ctime: proto.Int64(baseTime),
-	}
-	for i := 0; i+1 < len(custom); i += 2 {
-		formats.SetCustomMetadata(m, custom[i], custom[i+1])
-	}
+	m := testutil.LedgerMetadata(testutil.LedgerSpec{LastEntryID: lastEntryID, Length: length, Open: !closed, Custom: custom, Ctime: baseTime})
 	return must(formats.EncodeLedgerMetadata(m))
 }
 
 // topicEntry builds entry e of a topic ledger.
 func topicEntry(t *testing.T, l testLedger, e int, index int64) []byte {
 	t.Helper()
-	var bm *pulsarpb.BrokerEntryMetadata
+	m := testutil.Message{HasIndex: l.indexed, Index: index, Payload: []byte(fmt.Sprintf("payload %d/%d", l.id, e))}
 	if l.indexed {
-		bm = &pulsarpb.BrokerEntryMetadata{BrokerTimestamp: proto.Uint64(uint64(baseTime + int64(e))), Index: proto.Uint64(uint64(index))}
+		m.BrokerTime = uint64(baseTime + int64(e))
 	}
-	md := &pulsarpb.MessageMetadata{
+	m.Meta = &pulsarpb.MessageMetadata{
 		ProducerName: proto.String("producer-a"), SequenceId: proto.Uint64(uint64(l.id*100 + int64(e))),
 		PublishTime: proto.Uint64(uint64(baseTime + l.id*1000 + int64(e))), NumMessagesInBatch: proto.Int32(l.batches[e]),
 		SchemaVersion: formats.EncodeSchemaVersion(int64(e % 2)),
 	}
 	if e == 1 {
-		md.SchemaId = []byte{0x00, 0, 0, 0, 7}
+		m.Meta.SchemaId = []byte{0x00, 0, 0, 0, 7}
 	}
-	return must(formats.BuildEntry(bm, true, md, []byte(fmt.Sprintf("payload %d/%d", l.id, e))))
+	return testutil.TopicEntry(t, m)
 }
 
 // writeTopic writes a managed ledger node with its ledgers (nodes and entries).
@@ -117,7 +94,7 @@ func (b *testBuilder) writeTopic(path, mlName string, enc formats.Encoding, inde
 		li := &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(l.id), Timestamp: proto.Int64(baseTime + l.id)}
 		if l.open {
 			li.Entries, li.Size = proto.Int64(0), proto.Int64(0)
-			b.node(formats.LedgerPath(l.id), ledgerMeta(t, -1, 0, false, "application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", mlName))
+			b.node(formats.LedgerPath(l.id), ledgerMeta(t, -1, 0, false, testutil.TopicLedgerCustom(mlName)...))
 			info.LedgerInfo = append(info.LedgerInfo, li)
 			continue
 		}
@@ -134,14 +111,13 @@ func (b *testBuilder) writeTopic(path, mlName string, enc formats.Encoding, inde
 		if l.indexed {
 			formats.SetLedgerProperty(li, cluster.FirstEntryIndexKey, fmt.Sprint(l.firstIdx))
 		}
-		b.node(formats.LedgerPath(l.id), ledgerMeta(t, int64(len(l.batches))-1, size, true,
-			"application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", mlName))
+		b.node(formats.LedgerPath(l.id), ledgerMeta(t, int64(len(l.batches))-1, size, true, testutil.TopicLedgerCustom(mlName)...))
 		info.LedgerInfo = append(info.LedgerInfo, li)
 	}
 	if indexProp {
-		formats.SetMLProperty(info, "index", fmt.Sprint(last))
+		formats.SetMLProperty(info, cluster.MLIndexProperty, fmt.Sprint(last))
 	}
-	b.node(path, must(formats.EncodeManagedLedgerInfo(info, enc)))
+	b.ManagedLedger(path, info, enc)
 }
 
 type testSchema struct {
@@ -152,39 +128,23 @@ type testSchema struct {
 
 func (b *testBuilder) writeSchemas(locPath, key string, versions []testSchema) {
 	t := b.t
-	loc := &schemapb.SchemaLocator{}
+	var index []*schemapb.IndexEntry
 	for v, s := range versions {
 		info := &schemapb.SchemaInfo{
 			SchemaId: proto.String(key), User: proto.String("admin"), Type: s.typ.Enum(), Schema: []byte(s.def),
 			Timestamp: proto.Int64(baseTime + int64(v)), Deleted: proto.Bool(false),
 		}
-		se := &schemapb.SchemaEntry{SchemaData: must(formats.EncodeSchemaInfo(info)), Index: slicesClone(loc.Index)}
-		b.entry(s.ledger, 0, must(formats.EncodeSchemaEntry(se)))
-		b.node(formats.LedgerPath(s.ledger), ledgerMeta(t, 0, int64(len(s.def)), true,
-			"application", "pulsar", "component", "schema", "pulsar/schemaId", key))
-		ie := &schemapb.IndexEntry{Version: proto.Int64(int64(v)),
-			Position: &schemapb.PositionInfo{LedgerId: proto.Int64(s.ledger), EntryId: proto.Int64(0)},
-			Hash:     formats.SchemaHash([]byte(s.def))}
-		loc.Index = append(loc.Index, ie)
-		loc.Info = ie
+		b.SchemaVersion(s.ledger, info, index)
+		b.node(formats.LedgerPath(s.ledger), ledgerMeta(t, 0, int64(len(s.def)), true, testutil.SchemaLedgerCustom(key)...))
+		index = append(index, testutil.IndexEntry(int64(v), s.ledger, formats.SchemaHash([]byte(s.def))))
 	}
-	b.node(locPath, must(formats.EncodeSchemaLocator(loc)))
-}
-
-func slicesClone(in []*schemapb.IndexEntry) []*schemapb.IndexEntry {
-	out := make([]*schemapb.IndexEntry, len(in))
-	for i, ie := range in {
-		out[i] = proto.Clone(ie).(*schemapb.IndexEntry)
-	}
-	return out
+	b.SchemaLocator(locPath, index)
 }
 
 // buildTestDir writes the clean hand-built data dir and returns its path (closed).
 func buildTestDir(t *testing.T) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "data")
-	dd := must(store.Create(dir))
-	b := &testBuilder{t: t, w: dd.NewBulkWriter()}
+	b := &testBuilder{t: t, DataDirBuilder: testutil.NewDataDir(t)}
 	b.writeTopic(ordersPath, "public/default/persistent/orders", formats.Plain, true, []testLedger{
 		{id: 10, batches: []int32{1, 3, 1, 2, 1}, indexed: true, firstIdx: 0},
 		{id: 11, batches: []int32{2, 2, 1, 1}, indexed: true, firstIdx: 8},
@@ -210,27 +170,15 @@ func buildTestDir(t *testing.T) string {
 	// Nodes Pulsar keeps that are none of ours: must be ignored.
 	b.node("/ledgers/LAYOUT", []byte("2\norg.apache.bookkeeper.meta.HierarchicalLedgerManagerFactory:1\n"))
 	b.node("/admin/policies/public/default", []byte(`{"bundles":{}}`))
-	if err := b.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := dd.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return b.Close()
 }
 
 // edit opens dir writable and applies fn through a bulk writer.
 func edit(t *testing.T, dir string, fn func(b *testBuilder)) {
 	t.Helper()
-	dd := must(store.Open(dir, store.Options{}))
-	b := &testBuilder{t: t, w: dd.NewBulkWriter()}
+	b := &testBuilder{t: t, DataDirBuilder: testutil.EditDataDir(t, dir)}
 	fn(b)
-	if err := b.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := dd.Close(); err != nil {
-		t.Fatal(err)
-	}
+	b.Close()
 }
 
 func openRO(t *testing.T, dir string) *store.DataDir {

@@ -14,6 +14,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -45,12 +46,12 @@ func (b *testBuilder) rewriteML(dd *store.DataDir, path string, fn func(*mlpb.Ma
 func (b *testBuilder) deleteLedger(id int64, entries int, node bool) {
 	b.t.Helper()
 	for e := range entries {
-		if err := b.w.DeleteEntry(id, int64(e)); err != nil {
+		if err := b.W.DeleteEntry(id, int64(e)); err != nil {
 			b.t.Fatal(err)
 		}
 	}
 	if node {
-		if err := b.w.DeleteNode(formats.LedgerPath(id)); err != nil {
+		if err := b.W.DeleteNode(formats.LedgerPath(id)); err != nil {
 			b.t.Fatal(err)
 		}
 	}
@@ -59,15 +60,9 @@ func (b *testBuilder) deleteLedger(id int64, entries int, node bool) {
 // editDD is edit with access to the open data dir, for read-modify-write faults.
 func editDD(t *testing.T, dir string, fn func(dd *store.DataDir, b *testBuilder)) {
 	t.Helper()
-	dd := must(store.Open(dir, store.Options{}))
-	b := &testBuilder{t: t, w: dd.NewBulkWriter()}
-	fn(dd, b)
-	if err := b.w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	if err := dd.Close(); err != nil {
-		t.Fatal(err)
-	}
+	b := &testBuilder{t: t, DataDirBuilder: testutil.EditDataDir(t, dir)}
+	fn(b.DD, b)
+	b.Close()
 }
 
 func TestCheckCleanDir(t *testing.T) {
@@ -105,7 +100,7 @@ func TestCheckFindings(t *testing.T) {
 		{"schema entry lost", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(41, 1, false) },
 			[]want{{KindSchemaEntryLost, "schema public/default/orders version 1"}}},
 		{"schema ledger node lost, entry intact", func(_ *store.DataDir, b *testBuilder) {
-			if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil {
+			if err := b.W.DeleteNode(formats.LedgerPath(41)); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindEntriesWithoutNode, "ledger 41"}}},
@@ -130,12 +125,12 @@ func TestCheckFindings(t *testing.T) {
 		{"ledger node without entries", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(20, 3, false) },
 			[]want{{KindLedgerNodeWithoutEntries, "ledger 20"}}},
 		{"ledger entries missing", func(_ *store.DataDir, b *testBuilder) {
-			if err := b.w.DeleteEntry(10, 2); err != nil {
+			if err := b.W.DeleteEntry(10, 2); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindLedgerEntriesMissing, "ledger 10"}}},
 		{"entries without node", func(_ *store.DataDir, b *testBuilder) {
-			if err := b.w.DeleteNode(formats.LedgerPath(30)); err != nil {
+			if err := b.W.DeleteNode(formats.LedgerPath(30)); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindEntriesWithoutNode, "ledger 30"}}},
@@ -386,7 +381,7 @@ func TestCheckLedgerPresenceKindsAreDistinct(t *testing.T) {
 	dir := buildTestDir(t)
 	edit(t, dir, func(b *testBuilder) {
 		b.deleteLedger(20, 3, false) // node only
-		if err := b.w.DeleteNode(formats.LedgerPath(30)); err != nil {
+		if err := b.W.DeleteNode(formats.LedgerPath(30)); err != nil {
 			t.Fatal(err) // entries only
 		}
 		b.deleteLedger(11, 4, true) // neither; a LedgerInfo names it

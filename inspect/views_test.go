@@ -208,7 +208,7 @@ func TestSchemasStates(t *testing.T) {
 	dir := buildTestDir(t)
 	edit(t, dir, func(b *testBuilder) {
 		b.deleteLedger(40, 1, true)                                    // ledger-lost
-		if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil { // node-lost
+		if err := b.W.DeleteNode(formats.LedgerPath(41)); err != nil { // node-lost
 			t.Fatal(err)
 		}
 		b.entry(42, 0, []byte{0xff}) // undecodable
@@ -230,7 +230,7 @@ func TestSchemasStates(t *testing.T) {
 func TestEntriesSchemaLedger(t *testing.T) {
 	dir := buildTestDir(t)
 	edit(t, dir, func(b *testBuilder) {
-		if err := b.w.DeleteNode(formats.LedgerPath(41)); err != nil {
+		if err := b.W.DeleteNode(formats.LedgerPath(41)); err != nil {
 			t.Fatal(err)
 		}
 		b.entry(42, 1, []byte{0xff})
