@@ -3,15 +3,14 @@ package index
 import (
 	"context"
 	"math/rand/v2"
-	"path/filepath"
 	"strconv"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	"google.golang.org/protobuf/proto"
 )
@@ -35,7 +34,10 @@ type tTopic struct {
 	enc     formats.Encoding
 	ledgers []tLedger
 	open    bool // the last ledger is open (LedgerInfo entries 0, timestamp 0)
-	mlIndex bool // ML property "index"
+	// terminated sets terminatedPosition at the last entry, as asyncTerminate does
+	// (with open, the last LedgerInfo keeps 0 entries, as the broker leaves it).
+	terminated bool
+	mlIndex    bool // ML property "index"
 }
 
 // tTruth is what the builder wrote for one ledger.
@@ -56,12 +58,7 @@ func tPath(name string) string {
 // the truth per topic path.
 func buildDir(t testing.TB, topics []tTopic) (*store.DataDir, map[string][]tTruth) {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "dd")
-	dd, err := store.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := dd.NewBulkWriter()
+	b := testutil.NewDataDir(t)
 	truth := make(map[string][]tTruth)
 	nextID := int64(10)
 	for _, tt := range topics {
@@ -86,51 +83,32 @@ func buildDir(t testing.TB, topics []tTopic) (*store.DataDir, map[string][]tTrut
 				}
 				index += int64(n)
 				tr.Last = index
-				var bm *pulsarpb.BrokerEntryMetadata
+				m := testutil.Message{Meta: md, Payload: []byte("payload-" + strconv.Itoa(e))}
 				if !l.noIndex {
-					bm = &pulsarpb.BrokerEntryMetadata{BrokerTimestamp: proto.Uint64(uint64(clock)), Index: proto.Uint64(uint64(index))}
+					m.HasIndex, m.Index, m.BrokerTime = true, index, uint64(clock)
 				}
-				v, err := formats.BuildEntry(bm, true, md, []byte("payload-"+strconv.Itoa(e)))
-				if err != nil {
-					t.Fatal(err)
-				}
+				v := testutil.TopicEntry(t, m)
 				if tr.Local && !(l.noEntry0 && e == 0) && e < len(l.batches)-l.dropTail {
-					if err := w.PutEntry(id, int64(e), v); err != nil {
-						t.Fatal(err)
-					}
+					b.Entry(id, int64(e), v)
 				}
 			}
 			info.LedgerInfo = append(info.LedgerInfo, tLedgerInfo(t, id, l, tr, clock, tt.open && li == len(tt.ledgers)-1))
 			if !l.offloaded && l.lost != "node+entries" {
-				node, err := formats.EncodeLedgerMetadata(&bkpb.LedgerMetadataFormat{
-					QuorumSize: proto.Int32(2), EnsembleSize: proto.Int32(2), Length: proto.Int64(0),
-					State: bkpb.LedgerMetadataFormat_CLOSED.Enum(),
-				})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.PutNode(formats.LedgerPath(id), node); err != nil {
-					t.Fatal(err)
-				}
+				b.LedgerNode(id, testutil.LedgerMetadata(testutil.LedgerSpec{LastEntryID: tr.Entries - 1, Length: 100 * tr.Entries,
+					Custom: testutil.TopicLedgerCustom(path[len(formats.ManagedLedgersRoot)+1:]), Ctime: tBaseTime}))
 			}
 			truth[path] = append(truth[path], tr)
 		}
 		if tt.mlIndex {
 			formats.SetMLProperty(info, cluster.MLIndexProperty, strconv.FormatInt(index, 10))
 		}
-		v, err := formats.EncodeManagedLedgerInfo(info, tt.enc)
-		if err != nil {
-			t.Fatal(err)
+		if tt.terminated {
+			last := truth[path][len(truth[path])-1]
+			info.TerminatedPosition = &mlpb.NestedPositionInfo{LedgerId: proto.Int64(last.ID), EntryId: proto.Int64(last.Entries - 1)}
 		}
-		if err := w.PutNode(path, v); err != nil {
-			t.Fatal(err)
-		}
+		b.ManagedLedger(path, info, tt.enc)
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dd.Close() })
-	return dd, truth
+	return b.Open(), truth
 }
 
 func tLedgerInfo(t testing.TB, id int64, l tLedger, tr tTruth, clock int64, open bool) *mlpb.ManagedLedgerInfo_LedgerInfo {
