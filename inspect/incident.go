@@ -226,15 +226,14 @@ func (g *gatherer) managedLedger(n store.Node) {
 		lane.Error = err.Error()
 		return
 	}
-	lis := info.GetLedgerInfo()
-	for i, li := range lis {
+	for i, li := range info.GetLedgerInfo() {
 		l := htmlreport.Ledger{ID: li.GetLedgerId(), Topic: lane.Topic, Entries: li.GetEntries(), Size: li.GetSize(),
 			End: li.GetTimestamp(), State: htmlreport.LedgerClosed}
-		_, l.FirstEntryIndex = formats.LedgerProperty(li, g.opts.FirstEntryIndexKey)
-		switch oc := li.GetOffloadContext(); {
-		case oc.GetComplete() && oc.GetBookkeeperDeleted():
+		_, _, l.FirstEntryIndex = cluster.FirstEntryIndex(li, g.opts.FirstEntryIndexKey)
+		switch {
+		case cluster.OffloadedAway(li):
 			l.State = htmlreport.LedgerOffloaded
-		case i == len(lis)-1 && li.GetEntries() == 0:
+		case cluster.IsOpen(info, i):
 			l.State, l.End = htmlreport.LedgerOpen, 0
 		}
 		lane.Ledgers = append(lane.Ledgers, l)

@@ -9,10 +9,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
 // The definitions the golden inputs in testdata/inputs stand for, as the registry stored them.
@@ -109,12 +110,7 @@ type handVersion struct {
 // buildDir writes schema locators (key -> versions) into a new data dir.
 func buildDir(t *testing.T, schemas map[string][]handVersion) string {
 	t.Helper()
-	dir := filepath.Join(t.TempDir(), "dd")
-	dd, err := store.Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := dd.NewBulkWriter()
+	b := testutil.NewDataDir(t)
 	for key, vs := range schemas {
 		var index []*schemapb.IndexEntry
 		for _, v := range vs {
@@ -125,45 +121,18 @@ func buildDir(t *testing.T, schemas map[string][]handVersion) string {
 			if !v.lost {
 				info := &schemapb.SchemaInfo{SchemaId: proto.String(key), User: proto.String("alice"), Type: v.typ.Enum(),
 					Schema: v.def, Timestamp: proto.Int64(1000 + v.version), Deleted: proto.Bool(v.deleted), Props: v.props.toInfo()}
-				data, err := formats.EncodeSchemaInfo(info)
-				if err != nil {
-					t.Fatal(err)
-				}
-				entry, err := formats.EncodeSchemaEntry(&schemapb.SchemaEntry{SchemaData: data, Index: index})
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.PutEntry(v.ledger, 0, entry); err != nil {
-					t.Fatal(err)
-				}
+				entry := b.SchemaVersion(v.ledger, info, index)
 				md := &bkpb.LedgerMetadataFormat{QuorumSize: proto.Int32(1), EnsembleSize: proto.Int32(1), Length: proto.Int64(int64(len(entry))),
 					LastEntryId: proto.Int64(0), State: bkpb.LedgerMetadataFormat_CLOSED.Enum(),
 					Segment: []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: []string{"bk1:3181"}, FirstEntryId: proto.Int64(0)}}}
-				formats.SetCustomMetadata(md, "component", "schema")
-				node, err := formats.EncodeLedgerMetadata(md)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := w.PutNode(formats.LedgerPath(v.ledger), node); err != nil {
-					t.Fatal(err)
-				}
+				formats.SetCustomMetadata(md, cluster.CustomComponent, cluster.ComponentSchema)
+				b.LedgerNode(v.ledger, md)
 			}
-			index = append(index[:len(index):len(index)], &schemapb.IndexEntry{Version: proto.Int64(v.version),
-				Position: &schemapb.PositionInfo{LedgerId: proto.Int64(v.ledger), EntryId: proto.Int64(0)}, Hash: hash})
+			index = append(index, testutil.IndexEntry(v.version, v.ledger, hash))
 		}
-		loc, err := formats.EncodeSchemaLocator(&schemapb.SchemaLocator{Info: index[len(index)-1], Index: index})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := w.PutNode(formats.SchemasRoot+"/"+key, loc); err != nil {
-			t.Fatal(err)
-		}
+		b.SchemaLocator(formats.SchemasRoot+"/"+key, index)
 	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	closeDD(t, dd)
-	return dir
+	return b.Close()
 }
 
 func goldenDir(t *testing.T) string {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -103,8 +104,8 @@ func (u *ledgerUniverse) considerTemplate(id int64, value []byte) {
 	if err != nil || len(md.GetSegment()) == 0 || len(md.GetSegment()[0].GetEnsembleMember()) == 0 {
 		return
 	}
-	component, _ := formats.CustomMetadata(md, "component")
-	isSchema := component == "schema"
+	component, _ := formats.CustomMetadata(md, cluster.CustomComponent)
+	isSchema := component == cluster.ComponentSchema
 	switch {
 	case u.Template == nil, isSchema && !u.templateIsSchema, isSchema == u.templateIsSchema && id > u.TemplateID:
 		u.Template, u.TemplateID, u.templateIsSchema = md, id, isSchema
@@ -153,8 +154,8 @@ func (u *ledgerUniverse) newSchemaLedgerMetadata(key string, length int64, ctime
 		Ctime:         ptr(ctimeMillis),
 	}
 	formats.SetCustomMetadata(md, "application", "pulsar")
-	formats.SetCustomMetadata(md, "component", "schema")
-	formats.SetCustomMetadata(md, "pulsar/schemaId", key)
+	formats.SetCustomMetadata(md, cluster.CustomComponent, cluster.ComponentSchema)
+	formats.SetCustomMetadata(md, cluster.CustomSchemaID, key)
 	return md
 }
 
