@@ -137,6 +137,17 @@ func TestTopicManagedLedgersAndPresence(t *testing.T) {
 	if err != nil || len(mls) != 1 || mls[0].Topic != parted.Partition(1) {
 		t.Errorf("one partition: %+v, %v", mls, err)
 	}
+	for _, c := range []struct {
+		want, t formats.TopicName
+		names   bool
+	}{
+		{plain, plain, true}, {parted, parted.Partition(10), true}, {parted.Partition(1), parted.Partition(1), true},
+		{parted.Partition(1), parted.Partition(2), false}, {parted.Partition(1), parted, false}, {plain, parted.Partition(0), false},
+	} {
+		if got := cluster.Names(c.want, c.t); got != c.names {
+			t.Errorf("Names(%s, %s) = %v, want %v", c.want, c.t, got, c.names)
+		}
+	}
 	for _, missing := range []formats.TopicName{topic("acme/ns/nope"), parted.Partition(3)} {
 		if _, err := cluster.TopicManagedLedgers(ctx, dd.Metadata, missing); !errors.Is(err, cluster.ErrNoSuchTopic) {
 			t.Errorf("%s: %v, want ErrNoSuchTopic", missing, err)

@@ -43,6 +43,12 @@ func truncatedNode(err error, prefix, start string) (*store.TruncatedError, bool
 	return te, true
 }
 
+// Names reports whether the topic named want stands for managed ledger t: t is
+// want, or want is not a partition and t is one of its partitions.
+func Names(want, t formats.TopicName) bool {
+	return t == want || want.PartitionIndex() < 0 && t.PartitionIndex() >= 0 && t.Base() == want
+}
+
 // ManagedLedger is one managed-ledger node of a topic; Damaged is set instead of
 // Node's value when the node's bytes cannot be read.
 type ManagedLedger struct {
@@ -75,7 +81,7 @@ func TopicManagedLedgers(ctx context.Context, ms store.MetadataStore, topic form
 		prefix = prefix[:len(prefix)-1] // .../<topic>-partition-
 		partition := func(path string) (formats.TopicName, bool) {
 			p, ok := formats.ParseManagedLedgerPath(path)
-			return p, ok && p.Base() == topic && p.PartitionIndex() >= 0
+			return p, ok && p != topic && Names(topic, p)
 		}
 		err = WalkNodes(ctx, ms, prefix, func(n store.Node) error {
 			if p, ok := partition(n.Path); ok {

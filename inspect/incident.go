@@ -169,7 +169,7 @@ func (g *gatherer) wanted(t formats.TopicName) bool {
 		return true
 	}
 	for _, w := range g.opts.Topics {
-		if w == t || w.PartitionIndex() < 0 && w == t.Base() {
+		if cluster.Names(w, t) {
 			return true
 		}
 	}
