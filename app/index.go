@@ -37,7 +37,7 @@ func (e *env) indexBackfillCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "backfill",
 		Usage: "store each ledger's first broker index as a LedgerInfo property (dry run unless --apply)",
-		Description: "For every indexed topic (ML property \"index\", or broker entry metadata in its entries) and\n" +
+		Description: "For every indexed topic (ML property \"index\", or a broker index in entry 0 of any of its ledgers) and\n" +
 			"every LedgerInfo without the property, reads entry 0 and plans\n" +
 			"  firstEntryIndex = index(entry 0) - num_messages_in_batch(entry 0) + 1.\n" +
 			"Offloaded ledgers get the previous ledger's last index + 1 when that can be read (\"inferred\");\n" +
