@@ -512,7 +512,7 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 		b.checkContinuity(tp, refs, facts, nil)
 		return nil
 	}
-	indexed, err := b.topicIndexed(info, refs)
+	indexed, err := b.topicIndexed(info)
 	if err != nil {
 		return err
 	}
@@ -550,19 +550,12 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 	return nil
 }
 
-// topicIndexed is cluster.TopicIndexed: the ML property, else entry 0 of any
-// ledger with local entries, newest first. (It looked at the newest local ledger
-// only, so a topic whose interceptor was turned off later was skipped though
-// check called it indexed.)
-func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo, refs []ledgerRef) (bool, error) {
-	_, prop := cluster.HasMLIndex(info)
-	ids := make([]int64, 0, len(refs))
-	for _, r := range refs {
-		if r.Entries > 0 && !r.NotLocal {
-			ids = append(ids, r.ID)
-		}
-	}
-	by, err := cluster.TopicIndexed(prop, ids, func(id int64) (bool, error) { return cluster.Entry0Indexed(b.dd.Ledgers, id) })
+// topicIndexed is cluster.InfoIndexed, the rule check and inspect topics use: the
+// ML property, else entry 0 of any ledger, newest first. (It looked at the newest
+// local ledger only, so a topic whose interceptor was turned off later was
+// skipped though check called it indexed.)
+func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo) (bool, error) {
+	by, err := cluster.InfoIndexed(info, b.dd.Ledgers)
 	return by != cluster.NotIndexed, err
 }
 
