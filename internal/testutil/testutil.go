@@ -1,5 +1,6 @@
 // Package testutil holds test-support code shared by the tests of several
-// packages: fixture data dirs, a byte-level hash of a directory tree ("this
+// packages: fixture data dirs, the one builder of hand-made data dirs
+// (DataDirBuilder, datadir.go), a byte-level hash of a directory tree ("this
 // command wrote nothing"), a dump of every metadata node and ledger entry of a
 // data dir, and a directory copy. Only _test.go files import it.
 package testutil
