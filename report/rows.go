@@ -1,0 +1,133 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// Rows makes a table of typed rows, the one way features hand results to the
+// user: the JSON of the table is the rows themselves, marshalled with their
+// json tags (numbers stay numbers, absent fields are omitted), and every field
+// tagged `table:"HEADER"` is a column of the human table, in field order.
+// Fields without a table tag are JSON only; `json:"-"` fields are table only.
+// T must be a struct type (or a pointer to one).
+func Rows[T any](name, title string, rows []T) *Table {
+	rt := reflect.TypeFor[T]()
+	if rt.Kind() == reflect.Pointer {
+		rt = rt.Elem()
+	}
+	if rt.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("report: table %q: rows of %s, want a struct", name, rt))
+	}
+	t := &Table{Name: name, Title: title, items: make([]any, 0, len(rows))}
+	var fields []int
+	for i := range rt.NumField() {
+		f := rt.Field(i)
+		header, ok := f.Tag.Lookup("table")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		key, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if key == "" || key == "-" {
+			key = ""
+		}
+		t.Columns = append(t.Columns, Column{Header: header, Key: key})
+		fields = append(fields, i)
+	}
+	for _, r := range rows {
+		t.items = append(t.items, r)
+		v := reflect.ValueOf(r)
+		if v.Kind() == reflect.Pointer {
+			v = v.Elem()
+		}
+		cells := make([]any, len(fields))
+		for j, i := range fields {
+			cells[j] = cellValue(v.Field(i))
+		}
+		t.Rows = append(t.Rows, cells)
+	}
+	return t
+}
+
+// Items returns the typed rows of a table made by Rows (nil for a table of cells).
+func (t *Table) Items() []any { return t.items }
+
+// cellValue is what a field shows in the table: a nil pointer is absent ("-"),
+// a pointer shows what it points to.
+func cellValue(v reflect.Value) any {
+	if v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		v = v.Elem()
+	}
+	return v.Interface()
+}
+
+// Time is an instant as ledgermedic prints it everywhere, in tables and JSON:
+// RFC 3339 in UTC with milliseconds. The zero Time is absent (omitzero).
+type Time struct{ time.Time }
+
+// TimeFormat is the one layout of every time ledgermedic prints.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// At wraps a time.Time.
+func At(t time.Time) Time { return Time{t} }
+
+// Millis is the instant of a Pulsar epoch-milliseconds value; 0 (Pulsar's
+// "not set") is the zero Time.
+func Millis(ms int64) Time {
+	if ms == 0 {
+		return Time{}
+	}
+	return Time{time.UnixMilli(ms)}
+}
+
+func (t Time) String() string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(TimeFormat)
+}
+
+// MarshalJSON writes the RFC 3339 string (null for the zero Time, which
+// omitzero fields never reach).
+func (t Time) MarshalJSON() ([]byte, error) {
+	if t.IsZero() {
+		return []byte("null"), nil
+	}
+	return json.Marshal(t.String())
+}
+
+// KV is one key/value pair of an ordered property list.
+type KV struct {
+	Key   string
+	Value string
+}
+
+// KVs is a property list in its stored order: a JSON object (keys in that
+// order) and "k=v,k2=v2" in a table.
+type KVs []KV
+
+func (p KVs) String() string {
+	parts := make([]string, len(p))
+	for i, kv := range p {
+		parts[i] = kv.Key + "=" + kv.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// MarshalJSON writes the pairs as one object, in order.
+func (p KVs) MarshalJSON() ([]byte, error) {
+	var o orderedObject
+	for _, kv := range p {
+		o.set(kv.Key, kv.Value)
+	}
+	return o.MarshalJSON()
+}
+
+// Ptr returns a pointer to v, for the optional (absent when nil) fields of rows.
+func Ptr[T any](v T) *T { return &v }
