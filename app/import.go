@@ -55,20 +55,15 @@ func (e *env) importStores(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	t := report.NewTable("sources", "Imported into "+out, "STORE", "kind", "URL", "url", "ZXID", "zxid",
-		"REVISION", "revision", "AS OF", "as_of")
-	for _, s := range rec.Sources {
-		var asOf any
-		if !s.AsOf.IsZero() {
-			asOf = s.AsOf.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		}
-		t.Add(s.Kind, s.URL, optionalInt(s.Zxid), optionalInt(s.Revision), asOf)
+	sources := make([]importSource, len(rec.Sources))
+	for i, s := range rec.Sources {
+		sources[i] = importSource{Kind: s.Kind, URL: s.URL, Zxid: optionalInt(s.Zxid), Revision: optionalInt(s.Revision),
+			AsOf: report.At(s.AsOf)}
 	}
-	totals := report.NewTable("totals", "Copied", "NODES", "nodes", "NODE BYTES", "node_bytes",
-		"LEDGERS", "ledgers", "ENTRIES", "entries")
-	totals.Add(rec.Nodes, rec.NodeBytes, rec.Ledgers, rec.Entries)
 	doc := &report.Document{}
-	doc.Add(t, totals)
+	doc.Add(report.Rows("sources", "Imported into "+out, sources),
+		report.Rows("totals", "Copied", []importTotals{{Nodes: rec.Nodes, NodeBytes: rec.NodeBytes, Ledgers: rec.Ledgers,
+			Entries: rec.Entries, LedgersCopied: rec.LedgersCopied}}))
 	if !copyLedgers {
 		doc.Note("entries were not copied (give --ledgers bookie:DIR... or --copy-ledgers); %s/ledgers is empty", out)
 	}
@@ -76,11 +71,38 @@ func (e *env) importStores(c *cli.Context) error {
 	return e.print(c, doc)
 }
 
-func optionalInt(v int64) any {
+// importSource is one store an import read.
+type importSource struct {
+	Kind     string      `json:"kind" table:"STORE"`
+	URL      string      `json:"url" table:"URL"`
+	Zxid     *int64      `json:"zxid,omitempty" table:"ZXID"`
+	Revision *int64      `json:"revision,omitempty" table:"REVISION"`
+	AsOf     report.Time `json:"as_of,omitzero" table:"AS OF"`
+}
+
+// importTotals is what an import copied.
+type importTotals struct {
+	Nodes         int64 `json:"nodes" table:"NODES"`
+	NodeBytes     int64 `json:"node_bytes" table:"NODE BYTES"`
+	Ledgers       int64 `json:"ledgers" table:"LEDGERS"`
+	Entries       int64 `json:"entries" table:"ENTRIES"`
+	LedgersCopied bool  `json:"ledgers_copied"`
+}
+
+// optionalInt is absent (nil) for 0, the value a store leaves unset.
+func optionalInt(v int64) *int64 {
 	if v == 0 {
 		return nil
 	}
-	return v
+	return &v
+}
+
+// pushStep is one item of a push dry run.
+type pushStep struct {
+	Kind          mutate.ItemKind `json:"kind" table:"KIND"`
+	Path          string          `json:"path" table:"PATH"`
+	ExpectVersion uint64          `json:"expect_version" table:"EXPECT VERSION"`
+	Bytes         int             `json:"bytes" table:"BYTES"`
 }
 
 // journalPush replays a committed run of the working copy onto another metadata store.
@@ -119,14 +141,13 @@ func (e *env) journalPush(c *cli.Context) error {
 		return journalError(err)
 	}
 	plan.Args = commandLine(c)
-	doc := &report.Document{}
+	doc := &report.Document{Extra: map[string]any{"dry_run": !apply}}
 	if !apply {
-		t := report.NewTable("plan", "Push plan for "+dd.Sources[0].URL+" (dry run: nothing written)",
-			"KIND", "kind", "PATH", "path", "EXPECT VERSION", "expect_version", "BYTES", "bytes")
-		for _, it := range plan.Items {
-			t.Add(string(it.Kind), it.Path, it.Expect, len(it.After))
+		steps := make([]pushStep, len(plan.Items))
+		for i, it := range plan.Items {
+			steps[i] = pushStep{Kind: it.Kind, Path: it.Path, ExpectVersion: it.Expect, Bytes: len(it.After)}
 		}
-		doc.Add(t)
+		doc.Add(report.Rows("plan", "Push plan for "+dd.Sources[0].URL+" (dry run: nothing written)", steps))
 		for _, n := range plan.Notes {
 			doc.Note("%s", n)
 		}

@@ -96,22 +96,47 @@ func (e *env) readValue(arg string) ([]byte, string, error) {
 	return b, formatRaw, nil
 }
 
+// schemaidInput is the VALUE as read: its format and bytes (the table shows
+// the first 64 bytes, the JSON all of them).
+type schemaidInput struct {
+	Format string `json:"format" table:"FORMAT"`
+	Bytes  int    `json:"bytes" table:"BYTES"`
+	Hex    string `json:"hex"`
+	Shown  string `json:"-" table:"HEX"`
+}
+
+// schemaidReading is one way the bytes read; the structured id is under "decoded".
+type schemaidReading struct {
+	Field string        `json:"field" table:"FIELD"`
+	Kind  schemaid.Kind `json:"kind" table:"KIND"`
+	ID    string        `json:"id" table:"SCHEMA ID"`
+	Note  string        `json:"note,omitempty" table:"NOTE"`
+}
+
+// schemaidPayload is the Confluent header of a payload.
+type schemaidPayload struct {
+	Kind       schemaid.Kind `json:"kind" table:"KIND"`
+	ID         string        `json:"id" table:"SCHEMA ID"`
+	HeaderHex  string        `json:"header_hex" table:"HEADER"`
+	DataOffset int           `json:"data_offset" table:"DATA OFFSET"`
+	DataLength int           `json:"data_length" table:"DATA LENGTH"`
+}
+
 func inputTable(raw []byte, format string) *report.Table {
-	t := report.NewTable("input", "", "FORMAT", "format", "BYTES", "bytes", "HEX", "hex")
 	h := hex.EncodeToString(raw)
+	shown := h
 	if len(raw) > 64 {
-		h = hex.EncodeToString(raw[:64]) + "…"
+		shown = hex.EncodeToString(raw[:64]) + "…"
 	}
-	t.Add(format, len(raw), h)
-	return t
+	return report.Rows("input", "", []schemaidInput{{Format: format, Bytes: len(raw), Hex: h, Shown: shown}})
 }
 
 func readingsTable(rs []schemaid.Reading) *report.Table {
-	t := report.NewTable("readings", "", "FIELD", "field", "KIND", "kind", "SCHEMA ID", "id", "NOTE", "note")
-	for _, r := range rs {
-		t.Add(r.Field.String(), string(r.ID.Kind), r.ID.String(), note(r.ID))
+	rows := make([]schemaidReading, len(rs))
+	for i, r := range rs {
+		rows[i] = schemaidReading{Field: r.Field.String(), Kind: r.ID.Kind, ID: r.ID.String(), Note: note(r.ID)}
 	}
-	return t
+	return report.Rows("readings", "", rows)
 }
 
 // note is the reason of an odd-but-valid id; unknown and legacy ids already
@@ -158,10 +183,8 @@ func decodePayload(doc *report.Document, payload []byte) error {
 	if err != nil {
 		return report.BadInput(fmt.Errorf("payload: %w", err))
 	}
-	t := report.NewTable("payload", "", "KIND", "kind", "SCHEMA ID", "id", "HEADER", "header_hex",
-		"DATA OFFSET", "data_offset", "DATA LENGTH", "data_length")
-	t.Add(string(id.Kind), id.String(), hex.EncodeToString(id.Raw), off, len(payload)-off)
-	doc.Add(t)
+	doc.Add(report.Rows("payload", "", []schemaidPayload{{Kind: id.Kind, ID: id.String(),
+		HeaderHex: hex.EncodeToString(id.Raw), DataOffset: off, DataLength: len(payload) - off}}))
 	doc.Extra["decoded"] = id
 	return nil
 }

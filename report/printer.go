@@ -249,9 +249,21 @@ func rowObject(t *Table, r []any) orderedObject {
 	return o
 }
 
-// jsonRows is what a table is in JSON: its typed rows (a table made by Rows)
-// or one object per row of cells; [] when empty.
+// jsonValueOf is what a table is in JSON: the object of a Fields table, else
+// its rows (jsonRows).
+func jsonValueOf(t *Table) any {
+	if t.object != nil {
+		return t.object
+	}
+	return jsonRows(t)
+}
+
+// jsonRows is a table's rows in JSON: its typed rows (a table made by Rows),
+// the one object of a Fields table, or one object per row of cells; [] when empty.
 func jsonRows(t *Table) []any {
+	if t.object != nil {
+		return []any{t.object}
+	}
 	if t.items != nil {
 		return t.items
 	}
@@ -265,7 +277,7 @@ func jsonRows(t *Table) []any {
 func printJSON(w io.Writer, d *Document) error {
 	var doc orderedObject
 	for _, t := range d.Tables {
-		doc.set(t.Name, jsonRows(t))
+		doc.set(t.Name, jsonValueOf(t))
 	}
 	if d.Findings != nil {
 		doc.set("findings", d.Findings)

@@ -297,3 +297,29 @@ func TestTimeFormat(t *testing.T) {
 		t.Errorf("At = %q, want UTC with milliseconds", s)
 	}
 }
+
+func TestFieldsTable(t *testing.T) {
+	type run struct {
+		ID      string `json:"run" table:"run"`
+		Items   int    `json:"items" table:"items"`
+		UndoOf  string `json:"undo_of,omitempty" table:"undo of"`
+		Created Time   `json:"created,omitzero" table:"created"`
+	}
+	tb := Fields("run", "Run", run{ID: "r1", Items: 3})
+	tb.AddField("extra", "human only")
+	var buf bytes.Buffer
+	doc := &Document{Tables: []*Table{tb}}
+	if err := Print(&buf, doc, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"run": {
+    "run": "r1",
+    "items": 3
+  }`) {
+		t.Errorf("JSON is not the object:\n%s", buf.String())
+	}
+	cells := cellsOf(tb)
+	if len(cells) != 3 || strings.Join(cells[1], "=") != "items=3" || cells[2][0] != "extra" {
+		t.Errorf("rows %q, want run, items (absent ones left out) and the extra row", cells)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sort"
 	"strings"
 	"time"
 )
@@ -50,6 +51,43 @@ func Rows[T any](name, title string, rows []T) *Table {
 		t.Rows = append(t.Rows, cells)
 	}
 	return t
+}
+
+// Fields makes a two-column FIELD/VALUE table of one typed value (a struct, or
+// a pointer to one): each field tagged `table:"label"` is a row, absent ones
+// (nil, "", zero Time) left out as in JSON. The JSON of the table is v itself,
+// one object. AddField appends rows the human table alone shows.
+func Fields(name, title string, v any) *Table {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() == reflect.Pointer {
+		rv = rv.Elem()
+	}
+	if rv.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("report: table %q: fields of %s, want a struct", name, rv.Type()))
+	}
+	t := &Table{Name: name, Title: title, Columns: []Column{{"FIELD", "field"}, {"VALUE", "value"}}, object: v}
+	for i := range rv.NumField() {
+		f := rv.Type().Field(i)
+		label, ok := f.Tag.Lookup("table")
+		if !ok || !f.IsExported() {
+			continue
+		}
+		cell := cellValue(rv.Field(i))
+		if Cell(cell) == "-" {
+			continue
+		}
+		t.Rows = append(t.Rows, []any{label, cell})
+	}
+	return t
+}
+
+// AddField appends a row to a Fields table that only the human table shows
+// (the JSON is the object Fields was given).
+func (t *Table) AddField(label string, value any) {
+	if t.object == nil {
+		panic(fmt.Sprintf("report: table %q: AddField on a table that is not a Fields table", t.Name))
+	}
+	t.Rows = append(t.Rows, []any{label, value})
 }
 
 // Items returns the typed rows of a table made by Rows (nil for a table of cells).
@@ -127,6 +165,20 @@ func (p KVs) MarshalJSON() ([]byte, error) {
 		o.set(kv.Key, kv.Value)
 	}
 	return o.MarshalJSON()
+}
+
+// SortedKVs is a map as a property list in key order (flags, options).
+func SortedKVs(m map[string]string) KVs {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make(KVs, len(keys))
+	for i, k := range keys {
+		out[i] = KV{k, m[k]}
+	}
+	return out
 }
 
 // Ptr returns a pointer to v, for the optional (absent when nil) fields of rows.

@@ -25,6 +25,7 @@ type Table struct {
 	Columns []Column
 	Rows    [][]any // the cells of the human table
 	items   []any   // the typed rows of a table made by Rows: its JSON
+	object  any     // the value of a table made by Fields: its JSON
 }
 
 // NewTable starts a table; cols alternate header, key: NewTable("topics", "", "TOPIC", "topic", ...).
@@ -38,7 +39,7 @@ func NewTable(name, title string, cols ...string) *Table {
 
 // Add appends one row; it must have one value per column.
 func (t *Table) Add(values ...any) {
-	if t.items != nil {
+	if t.items != nil || t.object != nil {
 		panic(fmt.Sprintf("report: table %q: Add on a table of typed rows", t.Name))
 	}
 	if len(values) != len(t.Columns) {
