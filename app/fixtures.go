@@ -150,43 +150,67 @@ func checkEmptyDir(dir string) error {
 }
 
 func fixturesDocument(dir string, m *fixtures.Manifest) *report.Document {
-	summary := report.NewTable("summary", "Generated "+dir, "WHAT", "what", "COUNT", "count")
 	t := m.Totals
-	summary.Add("topics", t.Topics)
-	summary.Add("managed ledgers", t.ManagedLedgers)
-	summary.Add("topic ledgers", t.TopicLedgers)
-	summary.Add("entries", t.Entries)
-	summary.Add("messages", t.Messages)
-	summary.Add("schema keys", t.SchemaKeys)
-	summary.Add("schema versions", t.SchemaVersions)
-	summary.Add("faults", t.Faults)
-	summary.Add("orphan ledgers", t.Orphans)
-
-	faults := report.NewTable("faults", "Faults", "KIND", "kind", "LEDGER", "ledger", "ENTRIES", "entries",
-		"WHERE", "where", "NODE LOST", "node_lost")
+	summary := []fixtureCount{
+		{"topics", int64(t.Topics)}, {"managed ledgers", int64(t.ManagedLedgers)}, {"topic ledgers", int64(t.TopicLedgers)},
+		{"entries", t.Entries}, {"messages", t.Messages}, {"schema keys", int64(t.SchemaKeys)},
+		{"schema versions", int64(t.SchemaVersions)}, {"faults", int64(t.Faults)}, {"orphan ledgers", int64(t.Orphans)},
+	}
+	var faults []fixtureFault
 	for _, f := range m.Faults {
-		where := f.ManagedLedgerPath
+		row := fixtureFault{Kind: f.Kind, Ledger: f.Ledger, FirstEntry: f.FirstEntry, LastEntry: f.LastEntry,
+			Entries: entryRange(f.FirstEntry, f.LastEntry), Where: f.ManagedLedgerPath, NodeLost: f.NodeLost,
+			ManagedLedgerPath: f.ManagedLedgerPath, LocatorPath: f.LocatorPath, SchemaVersion: f.Version, Tombstone: f.Deleted}
 		if f.SchemaKey != "" {
-			where = fmt.Sprintf("%s version %d", f.LocatorPath, *f.Version)
+			row.Where = fmt.Sprintf("%s version %d", f.LocatorPath, *f.Version)
 			if f.Deleted {
-				where += " (tombstone)"
+				row.Where += " (tombstone)"
 			}
 		}
-		entries := fmt.Sprintf("%d-%d", f.FirstEntry, f.LastEntry)
-		if f.FirstEntry == f.LastEntry {
-			entries = fmt.Sprint(f.FirstEntry)
-		}
-		faults.Add(f.Kind, f.Ledger, entries, where, f.NodeLost)
+		faults = append(faults, row)
 	}
 	for _, o := range m.Orphans {
-		where := "managed ledger " + o.ManagedLedger
+		row := fixtureFault{Kind: "orphan-ledger", Ledger: o.Ledger, FirstEntry: 0, LastEntry: o.Entries - 1,
+			Entries: entryRange(0, o.Entries-1), Where: "managed ledger " + o.ManagedLedger, ManagedLedger: o.ManagedLedger}
 		if o.Kind == fixtures.OrphanSchema {
-			where = fmt.Sprintf("schema %s version %d", o.SchemaKey, *o.Version)
+			row.Where = fmt.Sprintf("schema %s version %d", o.SchemaKey, *o.Version)
+			row.ManagedLedger, row.SchemaKey, row.SchemaVersion = "", o.SchemaKey, o.Version
 		}
-		faults.Add("orphan-ledger", o.Ledger, fmt.Sprintf("0-%d", o.Entries-1), where, false)
+		faults = append(faults, row)
 	}
 	doc := &report.Document{}
-	doc.Add(summary, faults)
+	doc.Add(report.Rows("summary", "Generated "+dir, summary), report.Rows("faults", "Faults", faults))
 	doc.Note("manifest: %s", fixtures.ManifestPath(dir))
 	return doc
+}
+
+// fixtureCount is one total of a generated cluster.
+type fixtureCount struct {
+	What  string `json:"what" table:"WHAT"`
+	Count int64  `json:"count" table:"COUNT"`
+}
+
+// fixtureFault is one injected fault (or orphan ledger) of a generated cluster.
+type fixtureFault struct {
+	Kind              string `json:"kind" table:"KIND"`
+	Ledger            int64  `json:"ledger_id" table:"LEDGER"`
+	Entries           string `json:"-" table:"ENTRIES"`
+	FirstEntry        int64  `json:"first_entry_id"`
+	LastEntry         int64  `json:"last_entry_id"`
+	Where             string `json:"-" table:"WHERE"`
+	NodeLost          bool   `json:"node_lost" table:"NODE LOST"`
+	ManagedLedgerPath string `json:"managed_ledger_path,omitempty"`
+	ManagedLedger     string `json:"managed_ledger,omitempty"`
+	LocatorPath       string `json:"locator_path,omitempty"`
+	SchemaKey         string `json:"schema_key,omitempty"`
+	SchemaVersion     *int64 `json:"schema_version,omitempty"`
+	Tombstone         bool   `json:"tombstone,omitempty"`
+}
+
+// entryRange is "first-last", or one id.
+func entryRange(first, last int64) string {
+	if first == last {
+		return fmt.Sprint(first)
+	}
+	return fmt.Sprintf("%d-%d", first, last)
 }

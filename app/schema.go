@@ -119,10 +119,8 @@ func (e *env) schemaCapture(c *cli.Context) error {
 	}
 
 	doc := &report.Document{}
-	sum := report.NewTable("capture", "Schema capture", "FILE", "file", "SCHEMA KEYS", "schema_keys",
-		"VERSIONS WRITTEN", "versions_written", "VERSIONS SKIPPED", "versions_skipped")
-	sum.Add(out, st.SchemaKeys, st.Written, len(st.Skipped))
-	doc.Add(sum)
+	doc.Add(report.Rows("capture", "Schema capture", []captureSummary{{File: out, SchemaKeys: st.SchemaKeys,
+		Written: st.Written, Skipped: len(st.Skipped)}}))
 	if len(st.Skipped) > 0 {
 		doc.Add(repair.SkippedTable(st))
 		fmt.Fprintf(e.Stderr, "ledgermedic: %d schema version(s) could not be read and are not in %s\n", len(st.Skipped), out)
@@ -134,6 +132,14 @@ func (e *env) schemaCapture(c *cli.Context) error {
 		return report.ErrFindings
 	}
 	return nil
+}
+
+// captureSummary is what schema capture wrote.
+type captureSummary struct {
+	File       string `json:"file" table:"FILE"`
+	SchemaKeys int    `json:"schema_keys" table:"SCHEMA KEYS"`
+	Written    int    `json:"versions_written" table:"VERSIONS WRITTEN"`
+	Skipped    int    `json:"versions_skipped" table:"VERSIONS SKIPPED"`
 }
 
 func (e *env) schemaRepair(c *cli.Context) error {

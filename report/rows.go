@@ -90,6 +90,22 @@ func (t *Table) AddField(label string, value any) {
 	t.Rows = append(t.Rows, []any{label, value})
 }
 
+// DropColumn removes a column from the human table (a column a command shows
+// only when asked); the JSON keeps the field.
+func (t *Table) DropColumn(header string) *Table {
+	for i, c := range t.Columns {
+		if c.Header != header {
+			continue
+		}
+		t.Columns = append(t.Columns[:i:i], t.Columns[i+1:]...)
+		for j, r := range t.Rows {
+			t.Rows[j] = append(r[:i:i], r[i+1:]...)
+		}
+		break
+	}
+	return t
+}
+
 // Items returns the typed rows of a table made by Rows (nil for a table of cells).
 func (t *Table) Items() []any { return t.items }
 
