@@ -103,8 +103,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	plan := report.NewTable("plan", "Planned writes", "TOPIC", "topic", "LEDGER", "ledger", "VALUE", "value",
-		"SOURCE", "source", "REPLACES", "replaces")
+	var plan []index.PlannedLedger
 	var planned int
 	opts := index.BackfillOptions{
 		Key: c.String("key"), Paths: paths, Apply: c.Bool("apply"),
@@ -114,7 +113,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 		OnPlanned: func(p index.PlannedLedger) {
 			planned++
 			if planned <= planRowLimit {
-				plan.Add(p.Topic, p.LedgerID, p.Value, p.Source, p.Previous)
+				plan = append(plan, p)
 			}
 		},
 	}
@@ -145,37 +144,50 @@ func backfillError(err error) error {
 	return report.CannotOpen(err)
 }
 
-func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan *report.Table, planned int) *report.Document {
+// backfillSummary is the totals of a back-fill.
+type backfillSummary struct {
+	Topics  int   `json:"topics" table:"TOPICS"`
+	Ledgers int64 `json:"ledgers" table:"LEDGERS"`
+	Had     int64 `json:"had" table:"HAD"`
+	Planned int64 `json:"planned" table:"PLANNED"`
+	Written int64 `json:"written" table:"WRITTEN"`
+	Skipped int64 `json:"skipped" table:"SKIPPED"`
+	Runs    int   `json:"runs" table:"RUNS"`
+}
+
+// skipReason is how many ledgers a back-fill skipped for one reason.
+type skipReason struct {
+	Reason  string `json:"reason" table:"REASON"`
+	Ledgers int64  `json:"ledgers" table:"LEDGERS"`
+}
+
+func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan []index.PlannedLedger, planned int) *report.Document {
 	doc := &report.Document{Findings: res.Findings}
 	var skipped int64
 	for _, n := range res.Skipped {
 		skipped += n
 	}
-	sum := report.NewTable("summary", "Back-fill of "+opts.Key, "TOPICS", "topics", "LEDGERS", "ledgers", "HAD", "had",
-		"PLANNED", "planned", "WRITTEN", "written", "SKIPPED", "skipped", "RUNS", "runs")
-	sum.Add(len(res.Topics), res.Ledgers, res.Had, res.Planned, res.Written, skipped, len(res.Runs))
-	doc.Add(sum)
+	doc.Add(report.Rows("summary", "Back-fill of "+opts.Key, []backfillSummary{{Topics: len(res.Topics),
+		Ledgers: res.Ledgers, Had: res.Had, Planned: res.Planned, Written: res.Written, Skipped: skipped, Runs: len(res.Runs)}}))
 
-	topics := report.NewTable("topics", "Topics with work or skips", "TOPIC", "topic", "ENCODING", "encoding",
-		"LEDGERS", "ledgers", "HAD", "had", "PLANNED", "planned", "INFERRED", "inferred", "WRITTEN", "written",
-		"SKIPPED", "skipped", "RUN", "run_id")
+	topics := []index.TopicResult{}
 	complete := 0
 	for _, t := range res.Topics {
 		if t.Planned == 0 && t.Skipped == 0 {
 			complete++
 			continue
 		}
-		topics.Add(t.Topic, t.Encoding, t.Ledgers, t.Had, t.Planned, t.Inferred, t.Written, t.Skipped, t.RunID)
+		topics = append(topics, t)
 	}
-	doc.Add(topics)
+	doc.Add(report.Rows("topics", "Topics with work or skips", topics))
 
-	reasons := report.NewTable("skipped", "Ledgers skipped, by reason", "REASON", "reason", "LEDGERS", "ledgers")
+	reasons := []skipReason{}
 	for _, r := range res.SkippedReasons() {
-		reasons.Add(r, res.Skipped[r])
+		reasons = append(reasons, skipReason{r, res.Skipped[r]})
 	}
-	doc.Add(reasons)
+	doc.Add(report.Rows("skipped", "Ledgers skipped, by reason", reasons))
 	if !opts.Apply {
-		doc.Add(plan)
+		doc.Add(report.Rows("plan", "Planned writes", plan))
 		if planned > planRowLimit {
 			doc.Note("the plan lists the first %d of %d writes", planRowLimit, planned)
 		}
@@ -197,7 +209,7 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	if res.Interrupted {
 		doc.Note("interrupted: run the same command again to resume")
 	}
-	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted}
+	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply}
 	return doc
 }
 
@@ -454,36 +466,53 @@ func nonNegativeTime(s string, ms int64) (int64, error) {
 	return ms, nil
 }
 
+// findRow is one search's answer, as index find prints it.
+type findRow struct {
+	Method         string      `json:"method" table:"METHOD"`
+	ResultText     string      `json:"-" table:"RESULT"`
+	Result         string      `json:"result"` // found, offloaded, lost or past-end
+	LedgerID       int64       `json:"ledger_id" table:"LEDGER"`
+	EntryID        int64       `json:"entry_id" table:"ENTRY"` // -1 in an offloaded or lost ledger
+	BaseOffset     *int64      `json:"base_offset,omitempty" table:"BASE OFFSET"`
+	LastOffset     *int64      `json:"last_offset,omitempty" table:"LAST OFFSET"`
+	PublishTimeMs  *uint64     `json:"publish_time_ms,omitempty" table:"PUBLISH TIME"`
+	PublishTime    report.Time `json:"publish_time,omitzero"`
+	EntryReads     int         `json:"entry_reads" table:"ENTRY READS"`
+	LedgersTouched int         `json:"ledgers_touched" table:"LEDGERS READ"`
+	WallTime       string      `json:"-" table:"WALL TIME"`
+	ElapsedUs      int64       `json:"elapsed_us"`
+}
+
 func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*index.Answer) *report.Document {
 	what := fmt.Sprintf("offset %d", target)
+	extra := map[string]any{"topic": t.String(), "offset": target}
 	if !byOffset {
 		what = fmt.Sprintf("time %d (%s)", target, time.UnixMilli(target).UTC().Format(time.RFC3339Nano))
+		extra = map[string]any{"topic": t.String(), "time": report.Millis(target), "time_ms": target}
 	}
-	tbl := report.NewTable("answers", fmt.Sprintf("%s, %s", t, what),
-		"METHOD", "method", "RESULT", "result", "LEDGER", "ledger_id", "ENTRY", "entry_id",
-		"BASE OFFSET", "base_offset", "LAST OFFSET", "last_offset", "PUBLISH TIME", "publish_time",
-		"ENTRY READS", "entry_reads", "LEDGERS READ", "ledgers_touched", "WALL TIME", "wall_time")
-	doc := &report.Document{}
-	for _, a := range answers {
-		result := "found"
-		var base, last, pub any
+	doc := &report.Document{Extra: extra}
+	rows := make([]findRow, len(answers))
+	for i, a := range answers {
+		r := findRow{Method: a.Method, ResultText: "found", Result: "found", LedgerID: a.Position.LedgerID,
+			EntryID: a.Position.EntryID, EntryReads: a.EntryReads, LedgersTouched: a.LedgersTouched,
+			WallTime: a.Elapsed.Round(time.Microsecond).String(), ElapsedUs: a.Elapsed.Microseconds()}
 		switch {
 		case a.Found:
-			base, last, pub = a.Base, a.Last, a.PublishTime
+			r.BaseOffset, r.LastOffset, r.PublishTimeMs = report.Ptr(a.Base), report.Ptr(a.Last), report.Ptr(a.PublishTime)
+			r.PublishTime = report.Millis(int64(a.PublishTime))
 		case a.NotLocal:
-			result = "in offloaded ledger"
+			r.ResultText, r.Result = "in offloaded ledger", "offloaded"
 		case a.Lost:
-			result = "in lost ledger"
+			r.ResultText, r.Result = "in lost ledger", "lost"
 		case a.PastEnd:
-			result = "past the end (next position)"
+			r.ResultText, r.Result = "past the end (next position)", "past-end"
 		}
-		tbl.Add(a.Method, result, a.Position.LedgerID, a.Position.EntryID, base, last, pub,
-			a.EntryReads, a.LedgersTouched, a.Elapsed.Round(time.Microsecond).String())
+		rows[i] = r
 		for _, n := range a.Notes {
 			doc.Note("%s: %s", a.Method, n)
 		}
 	}
-	doc.Add(tbl)
+	doc.Add(report.Rows("answers", fmt.Sprintf("%s, %s", t, what), rows))
 	if len(answers) == 2 {
 		x, y := answers[0], answers[1]
 		if x.Position != y.Position || x.Found != y.Found {
