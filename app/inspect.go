@@ -2,12 +2,9 @@ package app
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/urfave/cli/v2"
 
@@ -184,12 +181,6 @@ func (e *env) inspectNode(c *cli.Context) error {
 		}
 		doc := &report.Document{}
 		doc.Add(t)
-		if c.Bool("json") && !undecodable {
-			// Machines get the decoded message itself, not only the flattened rows.
-			if msg, err := nodeMessageJSON(dd, path); err == nil && msg != nil {
-				doc.Extra = map[string]any{"message": msg}
-			}
-		}
 		if err := e.print(c, doc); err != nil {
 			return err
 		}
@@ -363,15 +354,15 @@ func (e *env) payloadTable(c *cli.Context, dd *store.DataDir, topic *formats.Top
 		topic = &owner
 	}
 	d := inspect.NewPayloadDecoder(dd, *topic)
-	msgs := inspect.MessagesTable()
+	msgs := []inspect.MessageRow{}
 	for _, id := range entryIDs(t) {
 		v, err := dd.Ledgers.Entry(ledger, id)
 		if err != nil {
 			continue // the entries table shows why it cannot be read
 		}
-		d.AddMessages(msgs, ledger, id, v)
+		msgs = append(msgs, d.Messages(ledger, id, v)...)
 	}
-	return msgs, nil
+	return inspect.MessagesTable(msgs), nil
 }
 
 // entryIDs are the entry ids of an entries table's rows (column 0).
@@ -425,19 +416,4 @@ func (e *env) printWithHex(c *cli.Context, dd *store.DataDir, doc *report.Docume
 		}
 	}
 	return nil
-}
-
-// nodeMessageJSON is the node's decoded protobuf message as JSON (protojson,
-// original field names), or nil for nodes of no known kind.
-func nodeMessageJSON(dd *store.DataDir, path string) (json.RawMessage, error) {
-	n, err := dd.Metadata.Get(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := formats.DecodeNode(path, n.Value)
-	if err != nil || d.Message == nil {
-		return nil, err
-	}
-	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(d.Message)
-	return json.RawMessage(b), err
 }

@@ -159,7 +159,7 @@ func TestSchemaUsageCommand(t *testing.T) {
 		} `json:"topics"`
 		Usage []struct {
 			Topic    string `json:"topic"`
-			SchemaID string `json:"schema_id"`
+			SchemaID string `json:"schema_ref"`
 			Messages int64  `json:"messages"`
 			Status   string `json:"status"`
 		} `json:"schema_usage"`

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -112,11 +113,16 @@ func (t *Table) Items() []any { return t.items }
 // cellValue is what a field shows in the table: a nil pointer is absent ("-"),
 // a pointer shows what it points to.
 func cellValue(v reflect.Value) any {
-	if v.Kind() == reflect.Pointer {
+	switch v.Kind() {
+	case reflect.Pointer:
 		if v.IsNil() {
 			return nil
 		}
 		v = v.Elem()
+	case reflect.Slice, reflect.Map:
+		if v.IsNil() {
+			return nil
+		}
 	}
 	return v.Interface()
 }
@@ -196,6 +202,28 @@ func SortedKVs(m map[string]string) KVs {
 	}
 	return out
 }
+
+// Position is an entry's place, ledger id and entry id: "L:E" in a table, an
+// object in JSON.
+type Position struct {
+	LedgerID int64 `json:"ledger_id"`
+	EntryID  int64 `json:"entry_id"`
+}
+
+func (p Position) String() string { return strconv.FormatInt(p.LedgerID, 10) + ":" + strconv.FormatInt(p.EntryID, 10) }
+
+// Object is a JSON object whose members keep the order they were set in (a
+// decoded protobuf message in field order).
+type Object struct{ o orderedObject }
+
+// Set appends a member.
+func (x *Object) Set(key string, v any) { x.o.set(key, v) }
+
+// Len is the number of members.
+func (x *Object) Len() int { return len(x.o.keys) }
+
+// MarshalJSON writes the members in order.
+func (x *Object) MarshalJSON() ([]byte, error) { return x.o.MarshalJSON() }
 
 // Ptr returns a pointer to v, for the optional (absent when nil) fields of rows.
 func Ptr[T any](v T) *T { return &v }
