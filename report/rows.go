@@ -210,7 +210,9 @@ type Position struct {
 	EntryID  int64 `json:"entry_id"`
 }
 
-func (p Position) String() string { return strconv.FormatInt(p.LedgerID, 10) + ":" + strconv.FormatInt(p.EntryID, 10) }
+func (p Position) String() string {
+	return strconv.FormatInt(p.LedgerID, 10) + ":" + strconv.FormatInt(p.EntryID, 10)
+}
 
 // Object is a JSON object whose members keep the order they were set in (a
 // decoded protobuf message in field order).
