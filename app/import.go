@@ -118,6 +118,9 @@ func (e *env) journalPush(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if runID, err = resolveRun(p, runID); err != nil { // an id, a unique prefix, or last
+		return err
+	}
 	rec, err := mutate.Show(mutate.JournalDir(p), runID)
 	if err != nil {
 		return journalError(err)

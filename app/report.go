@@ -74,11 +74,20 @@ func (e *env) report(c *cli.Context) error {
 	if out == "-" {
 		where = "the report to stdout"
 	}
-	fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
+	// -o json: what was written, as a document (unless stdout carries the page).
+	asDoc := e.machineOutput(c) && out != "-"
+	written := reportWritten{File: out, Findings: len(r.Findings), Topics: len(r.Topics), JournalRuns: len(r.Runs),
+		Problems: r.Problems}
+	if !asDoc {
+		fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
+	}
 	if pngDir != "" {
 		files, err := htmlreport.WritePNGs(pngDir, r)
 		for _, f := range files {
-			fmt.Fprintf(said, "wrote %s\n", f.Path)
+			written.PNGs = append(written.PNGs, f.Path)
+			if !asDoc {
+				fmt.Fprintf(said, "wrote %s\n", f.Path)
+			}
 		}
 		if err != nil {
 			return report.CannotOpen(err)
@@ -86,6 +95,13 @@ func (e *env) report(c *cli.Context) error {
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(e.Stderr, "report: %s\n", p)
+	}
+	if asDoc {
+		doc := &report.Document{}
+		doc.Add(report.Fields("report", "Report", written))
+		if err := e.print(c, doc); err != nil {
+			return err
+		}
 	}
 	if report.Actionable(r.Findings) || len(r.Problems) > 0 {
 		return report.ErrFindings
@@ -186,4 +202,14 @@ func buildVersion() string {
 		}
 	}
 	return v
+}
+
+// reportWritten is what `report` wrote (its -o json document).
+type reportWritten struct {
+	File        string   `json:"file" table:"file"`
+	Findings    int      `json:"findings" table:"findings"`
+	Topics      int      `json:"topics" table:"topics"`
+	JournalRuns int      `json:"journal_runs" table:"journal runs"`
+	PNGs        []string `json:"pngs,omitempty" table:"pngs"`
+	Problems    []string `json:"problems,omitempty"`
 }
