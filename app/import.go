@@ -22,33 +22,52 @@ func (e *env) importCommand() *cli.Command {
 			"  ledgermedic --metadata zk://zk1:2181/pulsar import --out /incident/copy\n" +
 			"  ledgermedic --metadata zk-data:/var/lib/zookeeper --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Required: true, Usage: "new data dir to create (must not exist or be empty)"},
-			&cli.StringFlag{Name: "prefix", Usage: "copy only the nodes whose path starts with this (e.g. /schemas)"},
-			&cli.BoolFlag{Name: "copy-ledgers", Usage: "copy the ledger store's entries too (default: only when --ledgers is given)"},
+			&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
+			&cli.StringFlag{Name: flagPrefix, Usage: "copy only the nodes whose path starts with this (e.g. /schemas)"},
+			&cli.BoolFlag{Name: flagCopyLedgers, Usage: "copy the ledger store's entries too (default: only when --ledgers is given)"},
 		},
 		Action: e.importStores,
 	}
 }
 
-func (e *env) importStores(c *cli.Context) error {
-	if !c.IsSet("metadata") && !c.IsSet("ledgers") && c.String("data-dir") == "" {
-		return report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
+// import's own flags.
+const (
+	flagPrefix      = "prefix"
+	flagCopyLedgers = "copy-ledgers"
+)
+
+// importOptions are import's flags (the stores it reads are the global store flags).
+type importOptions struct {
+	Out         string
+	Prefix      string
+	CopyLedgers bool // entries too: --copy-ledgers, or --ledgers given
+}
+
+func parseImportOptions(c *cli.Context) (importOptions, error) {
+	if !c.IsSet(flagMetadata) && !c.IsSet(flagLedgers) && c.String(flagDataDir) == "" {
+		return importOptions{}, report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
 	}
-	out := c.String("out")
-	if err := checkEmptyDir(out); err != nil {
+	o := importOptions{Out: c.String(flagOut), Prefix: c.String(flagPrefix),
+		CopyLedgers: c.IsSet(flagLedgers) || c.Bool(flagCopyLedgers)}
+	return o, checkEmptyDir(o.Out)
+}
+
+func (e *env) importStores(c *cli.Context) error {
+	o, err := parseImportOptions(c)
+	if err != nil {
 		return err
 	}
+	out, copyLedgers := o.Out, o.CopyLedgers
 	src, err := e.openReadOnly(c)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	copyLedgers := c.IsSet("ledgers") || c.Bool("copy-ledgers")
 	bar := e.progress(c)
 	bar.Start("import", 0)
 	var last int64
 	rec, err := store.Import(c.Context, src, out, store.ImportOptions{
-		Prefix: c.String("prefix"), CopyLedgers: copyLedgers,
+		Prefix: o.Prefix, CopyLedgers: copyLedgers,
 		Progress: func(nodes, entries int64) { bar.Add(nodes + entries - last); last = nodes + entries },
 	})
 	bar.Done()
@@ -106,14 +125,29 @@ type pushStep struct {
 }
 
 // journalPush replays a committed run of the working copy onto another metadata store.
+// pushOptions are journal push's argument and flags.
+type pushOptions struct {
+	Run   string // an id, a prefix, or last
+	Apply bool
+}
+
+func parsePushOptions(c *cli.Context) (pushOptions, error) {
+	run, err := oneArg(c, "RUN")
+	if err != nil {
+		return pushOptions{}, err
+	}
+	if !c.IsSet(flagMetadata) {
+		return pushOptions{}, report.BadInputf("journal push: --metadata URL names the store to push to (zk://... or etcd://...)")
+	}
+	return pushOptions{Run: run, Apply: c.Bool(flagApply)}, nil
+}
+
 func (e *env) journalPush(c *cli.Context) error {
-	runID, err := oneArg(c, "RUN")
+	o, err := parsePushOptions(c)
 	if err != nil {
 		return err
 	}
-	if !c.IsSet("metadata") {
-		return report.BadInputf("journal push: --metadata URL names the store to push to (zk://... or etcd://...)")
-	}
+	runID := o.Run
 	p, err := dataDirPath(c)
 	if err != nil {
 		return err
@@ -128,7 +162,7 @@ func (e *env) journalPush(c *cli.Context) error {
 	if rec.MetadataStore != "" {
 		return report.BadInputf("journal push: run %s was applied to %s, not to this data dir's own metadata store", runID, rec.MetadataStore)
 	}
-	apply := c.Bool("apply")
+	apply := o.Apply
 	dd, err := e.openStores(c, !apply)
 	if err != nil {
 		return err

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -35,9 +34,9 @@ func (e *env) journalCommand() *cli.Command {
 				Usage:     "restore the before-images of a run and remove the ledgers it created (dry run unless --apply)",
 				ArgsUsage: "RUN (an id, a unique prefix of one, or last)",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "apply", Usage: "really undo (otherwise print what would be restored)"},
-					&cli.BoolFlag{Name: "command", Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
-					&cli.StringFlag{Name: "backup", Usage: "write a Badger backup of the metadata store to FILE first"},
+					&cli.BoolFlag{Name: flagApply, Usage: "really undo (otherwise print what would be restored)"},
+					&cli.BoolFlag{Name: flagCommand, Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
+					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the metadata store to FILE first"},
 				},
 				Action: e.journalUndo,
 			},
@@ -47,7 +46,7 @@ func (e *env) journalCommand() *cli.Command {
 					"(dry run unless --apply); refused when any node it changes differs from what the run saw",
 				ArgsUsage: "RUN",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "apply", Usage: "really push (otherwise print the plan)"},
+					&cli.BoolFlag{Name: flagApply, Usage: "really push (otherwise print the plan)"},
 				},
 				Action: e.journalPush,
 			},
@@ -159,28 +158,43 @@ func (e *env) journalShow(c *cli.Context) error {
 	return e.print(c, doc)
 }
 
-func (e *env) journalUndo(c *cli.Context) error {
+// flagCommand is journal undo's --command.
+const flagCommand = "command"
+
+// undoOptions are journal undo's argument and flags.
+type undoOptions struct {
+	Run     string // as given: an id, a prefix, or last
+	Apply   bool
+	Command bool   // every run of the invocation
+	Backup  string // "" for none
+}
+
+func parseUndoOptions(c *cli.Context) (undoOptions, error) {
 	arg, err := oneArg(c, "RUN")
 	if err != nil {
-		return err
+		return undoOptions{}, err
 	}
-	if b := c.String("backup"); b != "" {
-		if _, err := os.Stat(b); err == nil {
-			return report.BadInputf("--backup %s already exists; name a new file", b)
-		}
+	o := undoOptions{Run: arg, Apply: c.Bool(flagApply), Command: c.Bool(flagCommand), Backup: c.String(flagBackup)}
+	return o, newBackupFile(o.Backup)
+}
+
+func (e *env) journalUndo(c *cli.Context) error {
+	o, err := parseUndoOptions(c)
+	if err != nil {
+		return err
 	}
 	p, err := dataDirPath(c)
 	if err != nil {
 		return err
 	}
-	runID, err := resolveRun(p, arg)
+	runID, err := resolveRun(p, o.Run)
 	if err != nil {
 		return err
 	}
-	if c.Bool("command") {
-		return e.undoInvocation(c, p, runID)
+	if o.Command {
+		return e.undoInvocation(c, o, p, runID)
 	}
-	if !c.Bool("apply") {
+	if !o.Apply {
 		rec, err := mutate.Show(mutate.JournalDir(p), runID)
 		if err != nil {
 			return journalError(err)
@@ -206,7 +220,7 @@ func (e *env) journalUndo(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	res, err := eng.Undo(c.Context, runID, mutate.ApplyOptions{Backup: c.String("backup")})
+	res, err := eng.Undo(c.Context, runID, mutate.ApplyOptions{Backup: o.Backup})
 	if res != nil {
 		doc := &report.Document{Extra: map[string]any{"dry_run": false}}
 		doc.Add(ResultTable(res))
@@ -348,7 +362,7 @@ func resolveRun(dataDir, arg string) (string, error) {
 
 // undoInvocation undoes every committed, not yet undone run of the command
 // invocation that wrote runID, newest first (dry run unless --apply).
-func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
+func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID string) error {
 	runs, err := mutate.List(mutate.JournalDir(dataDir))
 	if err != nil {
 		return report.CannotOpen(err)
@@ -371,7 +385,7 @@ func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
 	sort.Slice(todo, func(i, j int) bool { return todo[i].RunID > todo[j].RunID })
 	title := fmt.Sprintf("Runs of invocation %s, newest first", inv)
 	var rows []invocationRun
-	if !c.Bool("apply") {
+	if !o.Apply {
 		for _, r := range todo {
 			rows = append(rows, invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items,
 				Result: "would be undone"})
@@ -394,7 +408,7 @@ func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
 	for i, r := range todo {
 		opts := mutate.ApplyOptions{}
 		if i == 0 {
-			opts.Backup = c.String("backup")
+			opts.Backup = o.Backup
 		}
 		res, err := eng.Undo(c.Context, r.RunID, opts)
 		row := invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items, Result: "undone"}

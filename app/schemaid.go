@@ -35,38 +35,57 @@ func (e *env) schemaidCommand() *cli.Command {
 				"and its Confluent header (0x00 | i32 id, or 0x01 | 16-byte GUID) is decoded.\n\n" +
 				"Exits 0 when the bytes decode, 2 when VALUE cannot be read or the bytes fit no layout.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "field", Usage: "the field the bytes came from: version (schema_version) or id (schema_id)"},
-				&cli.BoolFlag{Name: "payload", Usage: "VALUE is a message payload: decode its Confluent wire-format header"},
+				&cli.StringFlag{Name: flagField, Usage: "the field the bytes came from: version (schema_version) or id (schema_id)"},
+				&cli.BoolFlag{Name: flagPayload, Usage: "VALUE is a message payload: decode its Confluent wire-format header"},
 			},
 			Action: e.schemaidDecode,
 		}},
 	}
 }
 
-func (e *env) schemaidDecode(c *cli.Context) error {
+// flagField is schemaid decode's --field.
+const flagField = "field"
+
+// schemaidOptions are schemaid decode's argument and flags.
+type schemaidOptions struct {
+	Value   string         // VALUE as given
+	Field   schemaid.Field // FieldUnknown: every reading that fits
+	Payload bool
+}
+
+func parseSchemaidOptions(c *cli.Context) (schemaidOptions, error) {
 	if c.NArg() != 1 {
-		return report.BadInputf("schemaid decode: want exactly one VALUE (hex, base64, or - for stdin), got %d arguments", c.NArg())
+		return schemaidOptions{}, report.BadInputf("schemaid decode: want exactly one VALUE (hex, base64, or - for stdin), got %d arguments", c.NArg())
 	}
-	field, err := schemaid.ParseField(c.String("field"))
+	field, err := schemaid.ParseField(c.String(flagField))
 	if err != nil {
-		return report.BadInput(err)
+		return schemaidOptions{}, report.BadInput(err)
 	}
-	if c.Bool("payload") && c.IsSet("field") {
-		return report.BadInputf("--payload decodes a payload's Confluent header; --field does not apply")
+	o := schemaidOptions{Value: c.Args().First(), Field: field, Payload: c.Bool(flagPayload)}
+	if o.Payload && c.IsSet(flagField) {
+		return o, report.BadInputf("--payload decodes a payload's Confluent header; --field does not apply")
 	}
-	raw, format, err := e.readValue(c.Args().First())
+	return o, nil
+}
+
+func (e *env) schemaidDecode(c *cli.Context) error {
+	o, err := parseSchemaidOptions(c)
+	if err != nil {
+		return err
+	}
+	raw, format, err := e.readValue(o.Value)
 	if err != nil {
 		return err
 	}
 	doc := &report.Document{Extra: map[string]any{}}
 	doc.Add(inputTable(raw, format))
 	switch {
-	case c.Bool("payload"):
+	case o.Payload:
 		err = decodePayload(doc, raw)
-	case field == schemaid.FieldUnknown:
+	case o.Field == schemaid.FieldUnknown:
 		err = decodeAll(doc, raw)
 	default:
-		err = decodeField(doc, field, raw)
+		err = decodeField(doc, o.Field, raw)
 	}
 	if err != nil {
 		return err
