@@ -109,6 +109,16 @@ func TestJSONGoldens(t *testing.T) {
 	jsonGolden(t, "import", 0, dirs, "-d", broken, "import", "--copy-ledgers", "--out", filepath.Join(work, "copy"))
 	jsonGolden(t, "report", 1, dirs, "-d", broken, "report", "--out", filepath.Join(work, "report.html"))
 
+	// A schema history the broker reset: repair shows the version collisions and refuses.
+	resetHealthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 12, EntriesPerLedger: 3})
+	reset, _ := testutil.Fixture(t, fixtures.Options{Seed: 12, EntriesPerLedger: 3, ResetSchemaHistory: 1})
+	resetCapture := filepath.Join(work, "reset-capture.jsonl")
+	dirs["RESET"], dirs["RESET-HEALTHY"] = reset, resetHealthy
+	if _, errOut, code := runApp(t, "-d", resetHealthy, "schema", "capture", "--out", resetCapture); code != 0 {
+		t.Fatalf("capture: exit %d: %s", code, errOut)
+	}
+	jsonGolden(t, "schema-repair@collision", 1, dirs, "-d", reset, "schema", "repair", "--from", resetCapture)
+
 	// The writes last: a repair, then the journal that recorded it.
 	jsonGolden(t, "schema-repair@apply", 0, dirs, "-d", broken, "schema", "repair", "--from", capture, "--apply")
 	jsonGolden(t, "journal-list", 0, dirs, "-d", broken, "journal", "list")

@@ -376,7 +376,9 @@ func messageScan(dd *store.DataDir) repair.MessageScan {
 }
 
 func repairSpan(s inspect.MessageSpan) repair.MessageSpan {
-	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries, First: s.First.String(), Last: s.Last.String(),
+	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries,
+		First:          report.Position{LedgerID: s.First.Ledger, EntryID: s.First.Entry},
+		Last:           report.Position{LedgerID: s.Last.Ledger, EntryID: s.Last.Entry},
 		FirstPublishMs: int64(s.FirstPublishMs), LastPublishMs: int64(s.LastPublishMs)}
 }
 

@@ -139,20 +139,20 @@ type CollidingRow struct {
 // SpanView is the stored messages of one history: counts, the first and last
 // position (ledger:entry) and publish times.
 type SpanView struct {
-	Messages       int64       `json:"messages"`
-	Entries        int64       `json:"entries"`
-	First          string      `json:"first_position,omitempty"`
-	Last           string      `json:"last_position,omitempty"`
-	FirstPublish   report.Time `json:"first_publish_time,omitzero"`
-	FirstPublishMs *int64      `json:"first_publish_time_ms,omitempty"`
-	LastPublish    report.Time `json:"last_publish_time,omitzero"`
-	LastPublishMs  *int64      `json:"last_publish_time_ms,omitempty"`
+	Messages       int64            `json:"messages"`
+	Entries        int64            `json:"entries"`
+	First          *report.Position `json:"first,omitempty"` // absent without messages
+	Last           *report.Position `json:"last,omitempty"`
+	FirstPublish   report.Time      `json:"first_publish_time,omitzero"`
+	FirstPublishMs *int64           `json:"first_publish_time_ms,omitempty"`
+	LastPublish    report.Time      `json:"last_publish_time,omitzero"`
+	LastPublishMs  *int64           `json:"last_publish_time_ms,omitempty"`
 }
 
 func spanView(s MessageSpan) SpanView {
 	v := SpanView{Messages: s.Messages, Entries: s.Entries}
 	if s.Entries > 0 {
-		v.First, v.Last = s.First, s.Last
+		v.First, v.Last = report.Ptr(s.First), report.Ptr(s.Last)
 		v.FirstPublish, v.FirstPublishMs = report.Millis(s.FirstPublishMs), report.Ptr(s.FirstPublishMs)
 		v.LastPublish, v.LastPublishMs = report.Millis(s.LastPublishMs), report.Ptr(s.LastPublishMs)
 	}
@@ -187,7 +187,7 @@ func spanRange(s MessageSpan) string {
 	if s.Entries == 0 {
 		return ""
 	}
-	return s.First + " to " + s.Last
+	return s.First.String() + " to " + s.Last.String()
 }
 
 func spanPublished(s MessageSpan) string {
