@@ -152,7 +152,7 @@ func withoutNotes(t *testing.T, s string) string {
 		switch x := v.(type) {
 		case map[string]any:
 			delete(x, "notes")
-			delete(x, "wall_time")
+			delete(x, "elapsed_us") // the wall time of the search
 			for _, e := range x {
 				strip(e)
 			}

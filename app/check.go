@@ -19,7 +19,7 @@ func (e *env) checkCommand() *cli.Command {
 			"Exits 0 when nothing (or only info) is found, 1 with findings.",
 		Flags: []cli.Flag{
 			indexKeyFlag(),
-			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the schema-usage scan of every stored message " +
+			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the schema-usage scan of every stored message " +
 				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
 		},
 		Action: e.check,
@@ -37,12 +37,22 @@ func joinKinds() string {
 	return s
 }
 
+// checkOptions are check's flags.
+type checkOptions struct {
+	IndexKey        string
+	SkipMessageScan bool
+}
+
+func parseCheckOptions(c *cli.Context) checkOptions {
+	return checkOptions{IndexKey: indexKeyOf(c), SkipMessageScan: c.Bool(flagSkipMessageScan)}
+}
+
 // checkSources are the finding sources of other features that join the core
 // check: append them here.
-func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
+func (e *env) checkSources(o checkOptions) []inspect.FindingSource {
 	// Bookie dirs: what the replicas of each entry say (none for other ledger stores).
 	sources := []inspect.FindingSource{inspect.ReplicaFindings}
-	if !c.Bool("skip-message-scan") {
+	if !o.SkipMessageScan {
 		// A second pass over the entries: which schema versions stored messages still need.
 		sources = append(sources, inspect.SchemaUsageFindings)
 	}
@@ -55,8 +65,9 @@ func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
 func verifiesFully(c *cli.Context) bool { return c.Command != nil && c.Command.Name == "check" }
 
 func (e *env) check(c *cli.Context) error {
+	o := parseCheckOptions(c)
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("index-key"), Sources: e.checkSources(c)}
+		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(o)}
 		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))
 		if err != nil {
 			return err

@@ -82,19 +82,6 @@ func topicArg(s string) (formats.TopicName, error) {
 	return t, nil
 }
 
-// optionalTopic parses --topic when it is given, else returns nil.
-func optionalTopic(c *cli.Context) (*formats.TopicName, error) {
-	s := c.String("topic")
-	if s == "" {
-		return nil, nil
-	}
-	t, err := topicArg(s)
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
-
 // printFindings prints a document that carries findings and ends the command
 // with exit 1 when any of them is an error or a warning.
 func (e *env) printFindings(c *cli.Context, doc *report.Document) error {

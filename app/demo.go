@@ -19,6 +19,12 @@ type demoStep struct {
 	want int
 }
 
+// demo's flags.
+const (
+	flagDemoDir  = "dir"
+	flagDemoSeed = "seed"
+)
+
 // demoCommand builds a broken cluster in a temp dir and walks through finding and
 // fixing it with the same commands an SRE would type. Each step runs through the
 // real command line in this process, so what the demo shows is what the tool does.
@@ -27,11 +33,11 @@ func (e *env) demoCommand() *cli.Command {
 		Name:  "demo",
 		Usage: "generate a broken cluster in a temp dir and walk through finding and fixing it",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "dir", Usage: "work in DIR (must not exist) instead of a new temp dir, and keep it"},
-			&cli.Int64Flag{Name: "seed", Value: 42, Usage: "fixture seed"},
+			&cli.StringFlag{Name: flagDemoDir, Usage: "work in DIR (must not exist) instead of a new temp dir, and keep it"},
+			&cli.Int64Flag{Name: flagDemoSeed, Value: 42, Usage: "fixture seed"},
 		},
 		Action: func(c *cli.Context) error {
-			dir := c.String("dir")
+			dir, seed := c.String(flagDemoDir), c.Int64(flagDemoSeed)
 			keep := dir != ""
 			if dir == "" {
 				d, err := os.MkdirTemp("", "ledgermedic-demo-")
@@ -45,7 +51,7 @@ func (e *env) demoCommand() *cli.Command {
 			if !keep {
 				defer os.RemoveAll(dir)
 			}
-			return e.runDemo(c, dir, c.Int64("seed"), keep)
+			return e.runDemo(c, dir, seed, keep)
 		},
 	}
 }

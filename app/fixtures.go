@@ -28,76 +28,128 @@ func (e *env) fixturesCommand() *cli.Command {
 				"The same seed and options always give the same bytes. What was written, and where each\n" +
 				"fault is, goes to DIR/" + fixtures.ManifestFile + ".",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "out", Required: true, Usage: "new data dir to create (must not exist or be empty)"},
-				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "random seed"},
-				&cli.IntFlag{Name: "topics", Usage: "number of topics (default: one per built-in template, 7)"},
-				&cli.IntFlag{Name: "partitions", Usage: "partitions of each partitioned topic (default 3)"},
+				&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
+				&cli.Uint64Flag{Name: fxSeed, Value: 1, Usage: "random seed"},
+				&cli.IntFlag{Name: fxTopics, Usage: "number of topics (default: one per built-in template, 7)"},
+				&cli.IntFlag{Name: fxPartitions, Usage: "partitions of each partitioned topic (default 3)"},
 				// --ledgers stays an alias here: generate opens no store, so the global
 				// --ledgers URL means nothing to it (give it before the command if at all).
-				&cli.IntFlag{Name: "ledgers-per-topic", Aliases: []string{"ledgers"}, Usage: "ledgers per managed ledger, the last one open (default 3)"},
-				&cli.IntFlag{Name: "entries", Usage: "entries per closed ledger (default 20)"},
-				&cli.IntFlag{Name: "max-batch", Usage: "largest batch on batching topics (default 5)"},
-				&cli.BoolFlag{Name: "first-entry-index", Usage: "store each ledger's first broker index as a LedgerInfo property"},
+				&cli.IntFlag{Name: fxLedgersPerTopic, Aliases: []string{"ledgers"}, Usage: "ledgers per managed ledger, the last one open (default 3)"},
+				&cli.IntFlag{Name: fxEntries, Usage: "entries per closed ledger (default 20)"},
+				&cli.IntFlag{Name: fxMaxBatch, Usage: "largest batch on batching topics (default 5)"},
+				&cli.BoolFlag{Name: fxFirstEntryIndex, Usage: "store each ledger's first broker index as a LedgerInfo property"},
 				indexKeyFlag(),
-				&cli.IntFlag{Name: "lose-schema-ledgers", Usage: "fault: delete node and entry of N schema version ledgers"},
-				&cli.IntFlag{Name: "lose-schema-entries", Usage: "fault: delete the entry (keep the node) of N more schema ledgers"},
-				&cli.BoolFlag{Name: "lose-topic-ledger", Usage: "fault: delete node and entries of one topic ledger"},
-				&cli.BoolFlag{Name: "lose-entries-only", Usage: "fault: delete the entries (keep the node) of another topic ledger"},
-				&cli.BoolFlag{Name: "orphan-ledger", Usage: "fault: add a schema ledger and a topic ledger that nothing references"},
-				&cli.BoolFlag{Name: "corrupt-crc", Usage: "fault: flip one payload byte of an entry that has a checksum"},
-				&cli.IntFlag{Name: "delete-schema-history", Usage: "fault: the broker deleted N topics' schema histories (locator and version ledgers gone, messages kept)"},
-				&cli.IntFlag{Name: "reset-schema-history", Usage: "fault: N more topics' histories deleted, then a different schema registered as a new version 0, with new messages using it"},
+				&cli.IntFlag{Name: fxLoseSchemaLedgers, Usage: "fault: delete node and entry of N schema version ledgers"},
+				&cli.IntFlag{Name: fxLoseSchemaEntries, Usage: "fault: delete the entry (keep the node) of N more schema ledgers"},
+				&cli.BoolFlag{Name: fxLoseTopicLedger, Usage: "fault: delete node and entries of one topic ledger"},
+				&cli.BoolFlag{Name: fxLoseEntriesOnly, Usage: "fault: delete the entries (keep the node) of another topic ledger"},
+				&cli.BoolFlag{Name: fxOrphanLedger, Usage: "fault: add a schema ledger and a topic ledger that nothing references"},
+				&cli.BoolFlag{Name: fxCorruptCrc, Usage: "fault: flip one payload byte of an entry that has a checksum"},
+				&cli.IntFlag{Name: fxDeleteSchemaHistory, Usage: "fault: the broker deleted N topics' schema histories (locator and version ledgers gone, messages kept)"},
+				&cli.IntFlag{Name: fxResetSchemaHistory, Usage: "fault: N more topics' histories deleted, then a different schema registered as a new version 0, with new messages using it"},
 				// Bookie dirs (fixtures/bookie.go).
-				&cli.IntFlag{Name: "bookies", Usage: "also write the entries as N bookie dirs under OUT/bookies (entry logs, journals; 5 gives one dir per ensemble member)"},
-				&cli.IntFlag{Name: "bookie-logs", Usage: "entry logs per bookie, the newest left unclosed (default 3)"},
-				&cli.IntFlag{Name: "bookie-journal-only", Usage: "newest entries per bookie only in the journal, after lastMark (default 2, -1 none)"},
-				&cli.BoolFlag{Name: "bookie-cut-log", Usage: "bookie fault: bookie-1's newest entry log ends inside an entry"},
-				&cli.BoolFlag{Name: "bookie-unclosed-log", Usage: "bookie fault: bookie-1's oldest entry log left unclosed (no ledgers map)"},
-				&cli.BoolFlag{Name: "bookie-flip-byte", Usage: "bookie fault: flip a payload byte of one replica on bookie-1"},
-				&cli.BoolFlag{Name: "bookie-missing", Usage: "bookie fault: do not write bookie-N"},
+				&cli.IntFlag{Name: fxBookies, Usage: "also write the entries as N bookie dirs under OUT/bookies (entry logs, journals; 5 gives one dir per ensemble member)"},
+				&cli.IntFlag{Name: fxBookieLogs, Usage: "entry logs per bookie, the newest left unclosed (default 3)"},
+				&cli.IntFlag{Name: fxBookieJournalOnly, Usage: "newest entries per bookie only in the journal, after lastMark (default 2, -1 none)"},
+				&cli.BoolFlag{Name: fxBookieCutLog, Usage: "bookie fault: bookie-1's newest entry log ends inside an entry"},
+				&cli.BoolFlag{Name: fxBookieUnclosedLog, Usage: "bookie fault: bookie-1's oldest entry log left unclosed (no ledgers map)"},
+				&cli.BoolFlag{Name: fxBookieFlipByte, Usage: "bookie fault: flip a payload byte of one replica on bookie-1"},
+				&cli.BoolFlag{Name: fxBookieMissing, Usage: "bookie fault: do not write bookie-N"},
 			},
 			Action: e.fixturesGenerate,
 		}},
 	}
 }
 
+// fixtures generate's flags.
+const (
+	fxSeed                = "seed"
+	fxTopics              = "topics"
+	fxPartitions          = "partitions"
+	fxLedgersPerTopic     = "ledgers-per-topic"
+	fxEntries             = "entries"
+	fxMaxBatch            = "max-batch"
+	fxFirstEntryIndex     = "first-entry-index"
+	fxLoseSchemaLedgers   = "lose-schema-ledgers"
+	fxLoseSchemaEntries   = "lose-schema-entries"
+	fxLoseTopicLedger     = "lose-topic-ledger"
+	fxLoseEntriesOnly     = "lose-entries-only"
+	fxOrphanLedger        = "orphan-ledger"
+	fxCorruptCrc          = "corrupt-crc"
+	fxDeleteSchemaHistory = "delete-schema-history"
+	fxResetSchemaHistory  = "reset-schema-history"
+	fxBookies             = "bookies"
+	fxBookieLogs          = "bookie-logs"
+	fxBookieJournalOnly   = "bookie-journal-only"
+	fxBookieCutLog        = "bookie-cut-log"
+	fxBookieUnclosedLog   = "bookie-unclosed-log"
+	fxBookieFlipByte      = "bookie-flip-byte"
+	fxBookieMissing       = "bookie-missing"
+)
+
+// fixturesOptions are fixtures generate's flags.
+type fixturesOptions struct {
+	Out     string
+	Cluster fixtures.Options
+	Bookies fixtures.BookieOptions // Bookies 0: no bookie dirs
+}
+
+func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
+	o := fixturesOptions{Out: c.String(flagOut),
+		Cluster: fixtures.Options{
+			Seed:                c.Uint64(fxSeed),
+			Topics:              c.Int(fxTopics),
+			Partitions:          c.Int(fxPartitions),
+			LedgersPerTopic:     c.Int(fxLedgersPerTopic),
+			EntriesPerLedger:    c.Int(fxEntries),
+			MaxBatchSize:        c.Int(fxMaxBatch),
+			WithFirstEntryIndex: c.Bool(fxFirstEntryIndex),
+			IndexKey:            indexKeyOf(c),
+			LoseSchemaLedgers:   c.Int(fxLoseSchemaLedgers),
+			LoseSchemaEntries:   c.Int(fxLoseSchemaEntries),
+			LoseTopicLedger:     c.Bool(fxLoseTopicLedger),
+			LoseEntriesOnly:     c.Bool(fxLoseEntriesOnly),
+			OrphanLedger:        c.Bool(fxOrphanLedger),
+			CorruptCRC:          c.Bool(fxCorruptCrc),
+			DeleteSchemaHistory: c.Int(fxDeleteSchemaHistory),
+			ResetSchemaHistory:  c.Int(fxResetSchemaHistory),
+		},
+		Bookies: fixtures.BookieOptions{
+			Bookies:       c.Int(fxBookies),
+			LogsPerBookie: c.Int(fxBookieLogs),
+			JournalOnly:   c.Int(fxBookieJournalOnly),
+			CutLog:        c.Bool(fxBookieCutLog),
+			UnclosedLog:   c.Bool(fxBookieUnclosedLog),
+			FlipByte:      c.Bool(fxBookieFlipByte),
+			MissingBookie: c.Bool(fxBookieMissing),
+		},
+	}
+	if err := checkEmptyDir(o.Out); err != nil {
+		return o, err
+	}
+	if err := fixtures.CheckOptions(o.Cluster); err != nil {
+		return o, report.BadInput(err)
+	}
+	return o, nil
+}
+
 func (e *env) fixturesGenerate(c *cli.Context) error {
-	out := c.String("out")
-	if err := checkEmptyDir(out); err != nil {
+	o, err := parseFixturesOptions(c)
+	if err != nil {
 		return err
 	}
-	opts := fixtures.Options{
-		Seed:                c.Uint64("seed"),
-		Topics:              c.Int("topics"),
-		Partitions:          c.Int("partitions"),
-		LedgersPerTopic:     c.Int("ledgers-per-topic"),
-		EntriesPerLedger:    c.Int("entries"),
-		MaxBatchSize:        c.Int("max-batch"),
-		WithFirstEntryIndex: c.Bool("first-entry-index"),
-		IndexKey:            c.String("index-key"),
-		LoseSchemaLedgers:   c.Int("lose-schema-ledgers"),
-		LoseSchemaEntries:   c.Int("lose-schema-entries"),
-		LoseTopicLedger:     c.Bool("lose-topic-ledger"),
-		LoseEntriesOnly:     c.Bool("lose-entries-only"),
-		OrphanLedger:        c.Bool("orphan-ledger"),
-		CorruptCRC:          c.Bool("corrupt-crc"),
-		DeleteSchemaHistory: c.Int("delete-schema-history"),
-		ResetSchemaHistory:  c.Int("reset-schema-history"),
-	}
-	if err := fixtures.CheckOptions(opts); err != nil {
-		return report.BadInput(err)
-	}
-	m, err := fixtures.Generate(c.Context, out, opts, e.progress(c))
+	out := o.Out
+	m, err := fixtures.Generate(c.Context, out, o.Cluster, e.progress(c))
 	if err != nil {
 		return report.CannotOpen(err)
 	}
 	doc := fixturesDocument(out, m)
-	if c.Int("bookies") > 0 {
-		if err := writeFixtureBookies(c, out, doc); err != nil {
+	if o.Bookies.Bookies > 0 {
+		if err := writeFixtureBookies(c, out, o.Bookies, doc); err != nil {
 			return err
 		}
 	}
-	if c.IsSet("metadata") {
+	if c.IsSet(flagMetadata) {
 		note, err := e.loadFixture(c, out)
 		if err != nil {
 			return err
@@ -107,23 +159,14 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 	return e.print(c, doc)
 }
 
-// writeFixtureBookies writes the fixture's entries as bookie dirs (--bookies).
-func writeFixtureBookies(c *cli.Context, out string, doc *report.Document) error {
+func writeFixtureBookies(c *cli.Context, out string, opts fixtures.BookieOptions, doc *report.Document) error {
 	dir := filepath.Join(out, "bookies")
-	bm, err := fixtures.WriteBookies(c.Context, out, dir, fixtures.BookieOptions{
-		Bookies:       c.Int("bookies"),
-		LogsPerBookie: c.Int("bookie-logs"),
-		JournalOnly:   c.Int("bookie-journal-only"),
-		CutLog:        c.Bool("bookie-cut-log"),
-		UnclosedLog:   c.Bool("bookie-unclosed-log"),
-		FlipByte:      c.Bool("bookie-flip-byte"),
-		MissingBookie: c.Bool("bookie-missing"),
-	})
+	bm, err := fixtures.WriteBookies(c.Context, out, dir, opts)
 	if err != nil {
 		return report.CannotOpen(err)
 	}
 	doc.Note("bookie dirs: %s/bookie-1..%d (%d replicas of %d entries, %d bookie faults); manifest %s",
-		dir, c.Int("bookies"), bm.Replicas, bm.Entries, len(bm.Faults), filepath.Join(dir, fixtures.BookieManifestFile))
+		dir, opts.Bookies, bm.Replicas, bm.Entries, len(bm.Faults), filepath.Join(dir, fixtures.BookieManifestFile))
 	return nil
 }
 
@@ -150,43 +193,67 @@ func checkEmptyDir(dir string) error {
 }
 
 func fixturesDocument(dir string, m *fixtures.Manifest) *report.Document {
-	summary := report.NewTable("summary", "Generated "+dir, "WHAT", "what", "COUNT", "count")
 	t := m.Totals
-	summary.Add("topics", t.Topics)
-	summary.Add("managed ledgers", t.ManagedLedgers)
-	summary.Add("topic ledgers", t.TopicLedgers)
-	summary.Add("entries", t.Entries)
-	summary.Add("messages", t.Messages)
-	summary.Add("schema keys", t.SchemaKeys)
-	summary.Add("schema versions", t.SchemaVersions)
-	summary.Add("faults", t.Faults)
-	summary.Add("orphan ledgers", t.Orphans)
-
-	faults := report.NewTable("faults", "Faults", "KIND", "kind", "LEDGER", "ledger", "ENTRIES", "entries",
-		"WHERE", "where", "NODE LOST", "node_lost")
+	summary := []fixtureCount{
+		{"topics", int64(t.Topics)}, {"managed ledgers", int64(t.ManagedLedgers)}, {"topic ledgers", int64(t.TopicLedgers)},
+		{"entries", t.Entries}, {"messages", t.Messages}, {"schema keys", int64(t.SchemaKeys)},
+		{"schema versions", int64(t.SchemaVersions)}, {"faults", int64(t.Faults)}, {"orphan ledgers", int64(t.Orphans)},
+	}
+	var faults []fixtureFault
 	for _, f := range m.Faults {
-		where := f.ManagedLedgerPath
+		row := fixtureFault{Kind: f.Kind, Ledger: f.Ledger, FirstEntry: f.FirstEntry, LastEntry: f.LastEntry,
+			Entries: entryRange(f.FirstEntry, f.LastEntry), Where: f.ManagedLedgerPath, NodeLost: f.NodeLost,
+			ManagedLedgerPath: f.ManagedLedgerPath, LocatorPath: f.LocatorPath, SchemaVersion: f.Version, Tombstone: f.Deleted}
 		if f.SchemaKey != "" {
-			where = fmt.Sprintf("%s version %d", f.LocatorPath, *f.Version)
+			row.Where = fmt.Sprintf("%s version %d", f.LocatorPath, *f.Version)
 			if f.Deleted {
-				where += " (tombstone)"
+				row.Where += " (tombstone)"
 			}
 		}
-		entries := fmt.Sprintf("%d-%d", f.FirstEntry, f.LastEntry)
-		if f.FirstEntry == f.LastEntry {
-			entries = fmt.Sprint(f.FirstEntry)
-		}
-		faults.Add(f.Kind, f.Ledger, entries, where, f.NodeLost)
+		faults = append(faults, row)
 	}
 	for _, o := range m.Orphans {
-		where := "managed ledger " + o.ManagedLedger
+		row := fixtureFault{Kind: "orphan-ledger", Ledger: o.Ledger, FirstEntry: 0, LastEntry: o.Entries - 1,
+			Entries: entryRange(0, o.Entries-1), Where: "managed ledger " + o.ManagedLedger, ManagedLedger: o.ManagedLedger}
 		if o.Kind == fixtures.OrphanSchema {
-			where = fmt.Sprintf("schema %s version %d", o.SchemaKey, *o.Version)
+			row.Where = fmt.Sprintf("schema %s version %d", o.SchemaKey, *o.Version)
+			row.ManagedLedger, row.SchemaKey, row.SchemaVersion = "", o.SchemaKey, o.Version
 		}
-		faults.Add("orphan-ledger", o.Ledger, fmt.Sprintf("0-%d", o.Entries-1), where, false)
+		faults = append(faults, row)
 	}
 	doc := &report.Document{}
-	doc.Add(summary, faults)
+	doc.Add(report.Rows("summary", "Generated "+dir, summary), report.Rows("faults", "Faults", faults))
 	doc.Note("manifest: %s", fixtures.ManifestPath(dir))
 	return doc
+}
+
+// fixtureCount is one total of a generated cluster.
+type fixtureCount struct {
+	What  string `json:"what" table:"WHAT"`
+	Count int64  `json:"count" table:"COUNT"`
+}
+
+// fixtureFault is one injected fault (or orphan ledger) of a generated cluster.
+type fixtureFault struct {
+	Kind              string `json:"kind" table:"KIND"`
+	Ledger            int64  `json:"ledger_id" table:"LEDGER"`
+	Entries           string `json:"-" table:"ENTRIES"`
+	FirstEntry        int64  `json:"first_entry_id"`
+	LastEntry         int64  `json:"last_entry_id"`
+	Where             string `json:"-" table:"WHERE"`
+	NodeLost          bool   `json:"node_lost" table:"NODE LOST"`
+	ManagedLedgerPath string `json:"managed_ledger_path,omitempty"`
+	ManagedLedger     string `json:"managed_ledger,omitempty"`
+	LocatorPath       string `json:"locator_path,omitempty"`
+	SchemaKey         string `json:"schema_key,omitempty"`
+	SchemaVersion     *int64 `json:"schema_version,omitempty"`
+	Tombstone         bool   `json:"tombstone,omitempty"`
+}
+
+// entryRange is "first-last", or one id.
+func entryRange(first, last int64) string {
+	if first == last {
+		return fmt.Sprint(first)
+	}
+	return fmt.Sprintf("%d-%d", first, last)
 }

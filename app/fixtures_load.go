@@ -15,7 +15,7 @@ import (
 // with `-d OUT --metadata URL`. Nodes that already exist there are never
 // overwritten: the load fails instead.
 func (e *env) loadFixture(c *cli.Context, out string) (string, error) {
-	u, err := store.ParseMetadataURL(c.String("metadata"))
+	u, err := store.ParseMetadataURL(c.String(flagMetadata))
 	if err != nil {
 		return "", report.BadInput(err)
 	}

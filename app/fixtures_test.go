@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
@@ -17,7 +19,7 @@ func TestFixturesGenerateCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	schemaidGolden(t, "fixtures/generate.txt", strings.ReplaceAll(stdout, out, "DIR"))
+	golden.CheckString(t, filepath.Join("testdata", "fixtures", "generate.txt"), strings.ReplaceAll(stdout, out, "DIR"))
 	m, err := fixtures.LoadManifest(out)
 	if err != nil {
 		t.Fatal(err)

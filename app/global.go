@@ -17,7 +17,7 @@ import (
 // -d D`). Each call returns new flag values: urfave keeps per-flag state.
 func globalFlags() []cli.Flag {
 	return append([]cli.Flag{
-		&cli.StringFlag{Name: "data-dir", Aliases: []string{"d"}, EnvVars: []string{"LEDGERMEDIC_DATA_DIR"},
+		&cli.StringFlag{Name: flagDataDir, Aliases: []string{"d"}, EnvVars: []string{"LEDGERMEDIC_DATA_DIR"},
 			Usage: "the data dir (holds metadata/, ledgers/ and the write journal)"},
 		&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Value: string(report.FormatTable),
 			Usage: "output format: table (fits the terminal), wide (every cell whole), json (one document), jsonl (one object per row)"},

@@ -22,53 +22,67 @@ func (e *env) importCommand() *cli.Command {
 			"  ledgermedic --metadata zk://zk1:2181/pulsar import --out /incident/copy\n" +
 			"  ledgermedic --metadata zk-data:/var/lib/zookeeper --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Required: true, Usage: "new data dir to create (must not exist or be empty)"},
-			&cli.StringFlag{Name: "prefix", Usage: "copy only the nodes whose path starts with this (e.g. /schemas)"},
-			&cli.BoolFlag{Name: "copy-ledgers", Usage: "copy the ledger store's entries too (default: only when --ledgers is given)"},
+			&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
+			&cli.StringFlag{Name: flagPrefix, Usage: "copy only the nodes whose path starts with this (e.g. /schemas)"},
+			&cli.BoolFlag{Name: flagCopyLedgers, Usage: "copy the ledger store's entries too (default: only when --ledgers is given)"},
 		},
 		Action: e.importStores,
 	}
 }
 
-func (e *env) importStores(c *cli.Context) error {
-	if !c.IsSet("metadata") && !c.IsSet("ledgers") && c.String("data-dir") == "" {
-		return report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
+// import's own flags.
+const (
+	flagPrefix      = "prefix"
+	flagCopyLedgers = "copy-ledgers"
+)
+
+// importOptions are import's flags (the stores it reads are the global store flags).
+type importOptions struct {
+	Out         string
+	Prefix      string
+	CopyLedgers bool // entries too: --copy-ledgers, or --ledgers given
+}
+
+func parseImportOptions(c *cli.Context) (importOptions, error) {
+	if !c.IsSet(flagMetadata) && !c.IsSet(flagLedgers) && c.String(flagDataDir) == "" {
+		return importOptions{}, report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
 	}
-	out := c.String("out")
-	if err := checkEmptyDir(out); err != nil {
+	o := importOptions{Out: c.String(flagOut), Prefix: c.String(flagPrefix),
+		CopyLedgers: c.IsSet(flagLedgers) || c.Bool(flagCopyLedgers)}
+	return o, checkEmptyDir(o.Out)
+}
+
+func (e *env) importStores(c *cli.Context) error {
+	o, err := parseImportOptions(c)
+	if err != nil {
 		return err
 	}
+	out, copyLedgers := o.Out, o.CopyLedgers
 	src, err := e.openReadOnly(c)
 	if err != nil {
 		return err
 	}
 	defer src.Close()
-	copyLedgers := c.IsSet("ledgers") || c.Bool("copy-ledgers")
 	bar := e.progress(c)
 	bar.Start("import", 0)
 	var last int64
 	rec, err := store.Import(c.Context, src, out, store.ImportOptions{
-		Prefix: c.String("prefix"), CopyLedgers: copyLedgers,
+		Prefix: o.Prefix, CopyLedgers: copyLedgers,
 		Progress: func(nodes, entries int64) { bar.Add(nodes + entries - last); last = nodes + entries },
 	})
 	bar.Done()
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	t := report.NewTable("sources", "Imported into "+out, "STORE", "kind", "URL", "url", "ZXID", "zxid",
-		"REVISION", "revision", "AS OF", "as_of")
-	for _, s := range rec.Sources {
-		var asOf any
-		if !s.AsOf.IsZero() {
-			asOf = s.AsOf.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		}
-		t.Add(s.Kind, s.URL, optionalInt(s.Zxid), optionalInt(s.Revision), asOf)
+	sources := make([]importSource, len(rec.Sources))
+	for i, s := range rec.Sources {
+		sources[i] = importSource{Kind: s.Kind, URL: s.URL, Zxid: optionalInt(s.Zxid), Revision: optionalInt(s.Revision),
+			AsOf: report.At(s.AsOf)}
 	}
-	totals := report.NewTable("totals", "Copied", "NODES", "nodes", "NODE BYTES", "node_bytes",
-		"LEDGERS", "ledgers", "ENTRIES", "entries")
-	totals.Add(rec.Nodes, rec.NodeBytes, rec.Ledgers, rec.Entries)
 	doc := &report.Document{}
-	doc.Add(t, totals)
+	doc.Add(report.Rows("sources", "Imported into "+out, sources),
+		report.Rows("totals", "Copied", []importTotals{{Nodes: rec.Nodes, NodeBytes: rec.NodeBytes, Ledgers: rec.Ledgers,
+			Entries: rec.Entries, LedgersCopied: rec.LedgersCopied}}))
 	if !copyLedgers {
 		doc.Note("entries were not copied (give --ledgers bookie:DIR... or --copy-ledgers); %s/ledgers is empty", out)
 	}
@@ -76,24 +90,69 @@ func (e *env) importStores(c *cli.Context) error {
 	return e.print(c, doc)
 }
 
-func optionalInt(v int64) any {
+// importSource is one store an import read.
+type importSource struct {
+	Kind     string      `json:"kind" table:"STORE"`
+	URL      string      `json:"url" table:"URL"`
+	Zxid     *int64      `json:"zxid,omitempty" table:"ZXID"`
+	Revision *int64      `json:"revision,omitempty" table:"REVISION"`
+	AsOf     report.Time `json:"as_of,omitzero" table:"AS OF"`
+}
+
+// importTotals is what an import copied.
+type importTotals struct {
+	Nodes         int64 `json:"nodes" table:"NODES"`
+	NodeBytes     int64 `json:"node_bytes" table:"NODE BYTES"`
+	Ledgers       int64 `json:"ledgers" table:"LEDGERS"`
+	Entries       int64 `json:"entries" table:"ENTRIES"`
+	LedgersCopied bool  `json:"ledgers_copied"`
+}
+
+// optionalInt is absent (nil) for 0, the value a store leaves unset.
+func optionalInt(v int64) *int64 {
 	if v == 0 {
 		return nil
 	}
-	return v
+	return &v
+}
+
+// pushStep is one item of a push dry run.
+type pushStep struct {
+	Kind          mutate.ItemKind `json:"kind" table:"KIND"`
+	Path          string          `json:"path" table:"PATH"`
+	ExpectVersion uint64          `json:"expect_version" table:"EXPECT VERSION"`
+	Bytes         int             `json:"bytes" table:"BYTES"`
 }
 
 // journalPush replays a committed run of the working copy onto another metadata store.
+// pushOptions are journal push's argument and flags.
+type pushOptions struct {
+	Run   string // an id, a prefix, or last
+	Apply bool
+}
+
+func parsePushOptions(c *cli.Context) (pushOptions, error) {
+	run, err := oneArg(c, "RUN")
+	if err != nil {
+		return pushOptions{}, err
+	}
+	if !c.IsSet(flagMetadata) {
+		return pushOptions{}, report.BadInputf("journal push: --metadata URL names the store to push to (zk://... or etcd://...)")
+	}
+	return pushOptions{Run: run, Apply: c.Bool(flagApply)}, nil
+}
+
 func (e *env) journalPush(c *cli.Context) error {
-	runID, err := oneArg(c, "RUN")
+	o, err := parsePushOptions(c)
 	if err != nil {
 		return err
 	}
-	if !c.IsSet("metadata") {
-		return report.BadInputf("journal push: --metadata URL names the store to push to (zk://... or etcd://...)")
-	}
+	runID := o.Run
 	p, err := dataDirPath(c)
 	if err != nil {
+		return err
+	}
+	if runID, err = resolveRun(p, runID); err != nil { // an id, a unique prefix, or last
 		return err
 	}
 	rec, err := mutate.Show(mutate.JournalDir(p), runID)
@@ -103,7 +162,7 @@ func (e *env) journalPush(c *cli.Context) error {
 	if rec.MetadataStore != "" {
 		return report.BadInputf("journal push: run %s was applied to %s, not to this data dir's own metadata store", runID, rec.MetadataStore)
 	}
-	apply := c.Bool("apply")
+	apply := o.Apply
 	dd, err := e.openStores(c, !apply)
 	if err != nil {
 		return err
@@ -119,14 +178,13 @@ func (e *env) journalPush(c *cli.Context) error {
 		return journalError(err)
 	}
 	plan.Args = commandLine(c)
-	doc := &report.Document{}
+	doc := &report.Document{Extra: map[string]any{"dry_run": !apply}}
 	if !apply {
-		t := report.NewTable("plan", "Push plan for "+dd.Sources[0].URL+" (dry run: nothing written)",
-			"KIND", "kind", "PATH", "path", "EXPECT VERSION", "expect_version", "BYTES", "bytes")
-		for _, it := range plan.Items {
-			t.Add(string(it.Kind), it.Path, it.Expect, len(it.After))
+		steps := make([]pushStep, len(plan.Items))
+		for i, it := range plan.Items {
+			steps[i] = pushStep{Kind: it.Kind, Path: it.Path, ExpectVersion: it.Expect, Bytes: len(it.After)}
 		}
-		doc.Add(t)
+		doc.Add(report.Rows("plan", "Push plan for "+dd.Sources[0].URL+" (dry run: nothing written)", steps))
 		for _, n := range plan.Notes {
 			doc.Note("%s", n)
 		}

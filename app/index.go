@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -46,48 +45,71 @@ func (e *env) indexBackfillCommand() *cli.Command {
 			"`ledgermedic journal undo RUN`). An interrupted run resumes by running it again: ledgers done\n" +
 			"already have the property. See docs/runbook-backfill.md.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{
-			&cli.StringSliceFlag{Name: "topic", Usage: "topic to back-fill (repeatable; a partitioned topic means all its partitions); default: every topic"},
+			&cli.StringSliceFlag{Name: flagTopic, Usage: "topic to back-fill (repeatable; a partitioned topic means all its partitions); default: every topic"},
 			indexKeyFlag(),
-			&cli.BoolFlag{Name: "apply", Usage: "write the plan (without it nothing is written)"},
-			&cli.IntFlag{Name: "workers", Value: 4, Usage: "parallel entry reads"},
-			&cli.Float64Flag{Name: "rate", Usage: "at most N ledgers read per second (0: no limit)"},
-			&cli.BoolFlag{Name: "verify", Usage: "also read every ledger's last entry, re-check existing values and check continuity"},
-			&cli.BoolFlag{Name: "force", Usage: "overwrite existing values that disagree with entry 0"},
-			&cli.IntFlag{Name: "batch", Value: 100, Usage: "topics per journaled run"},
-			&cli.IntFlag{Name: "batch-ledgers", Value: 10000, Usage: "ledgers per journaled run (a topic is never split)"},
-			&cli.StringFlag{Name: "backup", Usage: "write a metadata backup to FILE (must not exist) before the first batch"},
-			&cli.StringFlag{Name: "shard", Usage: "I/N: only the topics whose managed-ledger path hashes to shard I of N, " +
+			&cli.BoolFlag{Name: flagApply, Usage: "write the plan (without it nothing is written)"},
+			&cli.IntFlag{Name: flagWorkers, Value: 4, Usage: "parallel entry reads"},
+			&cli.Float64Flag{Name: flagRate, Usage: "at most N ledgers read per second (0: no limit)"},
+			&cli.BoolFlag{Name: flagVerify, Usage: "also read every ledger's last entry, re-check existing values and check continuity"},
+			&cli.BoolFlag{Name: flagForce, Usage: "overwrite existing values that disagree with entry 0"},
+			&cli.IntFlag{Name: flagBatch, Value: 100, Usage: "topics per journaled run"},
+			&cli.IntFlag{Name: flagBatchLedgers, Value: 10000, Usage: "ledgers per journaled run (a topic is never split)"},
+			&cli.StringFlag{Name: flagBackup, Usage: "write a metadata backup to FILE (must not exist) before the first batch"},
+			&cli.StringFlag{Name: flagShard, Usage: "I/N: only the topics whose managed-ledger path hashes to shard I of N, " +
 				"so N processes (on N machines, against one live store) split the cluster; overlaps are caught by compare-and-set"},
 		},
 		Action: e.indexBackfill,
 	}
 }
 
-func (e *env) indexBackfill(c *cli.Context) error {
-	if c.Int("workers") < 1 || c.Int("batch") < 1 || c.Int("batch-ledgers") < 1 || c.Float64("rate") < 0 {
-		return report.BadInputf("--workers, --batch and --batch-ledgers must be at least 1 and --rate not negative")
+// The index commands' own flags.
+const (
+	flagRate         = "rate"
+	flagVerify       = "verify"
+	flagBatch        = "batch"
+	flagBatchLedgers = "batch-ledgers"
+	flagShard        = "shard"
+	flagLegacy       = "legacy"
+	flagCompare      = "compare"
+)
+
+// backfillOptions are index backfill's flags (Paths and Progress are filled
+// once the stores are open).
+type backfillOptions struct {
+	Topics []string
+	index.BackfillOptions
+}
+
+func parseBackfillOptions(c *cli.Context) (backfillOptions, error) {
+	o := backfillOptions{Topics: c.StringSlice(flagTopic), BackfillOptions: index.BackfillOptions{
+		Key: indexKeyOf(c), Apply: c.Bool(flagApply), Workers: c.Int(flagWorkers), Rate: c.Float64(flagRate),
+		Verify: c.Bool(flagVerify), Force: c.Bool(flagForce), BatchTopics: c.Int(flagBatch),
+		BatchLedgers: c.Int(flagBatchLedgers), Backup: c.String(flagBackup)}}
+	if o.Workers < 1 || o.BatchTopics < 1 || o.BatchLedgers < 1 || o.Rate < 0 {
+		return o, report.BadInputf("--workers, --batch and --batch-ledgers must be at least 1 and --rate not negative")
 	}
-	if c.String("index-key") == "" {
-		return report.BadInputf("--index-key must not be empty")
+	if o.Key == "" {
+		return o, report.BadInputf("--index-key must not be empty")
 	}
-	var shard index.Shard
-	if c.IsSet("shard") {
+	if c.IsSet(flagShard) {
 		var err error
-		if shard, err = index.ParseShard(c.String("shard")); err != nil {
-			return report.BadInput(err)
+		if o.Shard, err = index.ParseShard(c.String(flagShard)); err != nil {
+			return o, report.BadInput(err)
 		}
 	}
-	backup := c.String("backup")
-	if backup != "" {
-		if !c.Bool("apply") {
-			return report.BadInputf("--backup is only useful with --apply")
-		}
-		if _, err := os.Stat(backup); err == nil {
-			return report.BadInputf("--backup %s already exists; name a new file", backup)
-		}
+	if o.Backup != "" && !o.Apply {
+		return o, report.BadInputf("--backup is only useful with --apply")
+	}
+	return o, newBackupFile(o.Backup)
+}
+
+func (e *env) indexBackfill(c *cli.Context) error {
+	bo, err := parseBackfillOptions(c)
+	if err != nil {
+		return err
 	}
 	open := e.openReadOnly
-	if c.Bool("apply") {
+	if bo.Apply {
 		open = e.openWritable
 	}
 	dd, err := open(c)
@@ -95,24 +117,19 @@ func (e *env) indexBackfill(c *cli.Context) error {
 		return err
 	}
 	defer dd.Close()
-	paths, err := managedLedgerPaths(c.Context, dd, c.StringSlice("topic"))
+	paths, err := managedLedgerPaths(c.Context, dd, bo.Topics)
 	if err != nil {
 		return err
 	}
-	plan := report.NewTable("plan", "Planned writes", "TOPIC", "topic", "LEDGER", "ledger", "VALUE", "value",
-		"SOURCE", "source", "REPLACES", "replaces")
+	var plan []index.PlannedLedger
 	var planned int
-	opts := index.BackfillOptions{
-		Key: c.String("index-key"), Paths: paths, Apply: c.Bool("apply"),
-		Workers: c.Int("workers"), Rate: c.Float64("rate"), Verify: c.Bool("verify"), Force: c.Bool("force"),
-		BatchTopics: c.Int("batch"), BatchLedgers: c.Int("batch-ledgers"), Backup: backup, Shard: shard,
-		Progress: e.progress(c), Args: commandLine(c),
-		OnPlanned: func(p index.PlannedLedger) {
-			planned++
-			if planned <= planRowLimit {
-				plan.Add(p.Topic, p.LedgerID, p.Value, p.Source, p.Previous)
-			}
-		},
+	opts := bo.BackfillOptions
+	opts.Paths, opts.Progress, opts.Args = paths, e.progress(c), commandLine(c)
+	opts.OnPlanned = func(p index.PlannedLedger) {
+		planned++
+		if planned <= planRowLimit {
+			plan = append(plan, p)
+		}
 	}
 	res, runErr := index.Backfill(c.Context, dd, opts)
 	if res == nil {
@@ -141,37 +158,50 @@ func backfillError(err error) error {
 	return report.CannotOpen(err)
 }
 
-func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan *report.Table, planned int) *report.Document {
+// backfillSummary is the totals of a back-fill.
+type backfillSummary struct {
+	Topics  int   `json:"topics" table:"TOPICS"`
+	Ledgers int64 `json:"ledgers" table:"LEDGERS"`
+	Had     int64 `json:"had" table:"HAD"`
+	Planned int64 `json:"planned" table:"PLANNED"`
+	Written int64 `json:"written" table:"WRITTEN"`
+	Skipped int64 `json:"skipped" table:"SKIPPED"`
+	Runs    int   `json:"runs" table:"RUNS"`
+}
+
+// skipReason is how many ledgers a back-fill skipped for one reason.
+type skipReason struct {
+	Reason  string `json:"reason" table:"REASON"`
+	Ledgers int64  `json:"ledgers" table:"LEDGERS"`
+}
+
+func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, plan []index.PlannedLedger, planned int) *report.Document {
 	doc := &report.Document{Findings: res.Findings}
 	var skipped int64
 	for _, n := range res.Skipped {
 		skipped += n
 	}
-	sum := report.NewTable("summary", "Back-fill of "+opts.Key, "TOPICS", "topics", "LEDGERS", "ledgers", "HAD", "had",
-		"PLANNED", "planned", "WRITTEN", "written", "SKIPPED", "skipped", "RUNS", "runs")
-	sum.Add(len(res.Topics), res.Ledgers, res.Had, res.Planned, res.Written, skipped, len(res.Runs))
-	doc.Add(sum)
+	doc.Add(report.Rows("summary", "Back-fill of "+opts.Key, []backfillSummary{{Topics: len(res.Topics),
+		Ledgers: res.Ledgers, Had: res.Had, Planned: res.Planned, Written: res.Written, Skipped: skipped, Runs: len(res.Runs)}}))
 
-	topics := report.NewTable("topics", "Topics with work or skips", "TOPIC", "topic", "ENCODING", "encoding",
-		"LEDGERS", "ledgers", "HAD", "had", "PLANNED", "planned", "INFERRED", "inferred", "WRITTEN", "written",
-		"SKIPPED", "skipped", "RUN", "run_id")
+	topics := []index.TopicResult{}
 	complete := 0
 	for _, t := range res.Topics {
 		if t.Planned == 0 && t.Skipped == 0 {
 			complete++
 			continue
 		}
-		topics.Add(t.Topic, t.Encoding, t.Ledgers, t.Had, t.Planned, t.Inferred, t.Written, t.Skipped, t.RunID)
+		topics = append(topics, t)
 	}
-	doc.Add(topics)
+	doc.Add(report.Rows("topics", "Topics with work or skips", topics))
 
-	reasons := report.NewTable("skipped", "Ledgers skipped, by reason", "REASON", "reason", "LEDGERS", "ledgers")
+	reasons := []skipReason{}
 	for _, r := range res.SkippedReasons() {
-		reasons.Add(r, res.Skipped[r])
+		reasons = append(reasons, skipReason{r, res.Skipped[r]})
 	}
-	doc.Add(reasons)
+	doc.Add(report.Rows("skipped", "Ledgers skipped, by reason", reasons))
 	if !opts.Apply {
-		doc.Add(plan)
+		doc.Add(report.Rows("plan", "Planned writes", plan))
 		if planned > planRowLimit {
 			doc.Note("the plan lists the first %d of %d writes", planRowLimit, planned)
 		}
@@ -193,7 +223,7 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	if res.Interrupted {
 		doc.Note("interrupted: run the same command again to resume")
 	}
-	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted}
+	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply}
 	return doc
 }
 
@@ -256,39 +286,52 @@ func (e *env) indexFindCommand() *cli.Command {
 			"Exit 0 when an entry was found; 1 when the target is past the end, in an offloaded or a lost ledger.\n\n" +
 			exitCodesHelp,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topic", Required: true, Usage: "topic (a partition, for partitioned topics)"},
-			&cli.Int64Flag{Name: "offset", Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
-			&cli.StringFlag{Name: "time", Usage: "time to find: RFC 3339 (2024-06-10T06:13:20Z), epoch with its unit " +
+			&cli.StringFlag{Name: flagTopic, Required: true, Usage: "topic (a partition, for partitioned topics)"},
+			&cli.Int64Flag{Name: flagOffset, Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
+			&cli.StringFlag{Name: flagTime, Usage: "time to find: RFC 3339 (2024-06-10T06:13:20Z), epoch with its unit " +
 				"(1718000000s, 1718000000000ms) or relative to now (-1h); a bare number is refused as ambiguous"},
 			indexKeyFlag(),
-			&cli.BoolFlag{Name: "legacy", Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
-			&cli.BoolFlag{Name: "compare", Usage: "run the indexed and the legacy search and print both costs"},
+			&cli.BoolFlag{Name: flagLegacy, Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
+			&cli.BoolFlag{Name: flagCompare, Usage: "run the indexed and the legacy search and print both costs"},
 		},
 		Action: e.indexFind,
 	}
 }
 
+// findOptions are index find's flags.
+type findOptions struct {
+	Topic    formats.TopicName
+	ByOffset bool  // else by time
+	Target   int64 // the offset, or the time in epoch ms
+	IndexKey string
+	Legacy   bool
+	Compare  bool
+}
+
+func parseFindOptions(c *cli.Context) (findOptions, error) {
+	o := findOptions{ByOffset: c.IsSet(flagOffset), IndexKey: indexKeyOf(c), Legacy: c.Bool(flagLegacy),
+		Compare: c.Bool(flagCompare)}
+	if o.ByOffset == c.IsSet(flagTime) {
+		return o, report.BadInputf("give exactly one of --offset and --time")
+	}
+	var err error
+	if o.ByOffset {
+		if o.Target = c.Int64(flagOffset); o.Target < 0 {
+			return o, report.BadInputf("--offset %d: offsets are not negative", o.Target)
+		}
+	} else if o.Target, err = parseTimeArg(c.String(flagTime), time.Now()); err != nil {
+		return o, err
+	}
+	o.Topic, err = topicArg(c.String(flagTopic))
+	return o, err
+}
+
 func (e *env) indexFind(c *cli.Context) error {
-	byOffset, byTime := c.IsSet("offset"), c.IsSet("time")
-	if byOffset == byTime {
-		return report.BadInputf("give exactly one of --offset and --time")
-	}
-	var target int64
-	if byOffset {
-		if target = c.Int64("offset"); target < 0 {
-			return report.BadInputf("--offset %d: offsets are not negative", target)
-		}
-	} else {
-		ms, err := parseTimeArg(c.String("time"), time.Now())
-		if err != nil {
-			return err
-		}
-		target = ms
-	}
-	t, err := topicArg(c.String("topic"))
+	fo, err := parseFindOptions(c)
 	if err != nil {
 		return err
 	}
+	t, byOffset, target := fo.Topic, fo.ByOffset, fo.Target
 	dd, err := e.openReadOnly(c)
 	if err != nil {
 		return err
@@ -311,14 +354,14 @@ func (e *env) indexFind(c *cli.Context) error {
 			t, node.Path, err, commandFor(c, "inspect", "node", node.Path)))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
-		opts := index.FindOptions{Key: c.String("index-key"), Legacy: legacy}
+		opts := index.FindOptions{Key: fo.IndexKey, Legacy: legacy}
 		if byOffset {
 			return index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
 		}
 		return index.FindTime(c.Context, dd.Ledgers, info, target, opts)
 	}
-	runs := []bool{c.Bool("legacy")}
-	if c.Bool("compare") {
+	runs := []bool{fo.Legacy}
+	if fo.Compare {
 		runs = []bool{false, true}
 	}
 	var answers []*index.Answer
@@ -431,36 +474,53 @@ func nonNegativeTime(s string, ms int64) (int64, error) {
 	return ms, nil
 }
 
+// findRow is one search's answer, as index find prints it.
+type findRow struct {
+	Method         string      `json:"method" table:"METHOD"`
+	ResultText     string      `json:"-" table:"RESULT"`
+	Result         string      `json:"result"` // found, offloaded, lost or past-end
+	LedgerID       int64       `json:"ledger_id" table:"LEDGER"`
+	EntryID        int64       `json:"entry_id" table:"ENTRY"` // -1 in an offloaded or lost ledger
+	BaseOffset     *int64      `json:"base_offset,omitempty" table:"BASE OFFSET"`
+	LastOffset     *int64      `json:"last_offset,omitempty" table:"LAST OFFSET"`
+	PublishTimeMs  *uint64     `json:"publish_time_ms,omitempty" table:"PUBLISH TIME"`
+	PublishTime    report.Time `json:"publish_time,omitzero"`
+	EntryReads     int         `json:"entry_reads" table:"ENTRY READS"`
+	LedgersTouched int         `json:"ledgers_touched" table:"LEDGERS READ"`
+	WallTime       string      `json:"-" table:"WALL TIME"`
+	ElapsedUs      int64       `json:"elapsed_us"`
+}
+
 func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*index.Answer) *report.Document {
 	what := fmt.Sprintf("offset %d", target)
+	extra := map[string]any{"topic": t.String(), "offset": target}
 	if !byOffset {
 		what = fmt.Sprintf("time %d (%s)", target, time.UnixMilli(target).UTC().Format(time.RFC3339Nano))
+		extra = map[string]any{"topic": t.String(), "time": report.Millis(target), "time_ms": target}
 	}
-	tbl := report.NewTable("answers", fmt.Sprintf("%s, %s", t, what),
-		"METHOD", "method", "RESULT", "result", "LEDGER", "ledger_id", "ENTRY", "entry_id",
-		"BASE OFFSET", "base_offset", "LAST OFFSET", "last_offset", "PUBLISH TIME", "publish_time",
-		"ENTRY READS", "entry_reads", "LEDGERS READ", "ledgers_touched", "WALL TIME", "wall_time")
-	doc := &report.Document{}
-	for _, a := range answers {
-		result := "found"
-		var base, last, pub any
+	doc := &report.Document{Extra: extra}
+	rows := make([]findRow, len(answers))
+	for i, a := range answers {
+		r := findRow{Method: a.Method, ResultText: "found", Result: "found", LedgerID: a.Position.LedgerID,
+			EntryID: a.Position.EntryID, EntryReads: a.EntryReads, LedgersTouched: a.LedgersTouched,
+			WallTime: a.Elapsed.Round(time.Microsecond).String(), ElapsedUs: a.Elapsed.Microseconds()}
 		switch {
 		case a.Found:
-			base, last, pub = a.Base, a.Last, a.PublishTime
+			r.BaseOffset, r.LastOffset, r.PublishTimeMs = report.Ptr(a.Base), report.Ptr(a.Last), report.Ptr(a.PublishTime)
+			r.PublishTime = report.Millis(int64(a.PublishTime))
 		case a.NotLocal:
-			result = "in offloaded ledger"
+			r.ResultText, r.Result = "in offloaded ledger", "offloaded"
 		case a.Lost:
-			result = "in lost ledger"
+			r.ResultText, r.Result = "in lost ledger", "lost"
 		case a.PastEnd:
-			result = "past the end (next position)"
+			r.ResultText, r.Result = "past the end (next position)", "past-end"
 		}
-		tbl.Add(a.Method, result, a.Position.LedgerID, a.Position.EntryID, base, last, pub,
-			a.EntryReads, a.LedgersTouched, a.Elapsed.Round(time.Microsecond).String())
+		rows[i] = r
 		for _, n := range a.Notes {
 			doc.Note("%s: %s", a.Method, n)
 		}
 	}
-	doc.Add(tbl)
+	doc.Add(report.Rows("answers", fmt.Sprintf("%s, %s", t, what), rows))
 	if len(answers) == 2 {
 		x, y := answers[0], answers[1]
 		if x.Position != y.Position || x.Found != y.Found {

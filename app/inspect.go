@@ -2,12 +2,9 @@ package app
 
 import (
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
-
-	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/urfave/cli/v2"
 
@@ -35,13 +32,13 @@ func (e *env) inspectCommand() *cli.Command {
 			{
 				Name:   "ledgers",
 				Usage:  "every LedgerInfo of a topic (all partitions of a partitioned topic) beside its node and stored entries",
-				Flags:  []cli.Flag{&cli.StringFlag{Name: "topic", Required: true, Usage: "persistent://tenant/ns/topic or tenant/ns/topic"}},
+				Flags:  []cli.Flag{&cli.StringFlag{Name: flagTopic, Required: true, Usage: "persistent://tenant/ns/topic or tenant/ns/topic"}},
 				Action: e.inspectLedgers,
 			},
 			{
 				Name:   "schemas",
 				Usage:  "every schema version of every locator (or of one topic): where it is stored and whether it is intact",
-				Flags:  []cli.Flag{&cli.StringFlag{Name: "topic", Usage: "only this topic's schema"}},
+				Flags:  []cli.Flag{&cli.StringFlag{Name: flagTopic, Usage: "only this topic's schema"}},
 				Action: e.inspectSchemas,
 			},
 			{
@@ -49,8 +46,8 @@ func (e *env) inspectCommand() *cli.Command {
 				Usage:     "decode one metadata node by what its path is (managed ledger, cursor, schema locator, ledger metadata; raw hex otherwise); exits 1 when a known kind does not decode",
 				ArgsUsage: "PATH",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "hex", Usage: "print a hex dump of the node's stored bytes (offset, hex, text) instead of decoding"},
-					&cli.BoolFlag{Name: "raw", Usage: "write the node's stored bytes to stdout exactly, nothing else"},
+					&cli.BoolFlag{Name: flagHex, Usage: "print a hex dump of the node's stored bytes (offset, hex, text) instead of decoding"},
+					&cli.BoolFlag{Name: flagRaw, Usage: "write the node's stored bytes to stdout exactly, nothing else"},
 				},
 				Action: e.inspectNode,
 			},
@@ -64,17 +61,17 @@ func (e *env) inspectCommand() *cli.Command {
 					"KEY_VALUE of those); anything else, or a schema that is lost, is shown as hex with the reason.\n" +
 					"--hex adds each entry's stored bytes as a hex dump.",
 				Flags: []cli.Flag{
-					&cli.Int64Flag{Name: "ledger", Value: -1, Usage: "ledger id"},
-					&cli.StringFlag{Name: "topic", Usage: "topic of the entries: with --offset/--time to find them, or with --ledger for --payload"},
-					&cli.Int64Flag{Name: "offset", Value: -1, Usage: "with --topic: the entry holding this broker offset (as index find)"},
-					&cli.StringFlag{Name: "time", Usage: "with --topic: the first entry at or after this time (same syntax as index find --time)"},
-					&cli.IntFlag{Name: "count", Value: 0, Usage: "with --offset/--time: also show this many following entries of the ledger"},
+					&cli.Int64Flag{Name: flagLedger, Value: -1, Usage: "ledger id"},
+					&cli.StringFlag{Name: flagTopic, Usage: "topic of the entries: with --offset/--time to find them, or with --ledger for --payload"},
+					&cli.Int64Flag{Name: flagOffset, Value: -1, Usage: "with --topic: the entry holding this broker offset (as index find)"},
+					&cli.StringFlag{Name: flagTime, Usage: "with --topic: the first entry at or after this time (same syntax as index find --time)"},
+					&cli.IntFlag{Name: flagCount, Value: 0, Usage: "with --offset/--time: also show this many following entries of the ledger"},
 					indexKeyFlag(),
-					&cli.BoolFlag{Name: "payload", Usage: "decode every message's payload with its schema version (a messages table)"},
-					&cli.BoolFlag{Name: "hex", Usage: "add each entry's stored bytes as a hex dump"},
-					&cli.Int64Flag{Name: "from", Value: 0, Usage: "first entry id"},
-					&cli.Int64Flag{Name: "to", Value: -1, Usage: "last entry id (inclusive); -1 for the end"},
-					&cli.IntFlag{Name: "limit", Value: inspect.DefaultEntriesLimit, Usage: "at most this many entries"},
+					&cli.BoolFlag{Name: flagPayload, Usage: "decode every message's payload with its schema version (a messages table)"},
+					&cli.BoolFlag{Name: flagHex, Usage: "add each entry's stored bytes as a hex dump"},
+					&cli.Int64Flag{Name: flagFromEntry, Value: 0, Usage: "first entry id"},
+					&cli.Int64Flag{Name: flagToEntry, Value: -1, Usage: "last entry id (inclusive); -1 for the end"},
+					&cli.IntFlag{Name: flagLimit, Value: inspect.DefaultEntriesLimit, Usage: "at most this many entries"},
 				},
 				Action: e.inspectEntries,
 			},
@@ -132,8 +129,9 @@ func (e *env) printTable(c *cli.Context, t *report.Table, notes ...string) error
 }
 
 func (e *env) inspectTopics(c *cli.Context) error {
+	key := indexKeyOf(c)
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		t, err := inspect.Topics(c.Context, dd, c.String("index-key"))
+		t, err := inspect.Topics(c.Context, dd, key)
 		if err != nil {
 			return err
 		}
@@ -142,7 +140,7 @@ func (e *env) inspectTopics(c *cli.Context) error {
 }
 
 func (e *env) inspectLedgers(c *cli.Context) error {
-	topic, err := topicArg(c.String("topic"))
+	topic, err := topicArg(c.String(flagTopic))
 	if err != nil {
 		return err
 	}
@@ -156,7 +154,7 @@ func (e *env) inspectLedgers(c *cli.Context) error {
 }
 
 func (e *env) inspectSchemas(c *cli.Context) error {
-	topic, err := optionalTopic(c)
+	topic, err := topicOption(c)
 	if err != nil {
 		return err
 	}
@@ -172,7 +170,7 @@ func (e *env) inspectSchemas(c *cli.Context) error {
 func (e *env) inspectNode(c *cli.Context) error {
 	// urfave stops parsing flags at PATH; take --hex/--raw after it too.
 	var args []string
-	hexOut, rawOut := c.Bool("hex"), c.Bool("raw")
+	hexOut, rawOut := c.Bool(flagHex), c.Bool(flagRaw)
 	for _, a := range c.Args().Slice() {
 		switch a {
 		case "--hex", "-hex":
@@ -200,12 +198,6 @@ func (e *env) inspectNode(c *cli.Context) error {
 		}
 		doc := &report.Document{}
 		doc.Add(t)
-		if c.Bool("json") && !undecodable {
-			// Machines get the decoded message itself, not only the flattened rows.
-			if msg, err := nodeMessageJSON(dd, path); err == nil && msg != nil {
-				doc.Extra = map[string]any{"message": msg}
-			}
-		}
 		if err := e.print(c, doc); err != nil {
 			return err
 		}
@@ -233,46 +225,94 @@ func (e *env) nodeBytes(dd *store.DataDir, path string, raw bool) error {
 	return nil
 }
 
-func (e *env) inspectEntries(c *cli.Context) error {
-	o := inspect.EntriesOptions{Ledger: c.Int64("ledger"), From: c.Int64("from"), To: c.Int64("to"), Limit: c.Int("limit")}
-	find := c.IsSet("offset") || c.IsSet("time")
+// inspect entries' own flags (and inspect node's --raw).
+const (
+	flagRaw       = "raw"
+	flagLedger    = "ledger"
+	flagOffset    = "offset"
+	flagTime      = "time"
+	flagCount     = "count"
+	flagFromEntry = "from"
+	flagToEntry   = "to"
+	flagLimit     = "limit"
+)
+
+// entriesOptions are inspect entries' flags: the entries by ledger (Entries),
+// or found by --topic with --offset or --time.
+type entriesOptions struct {
+	Entries  inspect.EntriesOptions
+	Topic    *formats.TopicName
+	Find     bool   // --offset or --time
+	ByOffset bool   // --offset (else --time)
+	Offset   int64  // --offset
+	TimeMs   int64  // --time, epoch ms
+	Count    int    // entries after the one found
+	IndexKey string // the firstEntryIndex property find uses
+	Payload  bool
+	Hex      bool
+}
+
+func parseEntriesOptions(c *cli.Context) (entriesOptions, error) {
+	o := entriesOptions{
+		Entries: inspect.EntriesOptions{Ledger: c.Int64(flagLedger), From: c.Int64(flagFromEntry), To: c.Int64(flagToEntry),
+			Limit: c.Int(flagLimit)},
+		Find: c.IsSet(flagOffset) || c.IsSet(flagTime), ByOffset: c.IsSet(flagOffset), Count: c.Int(flagCount),
+		IndexKey: indexKeyOf(c), Payload: c.Bool(flagPayload), Hex: c.Bool(flagHex),
+	}
 	switch {
-	case find && c.IsSet("offset") && c.IsSet("time"):
-		return report.BadInputf("inspect entries: give one of --offset and --time")
-	case find && (c.IsSet("ledger") || c.IsSet("from") || c.IsSet("to")):
-		return report.BadInputf("inspect entries: --offset/--time find the entry: give --topic, not --ledger/--from/--to")
-	case find && !c.IsSet("topic"):
-		return report.BadInputf("inspect entries: --offset/--time need --topic")
-	case !find && !c.IsSet("ledger"):
-		return missingFlag(c, "--ledger L (or --topic T with --offset N or --time T)")
-	case !find && c.IsSet("count"):
-		return report.BadInputf("inspect entries: --count goes with --offset/--time; with --ledger use --from/--to")
-	case c.Int("count") < 0:
-		return report.BadInputf("inspect entries: --count %d: not negative", c.Int("count"))
+	case o.Find && c.IsSet(flagOffset) && c.IsSet(flagTime):
+		return o, report.BadInputf("inspect entries: give one of --offset and --time")
+	case o.Find && (c.IsSet(flagLedger) || c.IsSet(flagFromEntry) || c.IsSet(flagToEntry)):
+		return o, report.BadInputf("inspect entries: --offset/--time find the entry: give --topic, not --ledger/--from/--to")
+	case o.Find && !c.IsSet(flagTopic):
+		return o, report.BadInputf("inspect entries: --offset/--time need --topic")
+	case !o.Find && !c.IsSet(flagLedger):
+		return o, missingFlag(c, "--ledger L (or --topic T with --offset N or --time T)")
+	case !o.Find && c.IsSet(flagCount):
+		return o, report.BadInputf("inspect entries: --count goes with --offset/--time; with --ledger use --from/--to")
+	case o.Count < 0:
+		return o, report.BadInputf("inspect entries: --count %d: not negative", o.Count)
 	}
-	var topic *formats.TopicName
-	if c.IsSet("topic") {
-		t, err := topicArg(c.String("topic"))
-		if err != nil {
-			return err
-		}
-		topic = &t
+	topic, err := topicOption(c)
+	if err != nil {
+		return o, err
 	}
-	if !find {
-		if o.Ledger < 0 {
-			return report.BadInputf("inspect entries: --ledger %d: ledger ids are not negative", o.Ledger)
+	o.Topic = topic
+	if !o.Find {
+		e := o.Entries
+		if e.Ledger < 0 {
+			return o, report.BadInputf("inspect entries: --ledger %d: ledger ids are not negative", e.Ledger)
 		}
-		if o.From < 0 || (o.To >= 0 && o.To < o.From) {
-			return report.BadInputf("inspect entries: --from %d --to %d is not a range", o.From, o.To)
+		if e.From < 0 || (e.To >= 0 && e.To < e.From) {
+			return o, report.BadInputf("inspect entries: --from %d --to %d is not a range", e.From, e.To)
 		}
 	}
-	if o.Limit < 1 {
-		return report.BadInputf("inspect entries: --limit %d: want at least 1", o.Limit)
+	if o.Entries.Limit < 1 {
+		return o, report.BadInputf("inspect entries: --limit %d: want at least 1", o.Entries.Limit)
 	}
+	switch {
+	case o.Find && o.ByOffset:
+		if o.Offset = c.Int64(flagOffset); o.Offset < 0 {
+			return o, report.BadInputf("--offset %d: offsets are not negative", o.Offset)
+		}
+	case o.Find:
+		if o.TimeMs, err = parseTimeArg(c.String(flagTime), time.Now()); err != nil {
+			return o, err
+		}
+	}
+	return o, nil
+}
+
+func (e *env) inspectEntries(c *cli.Context) error {
+	eo, err := parseEntriesOptions(c)
+	if err != nil {
+		return err
+	}
+	o, find, topic := eo.Entries, eo.Find, eo.Topic
 	return e.withDataDir(c, func(dd *store.DataDir) error {
 		var notes []string
 		if find {
-			note, err := e.findEntry(c, dd, *topic, &o)
+			note, err := e.findEntry(c, dd, eo, &o)
 			if err != nil {
 				return err
 			}
@@ -285,13 +325,13 @@ func (e *env) inspectEntries(c *cli.Context) error {
 		if more {
 			notes = append(notes, "stopped at --limit; use --from or a larger --limit for more")
 		}
-		if find && len(t.Rows) < c.Int("count")+1 {
+		if find && len(t.Rows) < eo.Count+1 {
 			notes = append(notes, fmt.Sprintf("ledger %d ends after %d of the %d entries asked for: the following entries are in the next ledger",
-				o.Ledger, len(t.Rows), c.Int("count")+1))
+				o.Ledger, len(t.Rows), eo.Count+1))
 		}
 		doc := &report.Document{Notes: notes}
 		doc.Add(t)
-		if c.Bool("payload") {
+		if eo.Payload {
 			if t.Name == "schema_entries" {
 				notes = append(notes, fmt.Sprintf("--payload: ledger %d is a schema ledger: its entries are schemas, not messages", o.Ledger))
 			} else if msgs, err := e.payloadTable(c, dd, topic, o.Ledger, t); err != nil {
@@ -301,7 +341,7 @@ func (e *env) inspectEntries(c *cli.Context) error {
 			}
 			doc.Notes = notes
 		}
-		if !c.Bool("hex") {
+		if !eo.Hex {
 			return e.print(c, doc)
 		}
 		return e.printWithHex(c, dd, doc, o.Ledger, t)
@@ -310,19 +350,10 @@ func (e *env) inspectEntries(c *cli.Context) error {
 
 // findEntry points o at the entry index find names for --offset/--time and
 // returns a note saying so; a target that no stored entry holds ends with exit 1.
-func (e *env) findEntry(c *cli.Context, dd *store.DataDir, t formats.TopicName, o *inspect.EntriesOptions) (string, error) {
-	byOffset := c.IsSet("offset")
-	var target int64
+func (e *env) findEntry(c *cli.Context, dd *store.DataDir, eo entriesOptions, o *inspect.EntriesOptions) (string, error) {
+	t, byOffset, target := *eo.Topic, eo.ByOffset, eo.TimeMs
 	if byOffset {
-		if target = c.Int64("offset"); target < 0 {
-			return "", report.BadInputf("--offset %d: offsets are not negative", target)
-		}
-	} else {
-		ms, err := parseTimeArg(c.String("time"), time.Now())
-		if err != nil {
-			return "", err
-		}
-		target = ms
+		target = eo.Offset
 	}
 	node, err := dd.Metadata.Get(t.ManagedLedgerPath())
 	switch {
@@ -337,7 +368,7 @@ func (e *env) findEntry(c *cli.Context, dd *store.DataDir, t formats.TopicName, 
 	if err != nil {
 		return "", findingsError(fmt.Errorf("%s: managed-ledger node %s does not decode: %w", t, node.Path, err))
 	}
-	opts := index.FindOptions{Key: c.String("index-key")}
+	opts := index.FindOptions{Key: eo.IndexKey}
 	var a *index.Answer
 	if byOffset {
 		a, err = index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
@@ -361,7 +392,7 @@ func (e *env) findEntry(c *cli.Context, dd *store.DataDir, t formats.TopicName, 
 	case !a.Found:
 		return "", findingsError(fmt.Errorf("%s: %s: no entry holds it", t, what))
 	}
-	o.Ledger, o.From, o.To = a.Position.LedgerID, a.Position.EntryID, a.Position.EntryID+int64(c.Int("count"))
+	o.Ledger, o.From, o.To = a.Position.LedgerID, a.Position.EntryID, a.Position.EntryID+int64(eo.Count)
 	return fmt.Sprintf("%s of %s is in entry %d:%d (index find, %s)", what, t, a.Position.LedgerID, a.Position.EntryID, a.Method), nil
 }
 
@@ -379,15 +410,15 @@ func (e *env) payloadTable(c *cli.Context, dd *store.DataDir, topic *formats.Top
 		topic = &owner
 	}
 	d := inspect.NewPayloadDecoder(dd, *topic)
-	msgs := inspect.MessagesTable()
+	msgs := []inspect.MessageRow{}
 	for _, id := range entryIDs(t) {
 		v, err := dd.Ledgers.Entry(ledger, id)
 		if err != nil {
 			continue // the entries table shows why it cannot be read
 		}
-		d.AddMessages(msgs, ledger, id, v)
+		msgs = append(msgs, d.Messages(ledger, id, v)...)
 	}
-	return msgs, nil
+	return inspect.MessagesTable(msgs), nil
 }
 
 // entryIDs are the entry ids of an entries table's rows (column 0).
@@ -441,19 +472,4 @@ func (e *env) printWithHex(c *cli.Context, dd *store.DataDir, doc *report.Docume
 		}
 	}
 	return nil
-}
-
-// nodeMessageJSON is the node's decoded protobuf message as JSON (protojson,
-// original field names), or nil for nodes of no known kind.
-func nodeMessageJSON(dd *store.DataDir, path string) (json.RawMessage, error) {
-	n, err := dd.Metadata.Get(path)
-	if err != nil {
-		return nil, err
-	}
-	d, err := formats.DecodeNode(path, n.Value)
-	if err != nil || d.Message == nil {
-		return nil, err
-	}
-	b, err := protojson.MarshalOptions{UseProtoNames: true}.Marshal(d.Message)
-	return json.RawMessage(b), err
 }

@@ -2,7 +2,6 @@ package app
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -76,18 +75,20 @@ func TestInspectNodeJSONCarriesTheMessage(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	var doc struct {
-		Message struct {
-			Info struct {
-				Version string `json:"version"`
-			} `json:"info"`
-			Index []json.RawMessage `json:"index"`
-		} `json:"message"`
+		Node struct {
+			Message struct {
+				Info struct {
+					Version int64 `json:"version"` // a number, not protojson's string
+				} `json:"info"`
+				Index []json.RawMessage `json:"index"`
+			} `json:"message"`
+		} `json:"node"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	last := s.Versions[len(s.Versions)-1].Version
-	if doc.Message.Info.Version != strconv.FormatInt(last, 10) || len(doc.Message.Index) != len(s.Versions) {
-		t.Errorf("message = %+v; want info.version %d and %d index entries", doc.Message, last, len(s.Versions))
+	if msg := doc.Node.Message; msg.Info.Version != last || len(msg.Index) != len(s.Versions) {
+		t.Errorf("message = %+v; want info.version %d and %d index entries", msg, last, len(s.Versions))
 	}
 }

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 
@@ -35,9 +34,9 @@ func (e *env) journalCommand() *cli.Command {
 				Usage:     "restore the before-images of a run and remove the ledgers it created (dry run unless --apply)",
 				ArgsUsage: "RUN (an id, a unique prefix of one, or last)",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "apply", Usage: "really undo (otherwise print what would be restored)"},
-					&cli.BoolFlag{Name: "command", Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
-					&cli.StringFlag{Name: "backup", Usage: "write a Badger backup of the metadata store to FILE first"},
+					&cli.BoolFlag{Name: flagApply, Usage: "really undo (otherwise print what would be restored)"},
+					&cli.BoolFlag{Name: flagCommand, Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
+					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the metadata store to FILE first"},
 				},
 				Action: e.journalUndo,
 			},
@@ -47,7 +46,7 @@ func (e *env) journalCommand() *cli.Command {
 					"(dry run unless --apply); refused when any node it changes differs from what the run saw",
 				ArgsUsage: "RUN",
 				Flags: []cli.Flag{
-					&cli.BoolFlag{Name: "apply", Usage: "really push (otherwise print the plan)"},
+					&cli.BoolFlag{Name: flagApply, Usage: "really push (otherwise print the plan)"},
 				},
 				Action: e.journalPush,
 			},
@@ -64,16 +63,61 @@ func (e *env) journalList(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	t := report.NewTable("runs", "Journal", "RUN", "run", "COMMAND", "command", "CREATED", "created",
-		"EPOCH", "epoch", "STATE", "state", "ITEMS", "items", "VERIFIED", "verified", "UNDO OF", "undo_of",
-		"UNDONE BY", "undone_by", "FLAGS", "flags", "ERROR", "error")
-	for _, r := range runs {
-		t.Add(r.RunID, r.Command, r.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), r.Epoch, string(r.State),
-			r.Items, r.Verified, r.UndoOf, r.UndoneBy, flagString(r.Flags), r.Error)
+	rows := make([]journalRun, len(runs))
+	for i, r := range runs {
+		rows[i] = journalRun{Run: r.RunID, Command: r.Command, Created: report.At(r.CreatedAt), Epoch: r.Epoch,
+			State: r.State, Items: r.Items, Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: r.UndoneBy,
+			Flags: report.SortedKVs(r.Flags), Error: r.Error}
 	}
 	doc := &report.Document{}
-	doc.Add(t)
+	doc.Add(report.Rows("runs", "Journal", rows))
 	return e.print(c, doc)
+}
+
+// journalRun is one run of `journal list`.
+type journalRun struct {
+	Run      string          `json:"run" table:"RUN"`
+	Command  string          `json:"command" table:"COMMAND"`
+	Created  report.Time     `json:"created" table:"CREATED"`
+	Epoch    uint64          `json:"epoch" table:"EPOCH"`
+	State    mutate.RunState `json:"state" table:"STATE"`
+	Items    int             `json:"items" table:"ITEMS"`
+	Verified bool            `json:"verified" table:"VERIFIED"`
+	UndoOf   string          `json:"undo_of,omitempty" table:"UNDO OF"`
+	UndoneBy string          `json:"undone_by,omitempty" table:"UNDONE BY"`
+	Flags    report.KVs      `json:"flags,omitempty" table:"FLAGS"`
+	Error    string          `json:"error,omitempty" table:"ERROR"`
+}
+
+// journalRunDetail is the run of `journal show`.
+type journalRunDetail struct {
+	Run         string          `json:"run" table:"run"`
+	Command     string          `json:"command" table:"command"`
+	ToolVersion string          `json:"tool_version,omitempty" table:"tool version"`
+	Invocation  string          `json:"invocation,omitempty" table:"invocation"`
+	Created     report.Time     `json:"created" table:"created"`
+	Epoch       uint64          `json:"epoch" table:"epoch"`
+	State       mutate.RunState `json:"state" table:"state"`
+	Verified    bool            `json:"verified" table:"verified"`
+	Flags       report.KVs      `json:"flags,omitempty" table:"flags"`
+	Backup      string          `json:"backup,omitempty" table:"backup"`
+	UndoOf      string          `json:"undo_of,omitempty" table:"undo of"`
+	Error       string          `json:"error,omitempty" table:"error"`
+	Mismatches  []string        `json:"mismatches,omitempty"`
+}
+
+// journalItem is one item of `journal show`.
+type journalItem struct {
+	Index         int               `json:"index" table:"#"`
+	Kind          mutate.ItemKind   `json:"kind" table:"KIND"`
+	Path          string            `json:"path,omitempty" table:"PATH"`
+	LedgerID      *int64            `json:"ledger_id,omitempty" table:"LEDGER"`
+	ExpectVersion uint64            `json:"expect_version" table:"EXPECT VERSION"`
+	BeforeBytes   int               `json:"before_bytes" table:"BEFORE BYTES"`
+	AfterBytes    int               `json:"after_bytes" table:"AFTER BYTES"`
+	Status        mutate.ItemStatus `json:"status" table:"STATUS"`
+	Description   string            `json:"description,omitempty" table:"DESCRIPTION"`
+	Reason        string            `json:"reason,omitempty" table:"REASON"`
 }
 
 func (e *env) journalShow(c *cli.Context) error {
@@ -93,28 +137,18 @@ func (e *env) journalShow(c *cli.Context) error {
 	if err != nil {
 		return journalError(err)
 	}
-	run := report.NewTable("run", "Run", "FIELD", "field", "VALUE", "value")
-	run.Add("run", rec.RunID)
-	run.Add("command", recordedCommand(rec.Command, rec.Args))
-	run.Add("tool version", rec.ToolVersion)
-	run.Add("invocation", rec.Invocation)
-	run.Add("created", rec.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"))
-	run.Add("epoch", rec.Epoch)
-	run.Add("state", string(rec.State))
-	run.Add("verified", rec.Verified)
-	run.Add("flags", flagString(rec.Flags))
-	run.Add("backup", rec.Backup)
-	run.Add("undo of", rec.UndoOf)
-	run.Add("error", rec.Error)
-	items := report.NewTable("items", "Items", "#", "index", "KIND", "kind", "PATH", "path", "LEDGER", "ledger_id",
-		"EXPECT VERSION", "expect_version", "BEFORE BYTES", "before_bytes", "AFTER BYTES", "after_bytes",
-		"STATUS", "status", "DESCRIPTION", "description", "REASON", "reason")
+	run := report.Fields("run", "Run", journalRunDetail{Run: rec.RunID, Command: recordedCommand(rec.Command, rec.Args),
+		ToolVersion: rec.ToolVersion, Invocation: rec.Invocation, Created: report.At(rec.CreatedAt), Epoch: rec.Epoch,
+		State: rec.State, Verified: rec.Verified, Flags: report.SortedKVs(rec.Flags), Backup: rec.Backup,
+		UndoOf: rec.UndoOf, Error: rec.Error, Mismatches: rec.Mismatches})
+	items := make([]journalItem, len(rec.Items))
 	for i, it := range rec.Items {
-		items.Add(i, string(it.Kind), it.Path, ledgerCell(it.LedgerID), it.Expect, len(it.Before), len(it.After),
-			string(it.Status), it.Description, it.Reason)
+		items[i] = journalItem{Index: i, Kind: it.Kind, Path: it.Path, LedgerID: ledgerRef(it.LedgerID),
+			ExpectVersion: it.Expect, BeforeBytes: len(it.Before), AfterBytes: len(it.After), Status: it.Status,
+			Description: it.Description, Reason: it.Reason}
 	}
 	doc := &report.Document{}
-	doc.Add(run, items)
+	doc.Add(run, report.Rows("items", "Items", items))
 	for _, n := range rec.Notes {
 		doc.Note("%s", n)
 	}
@@ -124,28 +158,43 @@ func (e *env) journalShow(c *cli.Context) error {
 	return e.print(c, doc)
 }
 
-func (e *env) journalUndo(c *cli.Context) error {
+// flagCommand is journal undo's --command.
+const flagCommand = "command"
+
+// undoOptions are journal undo's argument and flags.
+type undoOptions struct {
+	Run     string // as given: an id, a prefix, or last
+	Apply   bool
+	Command bool   // every run of the invocation
+	Backup  string // "" for none
+}
+
+func parseUndoOptions(c *cli.Context) (undoOptions, error) {
 	arg, err := oneArg(c, "RUN")
 	if err != nil {
-		return err
+		return undoOptions{}, err
 	}
-	if b := c.String("backup"); b != "" {
-		if _, err := os.Stat(b); err == nil {
-			return report.BadInputf("--backup %s already exists; name a new file", b)
-		}
+	o := undoOptions{Run: arg, Apply: c.Bool(flagApply), Command: c.Bool(flagCommand), Backup: c.String(flagBackup)}
+	return o, newBackupFile(o.Backup)
+}
+
+func (e *env) journalUndo(c *cli.Context) error {
+	o, err := parseUndoOptions(c)
+	if err != nil {
+		return err
 	}
 	p, err := dataDirPath(c)
 	if err != nil {
 		return err
 	}
-	runID, err := resolveRun(p, arg)
+	runID, err := resolveRun(p, o.Run)
 	if err != nil {
 		return err
 	}
-	if c.Bool("command") {
-		return e.undoInvocation(c, p, runID)
+	if o.Command {
+		return e.undoInvocation(c, o, p, runID)
 	}
-	if !c.Bool("apply") {
+	if !o.Apply {
 		rec, err := mutate.Show(mutate.JournalDir(p), runID)
 		if err != nil {
 			return journalError(err)
@@ -153,13 +202,12 @@ func (e *env) journalUndo(c *cli.Context) error {
 		if rec.State != mutate.StateCommitted {
 			return report.BadInputf("run %s is %s, only committed runs can be undone", runID, rec.State)
 		}
-		t := report.NewTable("plan", "Undo plan (dry run: nothing written)", "KIND", "kind", "PATH", "path",
-			"LEDGER", "ledger_id", "ACTION", "action")
-		for _, it := range rec.Items {
-			t.Add(string(it.Kind), it.Path, ledgerCell(it.LedgerID), undoAction(it.Item))
+		rows := make([]undoStep, len(rec.Items))
+		for i, it := range rec.Items {
+			rows[i] = undoStep{Kind: it.Kind, Path: it.Path, LedgerID: ledgerRef(it.LedgerID), Action: undoAction(it.Item)}
 		}
-		doc := &report.Document{}
-		doc.Add(t)
+		doc := &report.Document{Extra: map[string]any{"dry_run": true}}
+		doc.Add(report.Rows("plan", "Undo plan (dry run: nothing written)", rows))
 		doc.Note("dry run: nothing was written; add --apply to undo run %s", runID)
 		return e.print(c, doc)
 	}
@@ -172,9 +220,9 @@ func (e *env) journalUndo(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	res, err := eng.Undo(c.Context, runID, mutate.ApplyOptions{Backup: c.String("backup")})
+	res, err := eng.Undo(c.Context, runID, mutate.ApplyOptions{Backup: o.Backup})
 	if res != nil {
-		doc := &report.Document{}
+		doc := &report.Document{Extra: map[string]any{"dry_run": false}}
 		doc.Add(ResultTable(res))
 		doc.Note("undo run %s: %s", res.RunID, res.State)
 		if perr := e.print(c, doc); perr != nil {
@@ -185,6 +233,14 @@ func (e *env) journalUndo(c *cli.Context) error {
 		return journalError(err)
 	}
 	return nil
+}
+
+// undoStep is one item of an undo dry run.
+type undoStep struct {
+	Kind     mutate.ItemKind `json:"kind" table:"KIND"`
+	Path     string          `json:"path,omitempty" table:"PATH"`
+	LedgerID *int64          `json:"ledger_id,omitempty" table:"LEDGER"`
+	Action   string          `json:"action" table:"ACTION"`
 }
 
 // undoAction says in words what undo does to one item.
@@ -203,13 +259,23 @@ func undoAction(it mutate.Item) string {
 
 // ResultTable is the per-item outcome of an apply or undo; every writing command prints it.
 func ResultTable(res *mutate.Result) *report.Table {
-	t := report.NewTable("result", fmt.Sprintf("Run %s: %s (verified: %v)", res.RunID, res.State, res.Verified),
-		"#", "index", "KIND", "kind", "PATH", "path", "LEDGER", "ledger_id", "STATUS", "status",
-		"DESCRIPTION", "description", "REASON", "reason")
-	for _, it := range res.Items {
-		t.Add(it.Index, string(it.Kind), it.Path, ledgerCell(it.LedgerID), string(it.Status), it.Description, it.Reason)
+	rows := make([]resultItem, len(res.Items))
+	for i, it := range res.Items {
+		rows[i] = resultItem{Index: it.Index, Kind: it.Kind, Path: it.Path, LedgerID: ledgerRef(it.LedgerID),
+			Status: it.Status, Description: it.Description, Reason: it.Reason}
 	}
-	return t
+	return report.Rows("result", fmt.Sprintf("Run %s: %s (verified: %v)", res.RunID, res.State, res.Verified), rows)
+}
+
+// resultItem is the outcome of one item of an apply or undo.
+type resultItem struct {
+	Index       int               `json:"index" table:"#"`
+	Kind        mutate.ItemKind   `json:"kind" table:"KIND"`
+	Path        string            `json:"path,omitempty" table:"PATH"`
+	LedgerID    *int64            `json:"ledger_id,omitempty" table:"LEDGER"`
+	Status      mutate.ItemStatus `json:"status" table:"STATUS"`
+	Description string            `json:"description,omitempty" table:"DESCRIPTION"`
+	Reason      string            `json:"reason,omitempty" table:"REASON"`
 }
 
 // journalError maps engine errors to exit codes.
@@ -224,27 +290,12 @@ func journalError(err error) error {
 	}
 }
 
-func ledgerCell(id int64) any {
+// ledgerRef is an item's ledger id, absent (nil) when the item names none (0).
+func ledgerRef(id int64) *int64 {
 	if id == 0 {
 		return nil
 	}
-	return id
-}
-
-func flagString(flags map[string]string) string {
-	if len(flags) == 0 {
-		return ""
-	}
-	keys := make([]string, 0, len(flags))
-	for k := range flags {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, len(keys))
-	for i, k := range keys {
-		parts[i] = k + "=" + flags[k]
-	}
-	return strings.Join(parts, ",")
+	return &id
 }
 
 // oneArg returns the single positional argument a command takes.
@@ -311,7 +362,7 @@ func resolveRun(dataDir, arg string) (string, error) {
 
 // undoInvocation undoes every committed, not yet undone run of the command
 // invocation that wrote runID, newest first (dry run unless --apply).
-func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
+func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID string) error {
 	runs, err := mutate.List(mutate.JournalDir(dataDir))
 	if err != nil {
 		return report.CannotOpen(err)
@@ -332,14 +383,15 @@ func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
 		}
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].RunID > todo[j].RunID })
-	t := report.NewTable("runs", fmt.Sprintf("Runs of invocation %s, newest first", inv), "RUN", "run",
-		"COMMAND", "command", "ITEMS", "items", "RESULT", "result")
-	doc := &report.Document{}
-	doc.Add(t)
-	if !c.Bool("apply") {
+	title := fmt.Sprintf("Runs of invocation %s, newest first", inv)
+	var rows []invocationRun
+	if !o.Apply {
 		for _, r := range todo {
-			t.Add(r.RunID, recordedCommand(r.Command, r.Args), r.Items, "would be undone")
+			rows = append(rows, invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items,
+				Result: "would be undone"})
 		}
+		doc := &report.Document{Extra: map[string]any{"dry_run": true}}
+		doc.Add(report.Rows("runs", title, rows))
 		doc.Note("dry run: nothing was written; add --apply to undo these %d run(s)", len(todo))
 		return e.print(c, doc)
 	}
@@ -356,22 +408,25 @@ func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
 	for i, r := range todo {
 		opts := mutate.ApplyOptions{}
 		if i == 0 {
-			opts.Backup = c.String("backup")
+			opts.Backup = o.Backup
 		}
 		res, err := eng.Undo(c.Context, r.RunID, opts)
-		result := "undone"
+		row := invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items, Result: "undone"}
 		if res != nil {
-			result = fmt.Sprintf("undone by %s: %s", res.RunID, res.State)
+			row.Result = fmt.Sprintf("undone by %s: %s", res.RunID, res.State)
+			row.UndoneBy, row.State = res.RunID, res.State
 		}
 		if err != nil {
-			result = "not undone: " + err.Error()
+			row.Result, row.Error = "not undone: "+err.Error(), err.Error()
 			firstErr = err
 		}
-		t.Add(r.RunID, recordedCommand(r.Command, r.Args), r.Items, result)
+		rows = append(rows, row)
 		if err != nil {
 			break // later (older) runs stay: undoing them under a failed newer one would not restore a state that existed
 		}
 	}
+	doc := &report.Document{Extra: map[string]any{"dry_run": false}}
+	doc.Add(report.Rows("runs", title, rows))
 	if perr := e.print(c, doc); perr != nil {
 		return perr
 	}
@@ -379,4 +434,15 @@ func (e *env) undoInvocation(c *cli.Context, dataDir, runID string) error {
 		return journalError(firstErr)
 	}
 	return nil
+}
+
+// invocationRun is one run of `journal undo --command`.
+type invocationRun struct {
+	Run      string          `json:"run" table:"RUN"`
+	Command  string          `json:"command" table:"COMMAND"`
+	Items    int             `json:"items" table:"ITEMS"`
+	Result   string          `json:"-" table:"RESULT"`
+	UndoneBy string          `json:"undone_by,omitempty"` // the undo run, once undone
+	State    mutate.RunState `json:"undo_state,omitempty"`
+	Error    string          `json:"error,omitempty"`
 }

@@ -126,7 +126,7 @@ type entriesDoc struct {
 	Entries []struct {
 		EntryID       int64  `json:"entry_id"`
 		BatchSize     int    `json:"batch_size"`
-		SchemaVersion string `json:"schema_version"`
+		SchemaVersion string `json:"schema_version_hex"`
 	} `json:"entries"`
 	Messages []struct {
 		EntryID      int64           `json:"entry_id"`

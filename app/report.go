@@ -30,32 +30,52 @@ func (e *env) reportCommand() *cli.Command {
 			"--png DIR also writes each topic's timeline and schema chart as PNG files (listed as written).\n" +
 			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
-			&cli.StringSliceFlag{Name: "topic", Usage: "only these topics (repeat; a base name takes every partition)"},
+			&cli.StringFlag{Name: flagOut, Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
+			&cli.StringSliceFlag{Name: flagTopic, Usage: "only these topics (repeat; a base name takes every partition)"},
 			indexKeyFlag(),
-			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the scan of every stored message (no per-version message counts)"},
-			&cli.StringFlag{Name: "png", Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
+			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the scan of every stored message (no per-version message counts)"},
+			&cli.StringFlag{Name: flagPNG, Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
 		},
 		Action: e.report,
 	}
 }
 
-func (e *env) report(c *cli.Context) error {
-	out := c.String("out")
-	pngDir := c.String("png")
-	if err := checkPNGDir(pngDir); err != nil {
-		return err
+// flagPNG is report's --png.
+const flagPNG = "png"
+
+// reportOptions are report's flags.
+type reportOptions struct {
+	Out             string // - for stdout
+	PNGDir          string // "" for none
+	Topics          []formats.TopicName
+	IndexKey        string
+	SkipMessageScan bool
+}
+
+func parseReportOptions(c *cli.Context) (reportOptions, error) {
+	o := reportOptions{Out: c.String(flagOut), PNGDir: c.String(flagPNG), IndexKey: indexKeyOf(c),
+		SkipMessageScan: c.Bool(flagSkipMessageScan)}
+	if err := checkPNGDir(o.PNGDir); err != nil {
+		return o, err
 	}
-	var topics []formats.TopicName
-	for _, s := range c.StringSlice("topic") {
+	for _, s := range c.StringSlice(flagTopic) {
 		t, err := topicArg(s)
 		if err != nil {
-			return err
+			return o, err
 		}
-		topics = append(topics, t)
+		o.Topics = append(o.Topics, t)
 	}
-	opts := inspect.IncidentOptions{Topics: topics, FirstEntryIndexKey: c.String("index-key"),
-		SkipMessageScan: c.Bool("skip-message-scan"), Now: time.Now(), Version: buildVersion()}
+	return o, nil
+}
+
+func (e *env) report(c *cli.Context) error {
+	o, err := parseReportOptions(c)
+	if err != nil {
+		return err
+	}
+	out, pngDir := o.Out, o.PNGDir
+	opts := inspect.IncidentOptions{Topics: o.Topics, FirstEntryIndexKey: o.IndexKey,
+		SkipMessageScan: o.SkipMessageScan, Now: time.Now(), Version: buildVersion()}
 	r, err := e.incident(c, opts)
 	if err != nil {
 		return err
@@ -74,11 +94,20 @@ func (e *env) report(c *cli.Context) error {
 	if out == "-" {
 		where = "the report to stdout"
 	}
-	fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
+	// -o json: what was written, as a document (unless stdout carries the page).
+	asDoc := e.machineOutput(c) && out != "-"
+	written := reportWritten{File: out, Findings: len(r.Findings), Topics: len(r.Topics), JournalRuns: len(r.Runs),
+		Problems: r.Problems}
+	if !asDoc {
+		fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
+	}
 	if pngDir != "" {
 		files, err := htmlreport.WritePNGs(pngDir, r)
 		for _, f := range files {
-			fmt.Fprintf(said, "wrote %s\n", f.Path)
+			written.PNGs = append(written.PNGs, f.Path)
+			if !asDoc {
+				fmt.Fprintf(said, "wrote %s\n", f.Path)
+			}
 		}
 		if err != nil {
 			return report.CannotOpen(err)
@@ -86,6 +115,13 @@ func (e *env) report(c *cli.Context) error {
 	}
 	for _, p := range r.Problems {
 		fmt.Fprintf(e.Stderr, "report: %s\n", p)
+	}
+	if asDoc {
+		doc := &report.Document{}
+		doc.Add(report.Fields("report", "Report", written))
+		if err := e.print(c, doc); err != nil {
+			return err
+		}
 	}
 	if report.Actionable(r.Findings) || len(r.Problems) > 0 {
 		return report.ErrFindings
@@ -102,7 +138,7 @@ func (e *env) incident(c *cli.Context, opts inspect.IncidentOptions) (*htmlrepor
 			return nil, err
 		}
 		r, _ := inspect.Incident(c.Context, nil, opts, nil)
-		r.DataDir = c.String("data-dir")
+		r.DataDir = c.String(flagDataDir)
 		r.Problems = append(r.Problems, "the stores could not be opened: "+openProblem(err))
 		return r, nil
 	}
@@ -186,4 +222,14 @@ func buildVersion() string {
 		}
 	}
 	return v
+}
+
+// reportWritten is what `report` wrote (its -o json document).
+type reportWritten struct {
+	File        string   `json:"file" table:"file"`
+	Findings    int      `json:"findings" table:"findings"`
+	Topics      int      `json:"topics" table:"topics"`
+	JournalRuns int      `json:"journal_runs" table:"journal runs"`
+	PNGs        []string `json:"pngs,omitempty" table:"pngs"`
+	Problems    []string `json:"problems,omitempty"`
 }

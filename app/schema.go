@@ -31,9 +31,9 @@ func (e *env) schemaCommand() *cli.Command {
 					"hash (hex SHA-256 of the definition), ledger_id, entry_id, captured_at. Unreadable versions are\n" +
 					"skipped and listed; the exit code is then 1.",
 				Flags: []cli.Flag{
-					&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Required: true, Usage: "capture file to write (- for stdout)"},
-					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema (persistent://tenant/ns/topic or tenant/ns/topic)"},
-					&cli.BoolFlag{Name: "force", Usage: "overwrite --out if it exists"},
+					&cli.StringFlag{Name: flagOut, Aliases: []string{"o"}, Required: true, Usage: "capture file to write (- for stdout)"},
+					&cli.StringFlag{Name: flagTopic, Usage: "only this topic's schema (persistent://tenant/ns/topic or tenant/ns/topic)"},
+					&cli.BoolFlag{Name: flagForce, Usage: "overwrite --out if it exists"},
 				},
 				Action: e.schemaCapture,
 			},
@@ -52,13 +52,13 @@ func (e *env) schemaCommand() *cli.Command {
 					"holds every version stored messages use. A key whose locator holds other schemas than the capture\n" +
 					"under the same version numbers is a collision: nothing is written until --resolve-collision.",
 				Flags: []cli.Flag{
-					&cli.StringSliceFlag{Name: "from", Usage: "input file or directory (repeatable)"},
-					&cli.StringFlag{Name: "topic", Usage: "only this topic's schema; inputs naming no topic are taken to be its"},
-					&cli.BoolFlag{Name: "apply", Usage: "write the repair (journaled; undo with: ledgermedic journal undo --apply RUN)"},
-					&cli.BoolFlag{Name: "allow-hash-mismatch", Usage: "DANGEROUS: use an input naming the exact topic and version even though its SHA-256 differs"},
-					&cli.StringFlag{Name: "backup", Usage: "with --apply: write a metadata backup to this new file first"},
-					&cli.BoolFlag{Name: "count-usage", Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
-					&cli.StringFlag{Name: "resolve-collision", Usage: "when the current schema history holds other schemas than the capture " +
+					&cli.StringSliceFlag{Name: flagFrom, Usage: "input file or directory (repeatable)"},
+					&cli.StringFlag{Name: flagTopic, Usage: "only this topic's schema; inputs naming no topic are taken to be its"},
+					&cli.BoolFlag{Name: flagApply, Usage: "write the repair (journaled; undo with: ledgermedic journal undo --apply RUN)"},
+					&cli.BoolFlag{Name: flagAllowHashMismatch, Usage: "DANGEROUS: use an input naming the exact topic and version even though its SHA-256 differs"},
+					&cli.StringFlag{Name: flagBackup, Usage: "with --apply: write a metadata backup to this new file first"},
+					&cli.BoolFlag{Name: flagCountUsage, Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
+					&cli.StringFlag{Name: flagResolveCollision, Usage: "when the current schema history holds other schemas than the capture " +
 						"under the same versions: old (rebuild the captured history over it) or new (keep it); refused without it"},
 				},
 				Action: e.schemaRepair,
@@ -67,29 +67,84 @@ func (e *env) schemaCommand() *cli.Command {
 	}
 }
 
-// schemaKeyFlag returns the schema key of --topic, or "".
-func schemaKeyFlag(c *cli.Context) (string, error) {
-	if c.String("topic") == "" {
-		return "", nil
-	}
-	t, err := topicArg(c.String("topic"))
+// The schema commands' own flags.
+const (
+	flagForce             = "force"
+	flagFrom              = "from"
+	flagAllowHashMismatch = "allow-hash-mismatch"
+	flagCountUsage        = "count-usage"
+	flagResolveCollision  = "resolve-collision"
+)
+
+// captureOptions are schema capture's flags.
+type captureOptions struct {
+	Out string // - for stdout
+	Key string // only this schema key; "" for all
+}
+
+func parseCaptureOptions(c *cli.Context) (captureOptions, error) {
+	topic, err := topicOption(c)
 	if err != nil {
-		return "", err
+		return captureOptions{}, err
 	}
-	return t.SchemaKey(), nil
+	o := captureOptions{Out: c.String(flagOut)}
+	if topic != nil {
+		o.Key = topic.SchemaKey()
+	}
+	if o.Out != "-" {
+		if _, err := os.Stat(o.Out); err == nil && !c.Bool(flagForce) {
+			return o, report.BadInputf("%s exists; use --force to overwrite it", o.Out)
+		}
+	}
+	return o, nil
+}
+
+// repairOptions are schema repair's flags.
+type repairOptions struct {
+	From              []string
+	Topic             *formats.TopicName // nil: every schema
+	Apply             bool
+	AllowHashMismatch bool
+	Backup            string
+	CountUsage        bool
+	ResolveCollision  string // "", repair.ResolveOld or repair.ResolveNew
+}
+
+func parseRepairOptions(c *cli.Context) (repairOptions, error) {
+	topic, err := topicOption(c)
+	if err != nil {
+		return repairOptions{}, err
+	}
+	o := repairOptions{From: c.StringSlice(flagFrom), Topic: topic, Apply: c.Bool(flagApply),
+		AllowHashMismatch: c.Bool(flagAllowHashMismatch), Backup: c.String(flagBackup),
+		CountUsage: c.Bool(flagCountUsage), ResolveCollision: c.String(flagResolveCollision)}
+	if o.Backup != "" && !o.Apply {
+		return o, report.BadInputf("--backup needs --apply")
+	}
+	// Refused before anything is planned or journaled, as back-fill does.
+	if err := newBackupFile(o.Backup); err != nil {
+		return o, err
+	}
+	if r := o.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
+		return o, report.BadInputf("--resolve-collision %q: want %s or %s", r, repair.ResolveOld, repair.ResolveNew)
+	}
+	return o, nil
+}
+
+// key is the schema key --topic names, or "".
+func (o repairOptions) key() string {
+	if o.Topic == nil {
+		return ""
+	}
+	return o.Topic.SchemaKey()
 }
 
 func (e *env) schemaCapture(c *cli.Context) error {
-	key, err := schemaKeyFlag(c)
+	o, err := parseCaptureOptions(c)
 	if err != nil {
 		return err
 	}
-	out := c.String("out")
-	if out != "-" {
-		if _, err := os.Stat(out); err == nil && !c.Bool("force") {
-			return report.BadInputf("%s exists; use --force to overwrite it", out)
-		}
-	}
+	key, out := o.Key, o.Out
 	dd, err := e.openReadOnly(c)
 	if err != nil {
 		return err
@@ -119,10 +174,8 @@ func (e *env) schemaCapture(c *cli.Context) error {
 	}
 
 	doc := &report.Document{}
-	sum := report.NewTable("capture", "Schema capture", "FILE", "file", "SCHEMA KEYS", "schema_keys",
-		"VERSIONS WRITTEN", "versions_written", "VERSIONS SKIPPED", "versions_skipped")
-	sum.Add(out, st.SchemaKeys, st.Written, len(st.Skipped))
-	doc.Add(sum)
+	doc.Add(report.Rows("capture", "Schema capture", []captureSummary{{File: out, SchemaKeys: st.SchemaKeys,
+		Written: st.Written, Skipped: len(st.Skipped)}}))
 	if len(st.Skipped) > 0 {
 		doc.Add(repair.SkippedTable(st))
 		fmt.Fprintf(e.Stderr, "ledgermedic: %d schema version(s) could not be read and are not in %s\n", len(st.Skipped), out)
@@ -136,33 +189,29 @@ func (e *env) schemaCapture(c *cli.Context) error {
 	return nil
 }
 
+// captureSummary is what schema capture wrote.
+type captureSummary struct {
+	File       string `json:"file" table:"FILE"`
+	SchemaKeys int    `json:"schema_keys" table:"SCHEMA KEYS"`
+	Written    int    `json:"versions_written" table:"VERSIONS WRITTEN"`
+	Skipped    int    `json:"versions_skipped" table:"VERSIONS SKIPPED"`
+}
+
 func (e *env) schemaRepair(c *cli.Context) error {
-	apply := c.Bool("apply")
-	if b := c.String("backup"); b != "" {
-		if !apply {
-			return report.BadInputf("--backup needs --apply")
-		}
-		// Refused before anything is planned or journaled, as back-fill does.
-		if _, err := os.Stat(b); err == nil {
-			return report.BadInputf("--backup %s already exists; name a new file", b)
-		}
-	}
-	key, err := schemaKeyFlag(c)
+	ro, err := parseRepairOptions(c)
 	if err != nil {
 		return err
 	}
-	cands, inputErrs, err := repair.LoadCandidatesContext(c.Context, c.StringSlice("from"))
+	apply := ro.Apply
+	cands, inputErrs, err := repair.LoadCandidatesContext(c.Context, ro.From)
 	if errors.Is(err, context.Canceled) {
 		return err // interrupted while reading the inputs: nothing was opened or written
 	}
 	if err != nil {
 		return report.BadInput(err)
 	}
-	opts := repair.Options{KeyFilter: key, AllowHashMismatch: c.Bool("allow-hash-mismatch"), Args: commandLine(c),
-		ResolveCollision: c.String("resolve-collision")}
-	if r := opts.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
-		return report.BadInputf("--resolve-collision %q: want %s or %s", r, repair.ResolveOld, repair.ResolveNew)
-	}
+	opts := repair.Options{KeyFilter: ro.key(), AllowHashMismatch: ro.AllowHashMismatch, Args: commandLine(c),
+		ResolveCollision: ro.ResolveCollision}
 	if opts.AllowHashMismatch {
 		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
 			"written; consumers may then decode old messages with the wrong schema")
@@ -174,12 +223,12 @@ func (e *env) schemaRepair(c *cli.Context) error {
 		return err
 	}
 	defer dd.Close()
-	if topic, _ := optionalTopic(c); topic != nil {
-		if err := checkTopicKnown(c.Context, dd, *topic); err != nil {
+	if ro.Topic != nil {
+		if err := checkTopicKnown(c.Context, dd, *ro.Topic); err != nil {
 			return err
 		}
 	}
-	if opts.Usage, err = e.usageFunc(c, dd); err != nil {
+	if opts.Usage, err = e.usageFunc(c, ro, dd); err != nil {
 		return err
 	}
 	opts.Scan = messageScan(dd)
@@ -187,7 +236,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	return e.finishRepair(c, doc, rp, inputErrs, eng)
+	return e.finishRepair(c, ro, doc, rp, inputErrs, eng)
 }
 
 // openForRepair opens the data dir read-only for a dry run; for --apply it opens
@@ -220,15 +269,11 @@ func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate
 
 // usageFunc scans the topics' messages once when --count-usage is set, so the
 // plan can say how many stored messages need each lost version.
-func (e *env) usageFunc(c *cli.Context, dd *store.DataDir) (repair.UsageFunc, error) {
-	if !c.Bool("count-usage") {
+func (e *env) usageFunc(c *cli.Context, o repairOptions, dd *store.DataDir) (repair.UsageFunc, error) {
+	if !o.CountUsage {
 		return nil, nil
 	}
-	topic, err := optionalTopic(c)
-	if err != nil {
-		return nil, err
-	}
-	r, err := inspect.SchemaUsage(c.Context, dd, inspect.UsageOptions{Topic: topic}, e.progress(c))
+	r, err := inspect.SchemaUsage(c.Context, dd, inspect.UsageOptions{Topic: o.Topic}, e.progress(c))
 	if errors.Is(err, inspect.ErrNoSuchTopic) {
 		return nil, nil // a schema without a managed ledger: no stored messages to count
 	}
@@ -239,11 +284,11 @@ func (e *env) usageFunc(c *cli.Context, dd *store.DataDir) (repair.UsageFunc, er
 }
 
 // finishRepair prints the plan, applies it when eng is set, and picks the exit code.
-func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.RepairPlan, inputErrs []*repair.InputError, eng *mutate.Engine) error {
+func (e *env) finishRepair(c *cli.Context, o repairOptions, doc *report.Document, rp *repair.RepairPlan, inputErrs []*repair.InputError, eng *mutate.Engine) error {
 	for _, w := range rp.Warnings {
 		fmt.Fprintf(e.Stderr, "WARNING: %s\n", w)
 	}
-	doc.Add(repair.PlanTable(rp, c.Bool("count-usage")))
+	doc.Add(repair.PlanTable(rp, o.CountUsage))
 	if len(rp.Refusals) > 0 {
 		doc.Add(repair.RefusalTable(rp.Refusals))
 	}
@@ -277,7 +322,7 @@ func (e *env) finishRepair(c *cli.Context, doc *report.Document, rp *repair.Repa
 	case eng == nil:
 		doc.Note("dry run: nothing was changed; run again with --apply to write these %d change(s)", len(rp.Plan.Items))
 	default:
-		res, err := repair.Apply(c.Context, eng, rp, mutate.ApplyOptions{Backup: c.String("backup")})
+		res, err := repair.Apply(c.Context, eng, rp, mutate.ApplyOptions{Backup: o.Backup})
 		if res != nil {
 			doc.Add(ResultTable(res))
 			doc.Extra["run_id"] = res.RunID
@@ -331,7 +376,9 @@ func messageScan(dd *store.DataDir) repair.MessageScan {
 }
 
 func repairSpan(s inspect.MessageSpan) repair.MessageSpan {
-	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries, First: s.First.String(), Last: s.Last.String(),
+	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries,
+		First:          report.Position{LedgerID: s.First.LedgerID, EntryID: s.First.EntryID},
+		Last:           report.Position{LedgerID: s.Last.LedgerID, EntryID: s.Last.EntryID},
 		FirstPublishMs: int64(s.FirstPublishMs), LastPublishMs: int64(s.LastPublishMs)}
 }
 

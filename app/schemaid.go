@@ -35,38 +35,57 @@ func (e *env) schemaidCommand() *cli.Command {
 				"and its Confluent header (0x00 | i32 id, or 0x01 | 16-byte GUID) is decoded.\n\n" +
 				"Exits 0 when the bytes decode, 2 when VALUE cannot be read or the bytes fit no layout.",
 			Flags: []cli.Flag{
-				&cli.StringFlag{Name: "field", Usage: "the field the bytes came from: version (schema_version) or id (schema_id)"},
-				&cli.BoolFlag{Name: "payload", Usage: "VALUE is a message payload: decode its Confluent wire-format header"},
+				&cli.StringFlag{Name: flagField, Usage: "the field the bytes came from: version (schema_version) or id (schema_id)"},
+				&cli.BoolFlag{Name: flagPayload, Usage: "VALUE is a message payload: decode its Confluent wire-format header"},
 			},
 			Action: e.schemaidDecode,
 		}},
 	}
 }
 
-func (e *env) schemaidDecode(c *cli.Context) error {
+// flagField is schemaid decode's --field.
+const flagField = "field"
+
+// schemaidOptions are schemaid decode's argument and flags.
+type schemaidOptions struct {
+	Value   string         // VALUE as given
+	Field   schemaid.Field // FieldUnknown: every reading that fits
+	Payload bool
+}
+
+func parseSchemaidOptions(c *cli.Context) (schemaidOptions, error) {
 	if c.NArg() != 1 {
-		return report.BadInputf("schemaid decode: want exactly one VALUE (hex, base64, or - for stdin), got %d arguments", c.NArg())
+		return schemaidOptions{}, report.BadInputf("schemaid decode: want exactly one VALUE (hex, base64, or - for stdin), got %d arguments", c.NArg())
 	}
-	field, err := schemaid.ParseField(c.String("field"))
+	field, err := schemaid.ParseField(c.String(flagField))
 	if err != nil {
-		return report.BadInput(err)
+		return schemaidOptions{}, report.BadInput(err)
 	}
-	if c.Bool("payload") && c.IsSet("field") {
-		return report.BadInputf("--payload decodes a payload's Confluent header; --field does not apply")
+	o := schemaidOptions{Value: c.Args().First(), Field: field, Payload: c.Bool(flagPayload)}
+	if o.Payload && c.IsSet(flagField) {
+		return o, report.BadInputf("--payload decodes a payload's Confluent header; --field does not apply")
 	}
-	raw, format, err := e.readValue(c.Args().First())
+	return o, nil
+}
+
+func (e *env) schemaidDecode(c *cli.Context) error {
+	o, err := parseSchemaidOptions(c)
+	if err != nil {
+		return err
+	}
+	raw, format, err := e.readValue(o.Value)
 	if err != nil {
 		return err
 	}
 	doc := &report.Document{Extra: map[string]any{}}
 	doc.Add(inputTable(raw, format))
 	switch {
-	case c.Bool("payload"):
+	case o.Payload:
 		err = decodePayload(doc, raw)
-	case field == schemaid.FieldUnknown:
+	case o.Field == schemaid.FieldUnknown:
 		err = decodeAll(doc, raw)
 	default:
-		err = decodeField(doc, field, raw)
+		err = decodeField(doc, o.Field, raw)
 	}
 	if err != nil {
 		return err
@@ -96,22 +115,47 @@ func (e *env) readValue(arg string) ([]byte, string, error) {
 	return b, formatRaw, nil
 }
 
+// schemaidInput is the VALUE as read: its format and bytes (the table shows
+// the first 64 bytes, the JSON all of them).
+type schemaidInput struct {
+	Format string `json:"format" table:"FORMAT"`
+	Bytes  int    `json:"bytes" table:"BYTES"`
+	Hex    string `json:"hex"`
+	Shown  string `json:"-" table:"HEX"`
+}
+
+// schemaidReading is one way the bytes read; the structured id is under "decoded".
+type schemaidReading struct {
+	Field string        `json:"field" table:"FIELD"`
+	Kind  schemaid.Kind `json:"kind" table:"KIND"`
+	ID    string        `json:"id" table:"SCHEMA ID"`
+	Note  string        `json:"note,omitempty" table:"NOTE"`
+}
+
+// schemaidPayload is the Confluent header of a payload.
+type schemaidPayload struct {
+	Kind       schemaid.Kind `json:"kind" table:"KIND"`
+	ID         string        `json:"id" table:"SCHEMA ID"`
+	HeaderHex  string        `json:"header_hex" table:"HEADER"`
+	DataOffset int           `json:"data_offset" table:"DATA OFFSET"`
+	DataLength int           `json:"data_length" table:"DATA LENGTH"`
+}
+
 func inputTable(raw []byte, format string) *report.Table {
-	t := report.NewTable("input", "", "FORMAT", "format", "BYTES", "bytes", "HEX", "hex")
 	h := hex.EncodeToString(raw)
+	shown := h
 	if len(raw) > 64 {
-		h = hex.EncodeToString(raw[:64]) + "…"
+		shown = hex.EncodeToString(raw[:64]) + "…"
 	}
-	t.Add(format, len(raw), h)
-	return t
+	return report.Rows("input", "", []schemaidInput{{Format: format, Bytes: len(raw), Hex: h, Shown: shown}})
 }
 
 func readingsTable(rs []schemaid.Reading) *report.Table {
-	t := report.NewTable("readings", "", "FIELD", "field", "KIND", "kind", "SCHEMA ID", "id", "NOTE", "note")
-	for _, r := range rs {
-		t.Add(r.Field.String(), string(r.ID.Kind), r.ID.String(), note(r.ID))
+	rows := make([]schemaidReading, len(rs))
+	for i, r := range rs {
+		rows[i] = schemaidReading{Field: r.Field.String(), Kind: r.ID.Kind, ID: r.ID.String(), Note: note(r.ID)}
 	}
-	return t
+	return report.Rows("readings", "", rows)
 }
 
 // note is the reason of an odd-but-valid id; unknown and legacy ids already
@@ -158,10 +202,8 @@ func decodePayload(doc *report.Document, payload []byte) error {
 	if err != nil {
 		return report.BadInput(fmt.Errorf("payload: %w", err))
 	}
-	t := report.NewTable("payload", "", "KIND", "kind", "SCHEMA ID", "id", "HEADER", "header_hex",
-		"DATA OFFSET", "data_offset", "DATA LENGTH", "data_length")
-	t.Add(string(id.Kind), id.String(), hex.EncodeToString(id.Raw), off, len(payload)-off)
-	doc.Add(t)
+	doc.Add(report.Rows("payload", "", []schemaidPayload{{Kind: id.Kind, ID: id.String(),
+		HeaderHex: hex.EncodeToString(id.Raw), DataOffset: off, DataLength: len(payload) - off}}))
 	doc.Extra["decoded"] = id
 	return nil
 }

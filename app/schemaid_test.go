@@ -4,30 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/report"
 )
-
-// The -update flag rewrites golden files. Other test files of this package may
-// declare it too, so it is registered only once, whoever gets there first.
-func init() {
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite golden files under testdata/")
-	}
-}
-
-func updateGolden() bool {
-	f := flag.Lookup("update")
-	return f != nil && f.Value.String() == "true"
-}
 
 // schemaidRun runs the app in-process and returns the exit code, stdout and stderr.
 func schemaidRun(t *testing.T, stdin io.Reader, args ...string) (int, string, string) {
@@ -36,28 +23,6 @@ func schemaidRun(t *testing.T, stdin io.Reader, args ...string) (int, string, st
 	code := Run(context.Background(), append([]string{"ledgermedic"}, args...),
 		Env{Stdout: &out, Stderr: &errOut, Stdin: stdin})
 	return code, out.String(), errOut.String()
-}
-
-// schemaidGolden compares got with testdata/name, or rewrites it under -update.
-func schemaidGolden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", name)
-	if updateGolden() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./app -run %s -update to create it)", err, t.Name())
-	}
-	if got != string(want) {
-		t.Errorf("output differs from %s (go test -update rewrites it)\n--- got\n%s\n--- want\n%s", path, got, want)
-	}
 }
 
 func TestSchemaidDecode(t *testing.T) {
@@ -130,9 +95,9 @@ func TestSchemaidDecode(t *testing.T) {
 					t.Errorf("output lacks %q:\n%s", w, where)
 				}
 			}
-			golden := fmt.Sprintf("$ ledgermedic %s\nexit %d\n--- stdout\n%s--- stderr\n%s",
+			transcript := fmt.Sprintf("$ ledgermedic %s\nexit %d\n--- stdout\n%s--- stderr\n%s",
 				strings.Join(args, " "), code, stdout, stderr)
-			schemaidGolden(t, filepath.Join("schemaid", tt.name+".golden"), golden)
+			golden.CheckString(t, filepath.Join("testdata", "schemaid", tt.name+".golden"), transcript)
 		})
 	}
 }
@@ -194,7 +159,7 @@ func TestSchemaUsageCommand(t *testing.T) {
 		} `json:"topics"`
 		Usage []struct {
 			Topic    string `json:"topic"`
-			SchemaID string `json:"schema_id"`
+			SchemaID string `json:"schema_ref"`
 			Messages int64  `json:"messages"`
 			Status   string `json:"status"`
 		} `json:"schema_usage"`

@@ -23,29 +23,38 @@ func (e *env) schemaUsageCommand() *cli.Command {
 			"with the topic's schema locator: a version whose schema ledger is lost is the one a repair\n" +
 			"must restore first. Exits 1 when there are error or warning findings.",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "topic", Usage: "only this topic (a partitioned topic's base name takes every partition)"},
-			&cli.IntFlag{Name: "workers", Usage: "decoder goroutines (0: one per CPU)"},
+			&cli.StringFlag{Name: flagTopic, Usage: "only this topic (a partitioned topic's base name takes every partition)"},
+			&cli.IntFlag{Name: flagWorkers, Usage: "decoder goroutines (0: one per CPU)"},
 		},
 		Action: e.schemaUsage,
 	}
 }
 
-func (e *env) schemaUsage(c *cli.Context) error {
+// parseUsageOptions reads schema-usage's flags.
+func parseUsageOptions(c *cli.Context) (inspect.UsageOptions, error) {
 	if c.NArg() > 0 {
-		return report.BadInputf("schema-usage takes no arguments (use --topic), got %q", c.Args().First())
+		return inspect.UsageOptions{}, report.BadInputf("schema-usage takes no arguments (use --topic), got %q", c.Args().First())
 	}
-	opts := inspect.UsageOptions{Workers: c.Int("workers")}
+	opts := inspect.UsageOptions{Workers: c.Int(flagWorkers)}
 	if opts.Workers < 0 {
-		return report.BadInputf("--workers %d: want 0 or more", opts.Workers)
+		return opts, report.BadInputf("--workers %d: want 0 or more", opts.Workers)
 	}
-	topic, err := optionalTopic(c)
+	topic, err := topicOption(c)
+	if err != nil {
+		return opts, err
+	}
+	if topic != nil && topic.Domain != formats.DomainPersistent {
+		return opts, report.BadInputf("topic %s: only persistent topics store messages", topic)
+	}
+	opts.Topic = topic
+	return opts, nil
+}
+
+func (e *env) schemaUsage(c *cli.Context) error {
+	opts, err := parseUsageOptions(c)
 	if err != nil {
 		return err
 	}
-	if topic != nil && topic.Domain != formats.DomainPersistent {
-		return report.BadInputf("topic %s: only persistent topics store messages", topic)
-	}
-	opts.Topic = topic
 	dd, err := e.openReadOnly(c)
 	if err != nil {
 		return err

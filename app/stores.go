@@ -15,11 +15,11 @@ import (
 // etcd, their files read offline, or bookie dirs. Without them, the data dir's own.
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "metadata", EnvVars: []string{"LEDGERMEDIC_METADATA"},
+		&cli.StringFlag{Name: flagMetadata, EnvVars: []string{"LEDGERMEDIC_METADATA"},
 			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR (a ZooKeeper dataDir, offline), " +
 				"etcd://h1:2379,h2:2379, etcd-db:PATH (an etcd member/snap/db, offline); Pulsar's metadataStoreUrl " +
 				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. Default: DATA-DIR/metadata"},
-		&cli.StringFlag{Name: "ledgers", EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
+		&cli.StringFlag{Name: flagLedgers, EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
 			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie). Default: DATA-DIR/ledgers"},
 		&cli.Float64Flag{Name: "read-rate", Usage: "live stores: at most N reads per second (0: no limit)"},
 		&cli.IntFlag{Name: "read-concurrency", Usage: "live stores: reads in flight at once (0: the backend's default)"},

@@ -3,19 +3,17 @@ package formats
 import (
 	"bytes"
 	"encoding/binary"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
 
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/")
 
 // allEncodings lists every encoding a node value can have.
 var allEncodings = []Encoding{
@@ -97,19 +95,8 @@ func goldenName(kind string, enc Encoding) string {
 // checkGolden compares got with the golden file, or rewrites it under -update.
 func checkGolden(t *testing.T, path string, got []byte) []byte {
 	t.Helper()
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s: encoded bytes differ from golden (codec library changed? rerun with -update after checking)", path)
-	}
-	return want
+	// The codec libraries write these bytes: a difference means one changed.
+	return golden.Check(t, path, got)
 }
 
 // wantHeader builds the 0x4778 header by hand: magic, i32 size, then

@@ -111,25 +111,25 @@ func (o *BackfillOptions) defaults() {
 
 // PlannedLedger is one property write.
 type PlannedLedger struct {
-	Topic    string `json:"topic"`
-	LedgerID int64  `json:"ledger_id"`
-	Value    int64  `json:"value"`
-	Source   string `json:"source"`
-	Previous string `json:"previous,omitempty"` // the value replaced (Force), if any
+	Topic    string `json:"topic" table:"TOPIC"`
+	LedgerID int64  `json:"ledger_id" table:"LEDGER"`
+	Value    int64  `json:"value" table:"VALUE"`
+	Source   string `json:"source" table:"SOURCE"`
+	Previous string `json:"previous,omitempty" table:"REPLACES"` // the stored text replaced (Force), if any
 }
 
 // TopicResult is what happened to one managed ledger.
 type TopicResult struct {
-	Topic    string `json:"topic"` // persistent://... or the node path when it does not parse
+	Topic    string `json:"topic" table:"TOPIC"` // persistent://... or the node path when it does not parse
 	Path     string `json:"path"`
-	Encoding string `json:"encoding"`
-	Ledgers  int    `json:"ledgers"`
-	Had      int    `json:"had"` // ledgers whose existing value stands
-	Planned  int    `json:"planned"`
-	Written  int    `json:"written"`
-	Inferred int    `json:"inferred"`
-	Skipped  int    `json:"skipped"`
-	RunID    string `json:"run_id,omitempty"`
+	Encoding string `json:"encoding" table:"ENCODING"`
+	Ledgers  int    `json:"ledgers" table:"LEDGERS"`
+	Had      int    `json:"had" table:"HAD"` // ledgers whose existing value stands
+	Planned  int    `json:"planned" table:"PLANNED"`
+	Inferred int    `json:"inferred" table:"INFERRED"`
+	Written  int    `json:"written" table:"WRITTEN"`
+	Skipped  int    `json:"skipped" table:"SKIPPED"`
+	RunID    string `json:"run_id,omitempty" table:"RUN"`
 }
 
 // BackfillResult sums up a back-fill.

@@ -281,30 +281,37 @@ func decodeKeyValue(def []byte, props []*schemapb.SchemaInfo_KeyValuePair, paylo
 	return JSONValue(b), err
 }
 
-// MessagesTable is the table of decoded messages: one row per message.
-func MessagesTable() *report.Table {
-	return report.NewTable("messages", "",
-		"ENTRY", "entry_id", "LEDGER", "ledger_id", "MESSAGE", "batch_index", "KEY", "key",
-		"PAYLOAD", "payload", "PAYLOAD HEX", "payload_hex", "WHY HEX", "payload_error")
+// MessageRow is one decoded message of the entries view (--payload).
+type MessageRow struct {
+	EntryID    int64     `json:"entry_id" table:"ENTRY"`
+	LedgerID   int64     `json:"ledger_id" table:"LEDGER"`
+	BatchIndex *int      `json:"batch_index,omitempty" table:"MESSAGE"` // absent: the entry is not batched
+	Key        string    `json:"key,omitempty" table:"KEY"`
+	Payload    JSONValue `json:"payload,omitempty" table:"PAYLOAD"` // the decoded value, JSON
+	Raw        []byte    `json:"-" table:"PAYLOAD HEX"`
+	PayloadHex string    `json:"payload_hex,omitempty"` // when not decoded
+	Error      string    `json:"payload_error,omitempty" table:"WHY HEX"`
 }
 
-// AddMessages decodes an entry's messages into t (MessagesTable).
-func (d *PayloadDecoder) AddMessages(t *report.Table, ledger, entry int64, v []byte) {
+// MessagesTable is the table of decoded messages: one row per message.
+func MessagesTable(rows []MessageRow) *report.Table { return report.Rows("messages", "", rows) }
+
+// Messages decodes an entry's messages.
+func (d *PayloadDecoder) Messages(ledger, entry int64, v []byte) []MessageRow {
 	msgs, err := d.Entry(v)
 	if err != nil {
-		t.Add(entry, ledger, nil, nil, nil, nil, "entry does not parse: "+err.Error())
-		return
+		return []MessageRow{{EntryID: entry, LedgerID: ledger, Error: "entry does not parse: " + err.Error()}}
 	}
-	for _, m := range msgs {
-		var idx, val any
+	rows := make([]MessageRow, len(msgs))
+	for i, m := range msgs {
+		r := MessageRow{EntryID: entry, LedgerID: ledger, Key: m.Key, Payload: m.Value, Raw: nilIfEmpty(m.Raw),
+			PayloadHex: hex.EncodeToString(m.Raw), Error: m.Problem}
 		if m.Index >= 0 {
-			idx = m.Index
+			r.BatchIndex = report.Ptr(m.Index)
 		}
-		if m.Value != nil {
-			val = m.Value
-		}
-		t.Add(entry, ledger, idx, m.Key, val, nilIfEmpty(m.Raw), m.Problem)
+		rows[i] = r
 	}
+	return rows
 }
 
 // HexDump writes b as a hex dump: offset, 16 bytes in hex, the printable

@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -122,41 +121,67 @@ func (r *UsageReport) MessagesNeeding(schemaKey string, version int64) int64 {
 	return n
 }
 
+// UsageRow is one schema reference of one topic in the schema-usage view.
+type UsageRow struct {
+	Topic    string      `json:"topic" table:"TOPIC"`
+	Field    string      `json:"field,omitempty" table:"FIELD"` // schema_version or schema_id; absent: no schema
+	ID       schemaid.ID `json:"schema_id"`                     // the id, decoded
+	Ref      string      `json:"schema_ref" table:"SCHEMA ID"`  // its text form (pulsar:v3, confluent:7, ...)
+	Messages int64       `json:"messages" table:"MESSAGES"`
+	Entries  int64       `json:"entries" table:"ENTRIES"`
+	// First and Last are the entries with the lowest and highest publish time.
+	First          report.Position `json:"first" table:"FIRST"`
+	Last           report.Position `json:"last" table:"LAST"`
+	FirstPublish   report.Time     `json:"first_publish_time,omitzero" table:"FIRST PUBLISH"`
+	FirstPublishMs *uint64         `json:"first_publish_time_ms,omitempty"`
+	LastPublish    report.Time     `json:"last_publish_time,omitzero" table:"LAST PUBLISH"`
+	LastPublishMs  *uint64         `json:"last_publish_time_ms,omitempty"`
+	Status         string          `json:"status" table:"STATUS"`
+	Detail         string          `json:"detail,omitempty"`
+}
+
 // Table is the per-topic, per-reference usage view.
 func (r *UsageReport) Table() *report.Table {
-	t := report.NewTable("schema_usage", "Schema usage",
-		"TOPIC", "topic", "FIELD", "field", "SCHEMA ID", "schema_id", "MESSAGES", "messages", "ENTRIES", "entries",
-		"FIRST", "first", "LAST", "last", "FIRST PUBLISH", "first_publish", "LAST PUBLISH", "last_publish",
-		"STATUS", "status")
+	var rows []UsageRow
 	for _, tu := range r.Topics {
 		for _, u := range tu.Uses {
-			field := u.Field.String()
-			if u.Field == schemaid.FieldUnknown {
-				field = ""
+			row := UsageRow{Topic: tu.Topic, ID: u.ID, Ref: u.ID.String(), Messages: u.Messages, Entries: u.Entries,
+				First:        report.Position{LedgerID: u.First.LedgerID, EntryID: u.First.EntryID},
+				Last:         report.Position{LedgerID: u.Last.LedgerID, EntryID: u.Last.EntryID},
+				FirstPublish: report.Millis(int64(u.FirstPublishMs)), LastPublish: report.Millis(int64(u.LastPublishMs)),
+				Status: u.Status, Detail: u.Detail}
+			if u.Field != schemaid.FieldUnknown {
+				row.Field = u.Field.String()
 			}
-			t.Add(tu.Topic, field, u.ID.String(), u.Messages, u.Entries, u.First.String(), u.Last.String(),
-				usageTime(u.FirstPublishMs), usageTime(u.LastPublishMs), u.Status)
+			if u.FirstPublishMs != 0 {
+				row.FirstPublishMs = report.Ptr(u.FirstPublishMs)
+			}
+			if u.LastPublishMs != 0 {
+				row.LastPublishMs = report.Ptr(u.LastPublishMs)
+			}
+			rows = append(rows, row)
 		}
 	}
-	return t
+	return report.Rows("schema_usage", "Schema usage", rows)
+}
+
+// UsageTopicRow is one topic's totals in the schema-usage view.
+type UsageTopicRow struct {
+	Topic          string `json:"topic" table:"TOPIC"`
+	ManagedLedgers int    `json:"managed_ledgers" table:"MANAGED LEDGERS"`
+	Entries        int64  `json:"entries" table:"ENTRIES"`
+	Messages       int64  `json:"messages" table:"MESSAGES"`
+	SchemaRefs     int    `json:"schema_refs" table:"SCHEMA REFS"`
+	BadEntries     int64  `json:"bad_entries" table:"BAD ENTRIES"`
 }
 
 // TopicsTable is one row per topic: totals.
 func (r *UsageReport) TopicsTable() *report.Table {
-	t := report.NewTable("topics", "Topics",
-		"TOPIC", "topic", "MANAGED LEDGERS", "managed_ledgers", "ENTRIES", "entries", "MESSAGES", "messages",
-		"SCHEMA REFS", "schema_refs", "BAD ENTRIES", "bad_entries")
-	for _, tu := range r.Topics {
-		t.Add(tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries)
+	rows := make([]UsageTopicRow, len(r.Topics))
+	for i, tu := range r.Topics {
+		rows[i] = UsageTopicRow{tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries}
 	}
-	return t
-}
-
-func usageTime(ms uint64) string {
-	if ms == 0 {
-		return ""
-	}
-	return time.UnixMilli(int64(ms)).UTC().Format("2006-01-02T15:04:05.000Z")
+	return report.Rows("topics", "Topics", rows)
 }
 
 // SchemaUsageFindings is a Check finding source: the schema-usage findings that
@@ -825,3 +850,6 @@ func locatorRange(loc *schemapb.SchemaLocator) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// usageTime is an epoch-ms publish time as the messages and findings print it.
+func usageTime(ms uint64) string { return report.Millis(int64(ms)).String() }

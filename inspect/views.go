@@ -2,10 +2,10 @@ package inspect
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -23,9 +23,8 @@ var ErrNoSuchTopic = cluster.ErrNoSuchTopic
 // of its node, whether the topic is indexed and how many of its ledgers carry
 // firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey).
 func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Table, error) {
-	t := report.NewTable("topics", "",
-		"TOPIC", "topic", "LEDGERS", "ledgers", "ENTRIES", "entries", "SIZE", "size", "ENCODING", "encoding",
-		"INDEXED", "indexed", "FIRST ENTRY INDEX", "first_entry_index", "ERROR", "error")
+	indexKey = cluster.KeyFor(indexKey)
+	var rows []TopicRow
 	err := walkNodes(ctx, dd.Metadata, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
 		topic, ok := formats.ParseManagedLedgerPath(n.Path)
 		if !ok {
@@ -33,7 +32,7 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 		}
 		info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, err.Error())
+			rows = append(rows, TopicRow{Topic: topic.String(), Error: err.Error()})
 			return nil
 		}
 		var entries, size int64
@@ -46,20 +45,57 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Path, err)
 		}
-		t.Add(topic.String(), len(info.GetLedgerInfo()), entries, size, enc.String(),
-			indexed, fmt.Sprintf("%d/%d", covered, withEntries), "")
+		row := TopicRow{Topic: topic.String(), Ledgers: report.Ptr(len(info.GetLedgerInfo())), Entries: report.Ptr(entries),
+			Size: report.Ptr(size), Encoding: enc.String(), IndexedText: indexed,
+			Coverage: fmt.Sprintf("%d/%d", covered, withEntries), LedgersWithEntries: report.Ptr(withEntries),
+			LedgersWithIndex: report.Ptr(covered)}
+		row.Indexed, row.IndexedBy, row.IndexProperty = splitIndexed(indexed)
+		rows = append(rows, row)
 		return nil
 	}, func(te *store.TruncatedError) error {
 		topic, ok := formats.ParseManagedLedgerPath(te.Path)
 		if ok {
-			t.Add(topic.String(), nil, nil, nil, nil, nil, nil, te.Error())
+			rows = append(rows, TopicRow{Topic: topic.String(), Error: te.Error()})
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
-	return t, nil
+	return report.Rows("topics", "", rows), nil
+}
+
+// TopicRow is one managed ledger of the topics view. A node that does not
+// decode has only Topic and Error.
+type TopicRow struct {
+	Topic       string `json:"topic" table:"TOPIC"`
+	Ledgers     *int   `json:"ledgers,omitempty" table:"LEDGERS"`
+	Entries     *int64 `json:"entries,omitempty" table:"ENTRIES"`
+	Size        *int64 `json:"size,omitempty" table:"SIZE"` // bytes
+	Encoding    string `json:"encoding,omitempty" table:"ENCODING"`
+	IndexedText string `json:"-" table:"INDEXED"`
+	Indexed     *bool  `json:"indexed,omitempty"`
+	// IndexedBy is how the topic is known to be indexed: ml-property (the
+	// managed ledger's "index" property, whose value is IndexProperty) or
+	// entry-metadata (broker entry metadata with an index in a ledger's entry 0).
+	IndexedBy          string `json:"indexed_by,omitempty"`
+	IndexProperty      string `json:"index_property,omitempty"`
+	Coverage           string `json:"-" table:"FIRST ENTRY INDEX"`
+	LedgersWithEntries *int   `json:"ledgers_with_entries,omitempty"`
+	LedgersWithIndex   *int   `json:"ledgers_with_first_entry_index,omitempty"`
+	Error              string `json:"error,omitempty" table:"ERROR"`
+}
+
+// splitIndexed turns indexedBy's "ml-property(<value>)", "entry-metadata" or
+// "no" into the typed fields of TopicRow.
+func splitIndexed(shown string) (indexed *bool, by, property string) {
+	if shown == "no" {
+		return report.Ptr(false), "", ""
+	}
+	if v, ok := strings.CutPrefix(shown, "ml-property("); ok {
+		return report.Ptr(true), "ml-property", strings.TrimSuffix(v, ")")
+	}
+	return report.Ptr(true), shown, ""
 }
 
 // indexedBy shows how a topic is known to be indexed (cluster.InfoIndexed):
@@ -122,19 +158,46 @@ func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*
 	if err := countEntries(ctx, dd.Ledgers, want); err != nil {
 		return nil, err
 	}
-	t := report.NewTable("ledgers", "",
-		"TOPIC", "topic", "LEDGER", "ledger_id", "ENTRIES", "entries", "SIZE", "size", "TIMESTAMP", "timestamp",
-		"OFFLOADED", "offloaded", "PROPERTIES", "properties", "NODE", "node_exists", "STORED", "stored_entries")
+	out := make([]LedgerRow, 0, len(rows))
 	for _, r := range rows {
 		id := r.li.GetLedgerId()
 		node, err := cluster.LedgerNodeExists(dd.Metadata, id)
 		if err != nil {
 			return nil, err
 		}
-		t.Add(r.topic, id, r.li.GetEntries(), r.li.GetSize(), msTime(r.li.GetTimestamp()),
-			cluster.OffloadState(r.li), kvString(r.li.GetProperties()), node, want[id])
+		row := LedgerRow{Topic: r.topic, LedgerID: id, Entries: r.li.GetEntries(), Size: r.li.GetSize(),
+			Timestamp: report.Millis(r.li.GetTimestamp()), OffloadedText: cluster.OffloadState(r.li),
+			Properties: kvs(r.li.GetProperties()), NodeExists: node, StoredEntries: want[id]}
+		if ms := r.li.GetTimestamp(); ms != 0 {
+			row.TimestampMs = report.Ptr(ms)
+		}
+		if oc := r.li.GetOffloadContext(); oc != nil {
+			row.Offload = &OffloadView{Complete: oc.GetComplete(), BookkeeperDeleted: oc.GetBookkeeperDeleted()}
+		}
+		out = append(out, row)
 	}
-	return t, nil
+	return report.Rows("ledgers", "", out), nil
+}
+
+// LedgerRow is one LedgerInfo of the ledgers view beside what the data dir holds.
+type LedgerRow struct {
+	Topic         string       `json:"topic" table:"TOPIC"`
+	LedgerID      int64        `json:"ledger_id" table:"LEDGER"`
+	Entries       int64        `json:"entries" table:"ENTRIES"`
+	Size          int64        `json:"size" table:"SIZE"` // bytes
+	Timestamp     report.Time  `json:"timestamp,omitzero" table:"TIMESTAMP"`
+	TimestampMs   *int64       `json:"timestamp_ms,omitempty"` // LedgerInfo.timestamp: close time, epoch ms
+	OffloadedText string       `json:"-" table:"OFFLOADED"`
+	Offload       *OffloadView `json:"offload,omitempty"` // absent: not offloaded
+	Properties    report.KVs   `json:"properties,omitempty" table:"PROPERTIES"`
+	NodeExists    bool         `json:"node_exists" table:"NODE"`
+	StoredEntries int64        `json:"stored_entries" table:"STORED"`
+}
+
+// OffloadView is a LedgerInfo's offload context.
+type OffloadView struct {
+	Complete          bool `json:"complete"`
+	BookkeeperDeleted bool `json:"bookkeeper_deleted"`
 }
 
 // countEntries fills want[id] with each wanted ledger's stored entry count, with
@@ -163,27 +226,18 @@ func countEntries(ctx context.Context, ls store.LedgerStore, want map[int64]int6
 	return nil
 }
 
-func msTime(ms int64) string {
-	if ms == 0 {
-		return ""
+func kvs(props []*mlpb.KeyValue) report.KVs {
+	out := make(report.KVs, len(props))
+	for i, kv := range props {
+		out[i] = report.KV{Key: kv.GetKey(), Value: kv.GetValue()}
 	}
-	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
-}
-
-func kvString(kvs []*mlpb.KeyValue) string {
-	parts := make([]string, len(kvs))
-	for i, kv := range kvs {
-		parts[i] = kv.GetKey() + "=" + kv.GetValue()
-	}
-	return strings.Join(parts, ",")
+	return out
 }
 
 // Schemas lists every version of every schema locator (or of one topic's):
 // where it is stored and what state its entry is in.
 func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (*report.Table, error) {
-	t := report.NewTable("schemas", "",
-		"SCHEMA", "schema", "VERSION", "version", "TYPE", "type", "HASH", "hash", "LEDGER", "ledger_id",
-		"ENTRY", "entry_id", "STATE", "state", "LATEST", "latest", "DETAIL", "detail")
+	var rows []SchemaRow
 	visit := func(n store.Node) error {
 		tn, ok := formats.ParseSchemaLocatorPath(n.Path)
 		if !ok {
@@ -191,7 +245,7 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 		}
 		loc, err := formats.DecodeSchemaLocator(n.Value)
 		if err != nil {
-			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateUndecodable, false, err.Error())
+			rows = append(rows, SchemaRow{Schema: tn.SchemaKey(), State: StateUndecodable, Detail: err.Error()})
 			return nil
 		}
 		for _, ie := range locatorVersions(loc) {
@@ -205,18 +259,19 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 			if err != nil {
 				return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
 			}
-			var typ any
+			var typ string
 			if info != nil {
 				typ = cluster.SchemaTypeName(info.GetType())
 			}
-			t.Add(sv.key, sv.version, typ, sv.hash, sv.ledger, sv.entry, state,
-				loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion(), detail)
+			rows = append(rows, SchemaRow{Schema: sv.key, Version: report.Ptr(sv.version), Type: typ,
+				Hash: hex.EncodeToString(sv.hash), LedgerID: report.Ptr(sv.ledger), EntryID: report.Ptr(sv.entry),
+				State: state, Latest: loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion(), Detail: detail})
 		}
 		return nil
 	}
 	bad := func(te *store.TruncatedError) error {
 		if tn, ok := formats.ParseSchemaLocatorPath(te.Path); ok {
-			t.Add(tn.SchemaKey(), nil, nil, nil, nil, nil, StateTruncated, false, te.Error())
+			rows = append(rows, SchemaRow{Schema: tn.SchemaKey(), State: StateTruncated, Detail: te.Error()})
 		}
 		return nil
 	}
@@ -227,16 +282,32 @@ func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (
 		case errors.Is(err, store.ErrNotFound):
 			return nil, fmt.Errorf("topic %s: no schema locator at %s: %w", topic, topic.SchemaLocatorPath(), ErrNoSuchTopic)
 		case errors.As(err, &te):
-			return t, bad(te)
+			err = bad(te)
 		case err != nil:
 			return nil, err
+		default:
+			err = visit(n)
 		}
-		return t, visit(n)
+		return report.Rows("schemas", "", rows), err
 	}
 	if err := walkNodes(ctx, dd.Metadata, formats.SchemasRoot+"/", visit, bad); err != nil {
 		return nil, fmt.Errorf("list schemas: %w", err)
 	}
-	return t, nil
+	return report.Rows("schemas", "", rows), nil
+}
+
+// SchemaRow is one version of a schema locator in the schemas view. A locator
+// that does not decode (or is truncated) has only Schema, State and Detail.
+type SchemaRow struct {
+	Schema   string `json:"schema" table:"SCHEMA"` // the schema key, tenant/ns/topic
+	Version  *int64 `json:"version,omitempty" table:"VERSION"`
+	Type     string `json:"type,omitempty" table:"TYPE"` // absent when the entry cannot be read
+	Hash     string `json:"hash,omitempty" table:"HASH"` // hex SHA-256 the locator holds
+	LedgerID *int64 `json:"ledger_id,omitempty" table:"LEDGER"`
+	EntryID  *int64 `json:"entry_id,omitempty" table:"ENTRY"`
+	State    string `json:"state" table:"STATE"`
+	Latest   bool   `json:"latest" table:"LATEST"`
+	Detail   string `json:"detail,omitempty" table:"DETAIL"`
 }
 
 // ledgerPresence learns of one ledger what schemaState needs: whether its node
@@ -278,21 +349,23 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		return nil, false, fmt.Errorf("ledger %d: %w", o.Ledger, err)
 	}
 	var e formats.Entry
-	row := func(id int64, v []byte) []any { return entryRow(id, v, &e) }
-	t = report.NewTable("entries", "",
-		"ENTRY", "entry_id", "INDEX", "broker_index", "BROKER TS", "broker_timestamp", "PUBLISH TIME", "publish_time",
-		"PRODUCER", "producer", "SEQUENCE", "sequence_id", "BATCH", "batch_size", "SCHEMA VERSION", "schema_version",
-		"SCHEMA ID", "schema_id", "CRC", "crc", "ERROR", "error")
-	if schema {
-		row = schemaEntryRow
-		t = report.NewTable("schema_entries", "",
-			"ENTRY", "entry_id", "SCHEMA", "schema_key", "TYPE", "type", "DELETED", "deleted",
-			"DEFINITION SIZE", "definition_size", "DEFINITION SHA256", "definition_sha256",
-			"INDEX ENTRIES", "index_entries", "ERROR", "error")
+	var entries []EntryRow
+	var schemaEntries []SchemaEntryRow
+	add := func(id int64, v []byte, cannot string) {
+		switch {
+		case schema && cannot != "":
+			schemaEntries = append(schemaEntries, SchemaEntryRow{EntryID: id, Error: cannot})
+		case schema:
+			schemaEntries = append(schemaEntries, schemaEntryRow(id, v))
+		case cannot != "":
+			entries = append(entries, EntryRow{EntryID: id, Error: cannot})
+		default:
+			entries = append(entries, entryRow(id, v, &e))
+		}
 	}
 	errLimit := errors.New("limit reached")
 	full := func() error {
-		if len(t.Rows) >= o.Limit {
+		if len(entries)+len(schemaEntries) >= o.Limit {
 			more = true
 			return errLimit
 		}
@@ -308,7 +381,7 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		if err := full(); err != nil {
 			return err
 		}
-		t.Add(row(id, v)...)
+		add(id, v, "")
 		return nil
 	}, func(te *store.TruncatedError) error {
 		id := te.EntryID
@@ -318,9 +391,7 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 		if err := full(); err != nil {
 			return err
 		}
-		cells := make([]any, len(t.Columns))
-		cells[0], cells[len(cells)-1] = id, te.Error()
-		t.Add(cells...)
+		add(id, nil, te.Error())
 		return nil
 	})
 	if errors.Is(err, errLimit) {
@@ -329,35 +400,61 @@ func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *repor
 	if err != nil {
 		return nil, false, fmt.Errorf("ledger %d entries: %w", o.Ledger, err)
 	}
-	if len(t.Rows) == 0 && !node {
+	if len(entries)+len(schemaEntries) == 0 && !node {
 		return nil, false, fmt.Errorf("ledger %d: no node at %s and no entries: %w", o.Ledger, formats.LedgerPath(o.Ledger), store.ErrNotFound)
 	}
-	return t, more, nil
+	if schema {
+		return report.Rows("schema_entries", "", schemaEntries), more, nil
+	}
+	return report.Rows("entries", "", entries), more, nil
 }
 
-func entryRow(id int64, v []byte, e *formats.Entry) []any {
+// EntryRow is one entry of a topic ledger in the entries view. An entry that
+// does not parse has only EntryID and Error (with the byte offset).
+type EntryRow struct {
+	EntryID           int64       `json:"entry_id" table:"ENTRY"`
+	BrokerIndex       *int64      `json:"broker_index,omitempty" table:"INDEX"`
+	BrokerTimestampMs *uint64     `json:"broker_timestamp_ms,omitempty" table:"BROKER TS"`
+	BrokerTimestamp   report.Time `json:"broker_timestamp,omitzero"`
+	PublishTimeMs     *uint64     `json:"publish_time_ms,omitempty" table:"PUBLISH TIME"`
+	PublishTime       report.Time `json:"publish_time,omitzero"`
+	Producer          string      `json:"producer,omitempty" table:"PRODUCER"`
+	SequenceID        *uint64     `json:"sequence_id,omitempty" table:"SEQUENCE"`
+	BatchSize         *int32      `json:"batch_size,omitempty" table:"BATCH"` // num_messages_in_batch
+	SchemaVersion     []byte      `json:"-" table:"SCHEMA VERSION"`
+	SchemaVersionHex  string      `json:"schema_version_hex,omitempty"`
+	SchemaID          []byte      `json:"-" table:"SCHEMA ID"`
+	SchemaIDHex       string      `json:"schema_id_hex,omitempty"`
+	CRC               string      `json:"crc,omitempty" table:"CRC"` // ok, bad or none (no checksum)
+	Error             string      `json:"error,omitempty" table:"ERROR"`
+}
+
+func entryRow(id int64, v []byte, e *formats.Entry) EntryRow {
 	if err := formats.ParseEntryInto(v, e, nil, nil); err != nil {
-		return []any{id, nil, nil, nil, nil, nil, nil, nil, nil, nil, err.Error()}
+		return EntryRow{EntryID: id, Error: err.Error()}
 	}
-	var index, ts any
+	r := EntryRow{EntryID: id, CRC: "none"}
 	if bm := e.BrokerMeta; bm != nil {
 		if bm.Index != nil {
-			index = bm.GetIndex()
+			r.BrokerIndex = report.Ptr(int64(bm.GetIndex()))
 		}
 		if bm.BrokerTimestamp != nil {
-			ts = bm.GetBrokerTimestamp()
+			r.BrokerTimestampMs = report.Ptr(bm.GetBrokerTimestamp())
+			r.BrokerTimestamp = report.Millis(int64(bm.GetBrokerTimestamp()))
 		}
 	}
-	crc := "none"
 	if e.HasChecksum {
-		crc = "ok"
+		r.CRC = "ok"
 		if !e.ChecksumOK {
-			crc = "bad"
+			r.CRC = "bad"
 		}
 	}
 	md := e.Metadata
-	return []any{id, index, ts, md.GetPublishTime(), md.GetProducerName(), md.GetSequenceId(),
-		md.GetNumMessagesInBatch(), nilIfEmpty(md.GetSchemaVersion()), nilIfEmpty(md.GetSchemaId()), crc, ""}
+	r.PublishTimeMs, r.PublishTime = report.Ptr(md.GetPublishTime()), report.Millis(int64(md.GetPublishTime()))
+	r.Producer, r.SequenceID, r.BatchSize = md.GetProducerName(), report.Ptr(md.GetSequenceId()), report.Ptr(md.GetNumMessagesInBatch())
+	r.SchemaVersion, r.SchemaID = nilIfEmpty(md.GetSchemaVersion()), nilIfEmpty(md.GetSchemaId())
+	r.SchemaVersionHex, r.SchemaIDHex = hex.EncodeToString(r.SchemaVersion), hex.EncodeToString(r.SchemaID)
+	return r
 }
 
 // isSchemaLedger reports whether a ledger holds SchemaEntry values rather than
@@ -402,23 +499,37 @@ func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (schema, n
 	return false, node, err
 }
 
+// SchemaEntryRow is one entry of a schema ledger: a SchemaEntry and its
+// SchemaInfo. Fields are absent from the first part that does not decode.
+type SchemaEntryRow struct {
+	EntryID          int64  `json:"entry_id" table:"ENTRY"`
+	SchemaKey        string `json:"schema_key,omitempty" table:"SCHEMA"`
+	Type             string `json:"type,omitempty" table:"TYPE"`
+	Deleted          *bool  `json:"deleted,omitempty" table:"DELETED"`
+	DefinitionSize   *int   `json:"definition_size,omitempty" table:"DEFINITION SIZE"` // bytes
+	DefinitionSHA256 string `json:"definition_sha256,omitempty" table:"DEFINITION SHA256"`
+	IndexEntries     *int   `json:"index_entries,omitempty" table:"INDEX ENTRIES"`
+	Error            string `json:"error,omitempty" table:"ERROR"`
+}
+
 // schemaEntryRow decodes one schema ledger entry: SchemaEntry, then its
-// SchemaInfo. Cells are left empty from the first part that does not decode.
-func schemaEntryRow(id int64, v []byte) []any {
-	row := []any{id, nil, nil, nil, nil, nil, nil, ""}
+// SchemaInfo.
+func schemaEntryRow(id int64, v []byte) SchemaEntryRow {
+	row := SchemaEntryRow{EntryID: id}
 	se, err := formats.DecodeSchemaEntry(v)
 	if err != nil {
-		row[7] = err.Error()
+		row.Error = err.Error()
 		return row
 	}
-	row[6] = len(se.GetIndex())
+	row.IndexEntries = report.Ptr(len(se.GetIndex()))
 	info, err := formats.DecodeSchemaInfo(se.GetSchemaData())
 	if err != nil {
-		row[7] = err.Error()
+		row.Error = err.Error()
 		return row
 	}
 	def := info.GetSchema()
-	row[1], row[2], row[3], row[4], row[5] = info.GetSchemaId(), cluster.SchemaTypeName(info.GetType()), info.GetDeleted(), len(def), formats.SchemaHash(def)
+	row.SchemaKey, row.Type, row.Deleted = info.GetSchemaId(), cluster.SchemaTypeName(info.GetType()), report.Ptr(info.GetDeleted())
+	row.DefinitionSize, row.DefinitionSHA256 = report.Ptr(len(def)), hex.EncodeToString(formats.SchemaHash(def))
 	return row
 }
 
@@ -429,31 +540,47 @@ func nilIfEmpty(b []byte) []byte {
 	return b
 }
 
+// NodeView is one metadata node decoded by what its path says it is.
+type NodeView struct {
+	Path     string `json:"path" table:"path"`
+	Kind     string `json:"kind" table:"kind"`
+	Size     int    `json:"size" table:"size"` // bytes stored
+	Encoding string `json:"encoding,omitempty" table:"encoding"`
+	Error    string `json:"error,omitempty" table:"error"`
+	// RawHex is the stored bytes, for a node of no known kind or one that does
+	// not decode.
+	RawHex string `json:"raw_hex,omitempty"`
+	// Message is the decoded protobuf message: fields by their .proto names,
+	// numbers as numbers, enums by name, bytes as hex.
+	Message *report.Object `json:"message,omitempty"`
+}
+
 // Node decodes one metadata node by what its path says it is and returns it as
-// field/value rows. A node of no known kind is shown as raw hex; one of a known
-// kind that does not decode is shown as raw hex with the error, and undecodable
-// is true.
+// field/value rows (JSON: the NodeView). A node of no known kind is shown as
+// raw hex; one of a known kind that does not decode is shown as raw hex with
+// the error, and undecodable is true.
 func Node(dd *store.DataDir, path string) (t *report.Table, undecodable bool, err error) {
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
 		return nil, false, err
 	}
-	t = report.NewTable("node", "", "FIELD", "field", "VALUE", "value")
-	t.Add("path", path)
 	d, derr := formats.DecodeNode(path, n.Value)
 	if derr == nil && d.Message != nil {
 		derr = proto.CheckInitialized(d.Message)
 	}
-	t.Add("kind", d.Kind.String())
-	t.Add("size", len(n.Value))
+	v := NodeView{Path: path, Kind: d.Kind.String(), Size: len(n.Value)}
 	if derr != nil || d.Message == nil {
 		if derr != nil {
-			t.Add("error", derr.Error())
+			v.Error = derr.Error()
 		}
-		t.Add("raw", n.Value)
+		v.RawHex = hex.EncodeToString(n.Value)
+		t = report.Fields("node", "", v)
+		t.AddField("raw", n.Value) // shown even when empty ("-")
 		return t, derr != nil, nil
 	}
-	t.Add("encoding", d.Encoding)
-	flatten(d.Message.ProtoReflect(), "", func(field, value string) { t.Add(field, value) })
+	v.Encoding = d.Encoding
+	v.Message = messageObject(d.Message.ProtoReflect())
+	t = report.Fields("node", "", v)
+	flatten(d.Message.ProtoReflect(), "", func(field, value string) { t.AddField(field, value) })
 	return t, false, nil
 }

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
@@ -18,11 +18,9 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
 // golden compares the document printed as text and as JSON with
 // testdata/<name>.txt and testdata/<name>.json.
-func golden(t *testing.T, name string, doc *report.Document) {
+func checkGolden(t *testing.T, name string, doc *report.Document) {
 	t.Helper()
 	for _, asJSON := range []bool{false, true} {
 		var buf bytes.Buffer
@@ -33,22 +31,7 @@ func golden(t *testing.T, name string, doc *report.Document) {
 		if asJSON {
 			p = filepath.Join("testdata", name+".json")
 		}
-		if *update {
-			if err := os.MkdirAll("testdata", 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatalf("%v (run go test -update to create it)", err)
-		}
-		if !bytes.Equal(buf.Bytes(), want) {
-			t.Errorf("%s differs from the golden file:\n--- got\n%s\n--- want\n%s", p, buf.Bytes(), want)
-		}
+		golden.Check(t, p, buf.Bytes())
 	}
 }
 
@@ -73,12 +56,12 @@ func TestViewsGolden(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("topics", func(t *testing.T) {
-		golden(t, "topics", doc(must(Topics(ctx, dd, ""))))
+		checkGolden(t, "topics", doc(must(Topics(ctx, dd, ""))))
 	})
 	t.Run("ledgers", func(t *testing.T) {
-		golden(t, "ledgers-orders", doc(must(Ledgers(ctx, dd, topic(t, "persistent://public/default/orders")))))
+		checkGolden(t, "ledgers-orders", doc(must(Ledgers(ctx, dd, topic(t, "persistent://public/default/orders")))))
 		// A partitioned topic by its base name lists every partition.
-		golden(t, "ledgers-events", doc(must(Ledgers(ctx, dd, topic(t, "acme/ns/events")))))
+		checkGolden(t, "ledgers-events", doc(must(Ledgers(ctx, dd, topic(t, "acme/ns/events")))))
 		one := must(Ledgers(ctx, dd, topic(t, "acme/ns/events-partition-1")))
 		if len(one.Rows) != 1 {
 			t.Errorf("one partition: %d rows, want 1", len(one.Rows))
@@ -88,7 +71,7 @@ func TestViewsGolden(t *testing.T) {
 		}
 	})
 	t.Run("schemas", func(t *testing.T) {
-		golden(t, "schemas", doc(must(Schemas(ctx, dd, nil))))
+		checkGolden(t, "schemas", doc(must(Schemas(ctx, dd, nil))))
 		orders := topic(t, "public/default/orders-partition-3") // partitions share the base topic's schema
 		one := must(Schemas(ctx, dd, &orders))
 		if len(one.Rows) != 2 {
@@ -108,7 +91,7 @@ func TestViewsGolden(t *testing.T) {
 			if err != nil || undecodable {
 				t.Fatalf("%s: %v, undecodable %v", p, err, undecodable)
 			}
-			golden(t, name, doc(tbl))
+			checkGolden(t, name, doc(tbl))
 		}
 		if _, _, err := Node(dd, "/no/such/node"); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("missing node: %v, want ErrNotFound", err)
@@ -119,13 +102,13 @@ func TestViewsGolden(t *testing.T) {
 		if err != nil || more {
 			t.Fatal(err, more)
 		}
-		golden(t, "entries-10", doc(all))
+		checkGolden(t, "entries-10", doc(all))
 		some, more, err := Entries(ctx, dd, EntriesOptions{Ledger: 10, From: 1, To: 3, Limit: 2})
 		if err != nil || !more || len(some.Rows) != 2 || some.Rows[0][0] != int64(1) || some.Rows[1][0] != int64(2) {
 			t.Fatalf("from 1 to 3 limit 2: rows %v more %v err %v", some.Rows, more, err)
 		}
 		// A schema ledger's entries are SchemaEntry values, decoded as such.
-		golden(t, "entries-schema-40", doc(must(drop(Entries(ctx, dd, EntriesOptions{Ledger: 40, To: -1})))))
+		checkGolden(t, "entries-schema-40", doc(must(drop(Entries(ctx, dd, EntriesOptions{Ledger: 40, To: -1})))))
 		if _, _, err := Entries(ctx, dd, EntriesOptions{Ledger: 999, To: -1}); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("unknown ledger: %v, want ErrNotFound", err)
 		}
@@ -151,7 +134,7 @@ func TestCheckGolden(t *testing.T) {
 	}
 	d := doc(report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
 	d.Findings = fs
-	golden(t, "check", d)
+	checkGolden(t, "check", d)
 }
 
 // TestInspectionLeavesDirUntouched runs every view and check on a fixture and

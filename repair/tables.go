@@ -4,136 +4,195 @@ import (
 	"encoding/hex"
 	"strings"
 
-	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 )
+
+// PlannedVersion is one lost schema version and what the plan does with it,
+// as schema repair prints it.
+type PlannedVersion struct {
+	SchemaKey     string   `json:"schema_key" table:"SCHEMA KEY"`
+	Version       *int64   `json:"version,omitempty" table:"VERSION"` // absent: the locator does not decode
+	State         State    `json:"state" table:"STATE"`
+	Action        Action   `json:"action" table:"ACTION"`
+	NewLedgerID   *int64   `json:"new_ledger_id,omitempty" table:"NEW LEDGER"`
+	Source        string   `json:"source,omitempty" table:"CANDIDATE SOURCE"`
+	HashMatchText string   `json:"-" table:"HASH MATCH"`
+	HashMatch     *bool    `json:"hash_match,omitempty"` // absent: no candidate, or a tombstone
+	Hash          string   `json:"hash,omitempty" table:"HASH"`
+	Messages      *int64   `json:"messages_needing,omitempty" table:"MESSAGES NEEDING"`
+	NotesText     string   `json:"-" table:"NOTES"`
+	Reason        string   `json:"reason,omitempty"`
+	Notes         []string `json:"notes,omitempty"`
+}
 
 // PlanTable lists every lost version and what the plan does with it. withUsage
 // adds how many stored messages need each version.
 func PlanTable(rp *RepairPlan, withUsage bool) *report.Table {
-	cols := []string{"SCHEMA KEY", "schema_key", "VERSION", "version", "STATE", "state", "ACTION", "action",
-		"NEW LEDGER", "new_ledger", "CANDIDATE SOURCE", "source", "HASH MATCH", "hash_match", "HASH", "hash"}
-	if withUsage {
-		cols = append(cols, "MESSAGES NEEDING", "messages_needing")
-	}
-	cols = append(cols, "NOTES", "notes")
-	t := report.NewTable("schema_repair", "Lost schema versions", cols...)
-	for _, v := range rp.Versions {
-		var version, newLedger any
+	rows := make([]PlannedVersion, len(rp.Versions))
+	for i, v := range rp.Versions {
+		r := PlannedVersion{SchemaKey: v.SchemaKey, State: v.State, Action: v.Action, Source: v.Source,
+			HashMatchText: v.HashMatch, Hash: hex.EncodeToString(v.Hash), Notes: v.Notes}
 		if v.Version >= 0 {
-			version = v.Version
+			r.Version = report.Ptr(v.Version)
 		}
 		if v.NewLedgerID > 0 {
-			newLedger = v.NewLedgerID
+			r.NewLedgerID = report.Ptr(v.NewLedgerID)
+		}
+		switch v.HashMatch {
+		case HashMatchYes:
+			r.HashMatch = report.Ptr(true)
+		case HashMatchNo:
+			r.HashMatch = report.Ptr(false)
+		}
+		if withUsage && v.MessagesKnown {
+			r.Messages = report.Ptr(v.Messages)
 		}
 		notes := v.Notes
 		if v.Action == ActionUnresolved {
+			r.Reason = v.Reason
 			notes = append([]string{v.Reason}, notes...)
 		}
-		row := []any{v.SchemaKey, version, string(v.State), string(v.Action), newLedger, v.Source, v.HashMatch, hexOrNil(v.Hash)}
-		if withUsage {
-			var n any
-			if v.MessagesKnown {
-				n = v.Messages
-			}
-			row = append(row, n)
-		}
-		row = append(row, strings.Join(notes, "; "))
-		t.Add(row...)
+		r.NotesText = strings.Join(notes, "; ")
+		rows[i] = r
+	}
+	t := report.Rows("schema_repair", "Lost schema versions", rows)
+	if !withUsage {
+		t.DropColumn("MESSAGES NEEDING")
 	}
 	return t
 }
 
-func hexOrNil(b []byte) any {
-	if len(b) == 0 {
-		return nil
-	}
-	return hex.EncodeToString(b)
+// RefusedCandidate is a candidate refused for a version.
+type RefusedCandidate struct {
+	Source    string `json:"source" table:"SOURCE"`
+	SchemaKey string `json:"schema_key" table:"SCHEMA KEY"`
+	Version   int64  `json:"version" table:"VERSION"`
+	Reason    string `json:"reason" table:"REASON"`
 }
 
 // RefusalTable lists candidates refused for a version.
 func RefusalTable(rs []Refusal) *report.Table {
-	t := report.NewTable("refused_candidates", "Refused candidates",
-		"SOURCE", "source", "SCHEMA KEY", "schema_key", "VERSION", "version", "REASON", "reason")
-	for _, r := range rs {
-		t.Add(r.Source, r.SchemaKey, r.Version, r.Reason)
+	rows := make([]RefusedCandidate, len(rs))
+	for i, r := range rs {
+		rows[i] = RefusedCandidate(r)
 	}
-	return t
+	return report.Rows("refused_candidates", "Refused candidates", rows)
+}
+
+// UnusableInput is an input record that could not be read.
+type UnusableInput struct {
+	Source string `json:"source" table:"SOURCE"`
+	Error  string `json:"error" table:"ERROR"`
 }
 
 // InputErrorTable lists input records that could not be read.
 func InputErrorTable(errs []*InputError) *report.Table {
-	t := report.NewTable("input_errors", "Unusable input records", "SOURCE", "source", "ERROR", "error")
-	for _, e := range errs {
-		t.Add(e.Source, e.Err.Error())
+	rows := make([]UnusableInput, len(errs))
+	for i, e := range errs {
+		rows[i] = UnusableInput{e.Source, e.Err.Error()}
 	}
-	return t
+	return report.Rows("input_errors", "Unusable input records", rows)
 }
 
-// ResultTable lists what the engine did with each item.
-func ResultTable(res *mutate.Result) *report.Table {
-	t := report.NewTable("applied", "Applied (run "+res.RunID+")",
-		"ITEM", "item", "KIND", "kind", "TARGET", "target", "STATUS", "status", "DESCRIPTION", "description")
-	for _, it := range res.Items {
-		var target any = it.Path
-		if it.Path == "" {
-			target = it.LedgerID
-		}
-		t.Add(it.Index, string(it.Kind), target, string(it.Status), it.Description)
-	}
-	return t
+// SkippedVersion is a version a capture could not read.
+type SkippedVersion struct {
+	SchemaKey string `json:"schema_key" table:"SCHEMA KEY"`
+	Version   *int64 `json:"version,omitempty" table:"VERSION"` // absent: the whole locator is unreadable
+	Reason    string `json:"reason" table:"REASON"`
 }
 
 // SkippedTable lists versions a capture could not read.
 func SkippedTable(st CaptureStats) *report.Table {
-	t := report.NewTable("skipped", "Unreadable versions (not captured)",
-		"SCHEMA KEY", "schema_key", "VERSION", "version", "REASON", "reason")
-	for _, s := range st.Skipped {
-		var v any
+	rows := make([]SkippedVersion, len(st.Skipped))
+	for i, s := range st.Skipped {
+		rows[i] = SkippedVersion{SchemaKey: s.SchemaKey, Reason: s.Reason}
 		if s.Version >= 0 {
-			v = s.Version
+			rows[i].Version = report.Ptr(s.Version)
 		}
-		t.Add(s.SchemaKey, v, s.Reason)
 	}
-	return t
+	return report.Rows("skipped", "Unreadable versions (not captured)", rows)
+}
+
+// CollidingRow is one version number two schema histories use for different
+// schemas, with the stored messages of each history.
+type CollidingRow struct {
+	SchemaKey    string      `json:"schema_key" table:"SCHEMA KEY"`
+	Version      int64       `json:"version" table:"VERSION"`
+	CurrentHash  string      `json:"current_hash,omitempty" table:"CURRENT HASH"`
+	CapturedHash string      `json:"captured_hash,omitempty" table:"CAPTURED HASH"` // absent: a tombstone
+	Registered   report.Time `json:"registered,omitzero" table:"REGISTERED"`
+	RegisteredMs *int64      `json:"registered_ms,omitempty"`
+	OldMessages  int64       `json:"-" table:"OLD-HISTORY MESSAGES"`
+	OldEntries   int64       `json:"-" table:"OLD ENTRIES"`
+	OldRange     string      `json:"-" table:"OLD RANGE"`
+	OldPublished string      `json:"-" table:"OLD PUBLISHED"`
+	NewMessages  int64       `json:"-" table:"NEW-HISTORY MESSAGES"`
+	NewEntries   int64       `json:"-" table:"NEW ENTRIES"`
+	NewRange     string      `json:"-" table:"NEW RANGE"`
+	NewPublished string      `json:"-" table:"NEW PUBLISHED"`
+	ResolvedText string      `json:"-" table:"RESOLUTION"`
+	Old          SpanView    `json:"old"`                  // stored messages of the captured (older) history
+	New          SpanView    `json:"new"`                  // stored messages of the current history
+	Resolution   string      `json:"resolution,omitempty"` // old or new; absent: none given (refused)
+}
+
+// SpanView is the stored messages of one history: counts, the first and last
+// position (ledger:entry) and publish times.
+type SpanView struct {
+	Messages       int64            `json:"messages"`
+	Entries        int64            `json:"entries"`
+	First          *report.Position `json:"first,omitempty"` // absent without messages
+	Last           *report.Position `json:"last,omitempty"`
+	FirstPublish   report.Time      `json:"first_publish_time,omitzero"`
+	FirstPublishMs *int64           `json:"first_publish_time_ms,omitempty"`
+	LastPublish    report.Time      `json:"last_publish_time,omitzero"`
+	LastPublishMs  *int64           `json:"last_publish_time_ms,omitempty"`
+}
+
+func spanView(s MessageSpan) SpanView {
+	v := SpanView{Messages: s.Messages, Entries: s.Entries}
+	if s.Entries > 0 {
+		v.First, v.Last = report.Ptr(s.First), report.Ptr(s.Last)
+		v.FirstPublish, v.FirstPublishMs = report.Millis(s.FirstPublishMs), report.Ptr(s.FirstPublishMs)
+		v.LastPublish, v.LastPublishMs = report.Millis(s.LastPublishMs), report.Ptr(s.LastPublishMs)
+	}
+	return v
 }
 
 // CollisionTable lists the versions two schema histories use for different
 // schemas, and which stored messages belong to which history.
 func CollisionTable(cs []Collision) *report.Table {
-	t := report.NewTable("schema_collisions", "Schema version collisions",
-		"SCHEMA KEY", "schema_key", "VERSION", "version", "CURRENT HASH", "current_hash", "CAPTURED HASH", "captured_hash",
-		"REGISTERED", "registered", "OLD-HISTORY MESSAGES", "old_messages", "OLD ENTRIES", "old_entries", "OLD RANGE", "old_range",
-		"OLD PUBLISHED", "old_published", "NEW-HISTORY MESSAGES", "new_messages", "NEW ENTRIES", "new_entries",
-		"NEW RANGE", "new_range", "NEW PUBLISHED", "new_published", "RESOLUTION", "resolution")
+	var rows []CollidingRow
 	for _, c := range cs {
 		res := c.Resolution
 		if res == "" {
 			res = "none (refused)"
 		}
 		for _, v := range c.Versions {
-			var registered any
+			r := CollidingRow{SchemaKey: c.SchemaKey, Version: v.Version, CurrentHash: hex.EncodeToString(v.CurrentHash),
+				CapturedHash: hex.EncodeToString(v.CapturedHash),
+				OldMessages:  v.Old.Messages, OldEntries: v.Old.Entries, OldRange: spanRange(v.Old), OldPublished: spanPublished(v.Old),
+				NewMessages: v.New.Messages, NewEntries: v.New.Entries, NewRange: spanRange(v.New), NewPublished: spanPublished(v.New),
+				ResolvedText: res, Old: spanView(v.Old), New: spanView(v.New), Resolution: c.Resolution}
 			if v.RegisteredMs >= 0 {
-				registered = msTime(v.RegisteredMs)
+				r.Registered, r.RegisteredMs = report.Millis(v.RegisteredMs), report.Ptr(v.RegisteredMs)
 			}
-			t.Add(c.SchemaKey, v.Version, hexOrNil(v.CurrentHash), hexOrNil(v.CapturedHash), registered,
-				v.Old.Messages, v.Old.Entries, spanRange(v.Old), spanPublished(v.Old),
-				v.New.Messages, v.New.Entries, spanRange(v.New), spanPublished(v.New), res)
+			rows = append(rows, r)
 		}
 	}
-	return t
+	return report.Rows("schema_collisions", "Schema version collisions", rows)
 }
 
-func spanRange(s MessageSpan) any {
+func spanRange(s MessageSpan) string {
 	if s.Entries == 0 {
-		return nil
+		return ""
 	}
-	return s.First + " to " + s.Last
+	return s.First.String() + " to " + s.Last.String()
 }
 
-func spanPublished(s MessageSpan) any {
+func spanPublished(s MessageSpan) string {
 	if s.Entries == 0 {
-		return nil
+		return ""
 	}
 	return msTime(s.FirstPublishMs) + " to " + msTime(s.LastPublishMs)
 }

@@ -230,25 +230,14 @@ func printJSONL(out io.Writer, d *Document) error {
 		return err
 	}
 	for _, t := range d.Tables {
-		for _, r := range t.Rows {
-			var o orderedObject
-			o.set("table", t.Name)
-			for i, c := range t.Columns {
-				o.set(c.Key, jsonValue(r[i]))
-			}
-			if err := line(o); err != nil {
+		for _, r := range jsonRows(t) {
+			if err := tableLine(w, t.Name, r); err != nil {
 				return err
 			}
 		}
 	}
 	for _, f := range d.Findings {
-		b, err := json.Marshal(f)
-		if err != nil {
-			return err
-		}
-		// {"table":"findings", then the finding's own members.
-		b = append([]byte(`{"table":"findings",`), bytes.TrimPrefix(b, []byte("{"))...)
-		if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+		if err := tableLine(w, "findings", f); err != nil {
 			return err
 		}
 	}
@@ -270,4 +259,19 @@ func printJSONL(out io.Writer, d *Document) error {
 		}
 	}
 	return w.err
+}
+
+// tableLine writes one JSON object: {"table":name, then the members of v (an object).
+func tableLine(w io.Writer, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("json table %s: %w", name, err)
+	}
+	head, _ := json.Marshal(name)
+	rest := bytes.TrimPrefix(b, []byte("{"))
+	if !bytes.Equal(rest, []byte("}")) {
+		rest = append([]byte(","), rest...)
+	}
+	_, err = fmt.Fprintf(w, "{\"table\":%s%s\n", head, rest)
+	return err
 }

@@ -237,15 +237,39 @@ func (o orderedObject) MarshalJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// RowObjects turns a table into JSON-ready objects keyed by column keys.
-func RowObjects(t *Table) []orderedObject {
-	out := make([]orderedObject, 0, len(t.Rows))
-	for _, r := range t.Rows {
-		var o orderedObject
-		for i, c := range t.Columns {
+// rowObject is one row of a table of cells as a JSON object keyed by column
+// keys; empty cells are left out.
+func rowObject(t *Table, r []any) orderedObject {
+	var o orderedObject
+	for i, c := range t.Columns {
+		if !absent(r[i]) {
 			o.set(c.Key, jsonValue(r[i]))
 		}
-		out = append(out, o)
+	}
+	return o
+}
+
+// jsonValueOf is what a table is in JSON: the object of a Fields table, else
+// its rows (jsonRows).
+func jsonValueOf(t *Table) any {
+	if t.object != nil {
+		return t.object
+	}
+	return jsonRows(t)
+}
+
+// jsonRows is a table's rows in JSON: its typed rows (a table made by Rows),
+// the one object of a Fields table, or one object per row of cells; [] when empty.
+func jsonRows(t *Table) []any {
+	if t.object != nil {
+		return []any{t.object}
+	}
+	if t.items != nil {
+		return t.items
+	}
+	out := make([]any, 0, len(t.Rows))
+	for _, r := range t.Rows {
+		out = append(out, rowObject(t, r))
 	}
 	return out
 }
@@ -253,7 +277,7 @@ func RowObjects(t *Table) []orderedObject {
 func printJSON(w io.Writer, d *Document) error {
 	var doc orderedObject
 	for _, t := range d.Tables {
-		doc.set(t.Name, RowObjects(t))
+		doc.set(t.Name, jsonValueOf(t))
 	}
 	if d.Findings != nil {
 		doc.set("findings", d.Findings)

@@ -4,32 +4,18 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
 )
 
-var update = flag.Bool("update", false, "rewrite golden files")
-
-func golden(t *testing.T, name string, got []byte) {
+func checkGolden(t *testing.T, name string, got []byte) {
 	t.Helper()
-	p := filepath.Join("testdata", name)
-	if *update {
-		if err := os.WriteFile(p, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create)", err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Errorf("%s differs from golden:\n--- got\n%s\n--- want\n%s", name, got, want)
-	}
+	golden.Check(t, filepath.Join("testdata", name), got)
 }
 
 type stringer struct{}
@@ -57,7 +43,7 @@ func TestPrintTextGolden(t *testing.T) {
 	if err := Print(&buf, sampleDoc(), false); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "doc.txt", buf.Bytes())
+	checkGolden(t, "doc.txt", buf.Bytes())
 	if strings.Contains(buf.String(), "line1\nline2") {
 		t.Error("a newline inside a cell must not break the row")
 	}
@@ -68,7 +54,7 @@ func TestPrintJSONGolden(t *testing.T) {
 	if err := Print(&buf, sampleDoc(), true); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "doc.json", buf.Bytes())
+	checkGolden(t, "doc.json", buf.Bytes())
 	var parsed map[string]any
 	if err := json.Unmarshal(buf.Bytes(), &parsed); err != nil {
 		t.Fatalf("output is not one JSON document: %v", err)
@@ -206,5 +192,134 @@ func TestProgressETARounds(t *testing.T) {
 	b.Add(2)
 	if out := buf.String(); !strings.Contains(out, "ETA 2s") {
 		t.Errorf("bar output %q, want ETA 2s", out)
+	}
+}
+
+// typedRow is a row of a typed table: table columns from `table` tags, JSON
+// from `json` tags.
+type typedRow struct {
+	Topic   string  `json:"topic" table:"TOPIC"`
+	Ledgers int     `json:"ledgers" table:"LEDGERS"`
+	Indexed bool    `json:"indexed" table:"INDEXED"`
+	First   *int64  `json:"first_index,omitempty" table:"FIRST"`
+	Created Time    `json:"created,omitzero" table:"CREATED"`
+	MS      int64   `json:"created_ms,omitempty"`
+	Props   KVs     `json:"properties,omitempty" table:"PROPS"`
+	Error   string  `json:"error,omitempty" table:"ERROR"`
+	Shown   string  `json:"-" table:"SHOWN"`
+	Ratio   float64 `json:"ratio"`
+}
+
+func typedDoc() *Document {
+	rows := []typedRow{
+		{Topic: "a", Ledgers: 2, Indexed: true, First: Ptr(int64(0)), Created: Millis(1718000000123), MS: 1718000000123,
+			Props: KVs{{"z", "1"}, {"a", "2"}}, Shown: "0/2", Ratio: 0.5},
+		{Topic: "b", Error: "broken"},
+	}
+	doc := &Document{Extra: map[string]any{"dry_run": true}}
+	doc.Add(Rows("topics", "Topics", rows))
+	return doc
+}
+
+func TestTypedRowsGolden(t *testing.T) {
+	for _, f := range []Format{FormatTable, FormatJSON, FormatJSONL} {
+		var buf bytes.Buffer
+		if err := PrintWith(&buf, typedDoc(), Options{Format: f}); err != nil {
+			t.Fatal(err)
+		}
+		checkGolden(t, "typed."+string(f), buf.Bytes())
+	}
+}
+
+func TestTypedRowsJSON(t *testing.T) {
+	var buf bytes.Buffer
+	if err := Print(&buf, typedDoc(), true); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Topics []map[string]any `json:"topics"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	a, b := doc.Topics[0], doc.Topics[1]
+	if a["ledgers"] != float64(2) || a["indexed"] != true || a["first_index"] != float64(0) ||
+		a["created"] != "2024-06-10T06:13:20.123Z" || a["created_ms"] != float64(1718000000123) {
+		t.Errorf("row a = %v", a)
+	}
+	if _, ok := a["SHOWN"]; ok {
+		t.Errorf("a table-only field reached the JSON: %v", a)
+	}
+	// Absent is absent: no "", no null, no "-".
+	for _, k := range []string{"first_index", "created", "created_ms", "properties"} {
+		if v, ok := b[k]; ok {
+			t.Errorf("row b has %s = %v, want it left out", k, v)
+		}
+	}
+	if !strings.Contains(buf.String(), `"properties": {
+        "z": "1",
+        "a": "2"
+      }`) {
+		t.Errorf("properties not an object in stored order:\n%s", buf.String())
+	}
+}
+
+func TestTypedRowsCells(t *testing.T) {
+	tb := typedDoc().Tables[0]
+	want := []string{"TOPIC", "LEDGERS", "INDEXED", "FIRST", "CREATED", "PROPS", "ERROR", "SHOWN"}
+	if got := headersOf(tb); strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Fatalf("headers %v, want %v", got, want)
+	}
+	cells := cellsOf(tb)
+	if strings.Join(cells[0], "|") != "a|2|yes|0|2024-06-10T06:13:20.123Z|z=1,a=2|-|0/2" {
+		t.Errorf("row a cells %q", cells[0])
+	}
+	if strings.Join(cells[1], "|") != "b|0|no|-|-|-|broken|-" {
+		t.Errorf("row b cells %q", cells[1])
+	}
+	if tb.Rows[0][3] != int64(0) || tb.Rows[1][3] != nil {
+		t.Errorf("pointer cells %v %v, want the value and nil", tb.Rows[0][3], tb.Rows[1][3])
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("Add on a typed table must panic")
+		}
+	}()
+	tb.Add("x")
+}
+
+func TestTimeFormat(t *testing.T) {
+	if s := Millis(0).String(); s != "" {
+		t.Errorf("Millis(0) = %q, want the zero Time", s)
+	}
+	at := At(time.Date(2026, 11, 29, 13, 15, 11, 459774119, time.FixedZone("x", 3600)))
+	if s := at.String(); s != "2026-11-29T12:15:11.459Z" {
+		t.Errorf("At = %q, want UTC with milliseconds", s)
+	}
+}
+
+func TestFieldsTable(t *testing.T) {
+	type run struct {
+		ID      string `json:"run" table:"run"`
+		Items   int    `json:"items" table:"items"`
+		UndoOf  string `json:"undo_of,omitempty" table:"undo of"`
+		Created Time   `json:"created,omitzero" table:"created"`
+	}
+	tb := Fields("run", "Run", run{ID: "r1", Items: 3})
+	tb.AddField("extra", "human only")
+	var buf bytes.Buffer
+	doc := &Document{Tables: []*Table{tb}}
+	if err := Print(&buf, doc, true); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), `"run": {
+    "run": "r1",
+    "items": 3
+  }`) {
+		t.Errorf("JSON is not the object:\n%s", buf.String())
+	}
+	cells := cellsOf(tb)
+	if len(cells) != 3 || strings.Join(cells[1], "=") != "items=3" || cells[2][0] != "extra" {
+		t.Errorf("rows %q, want run, items (absent ones left out) and the extra row", cells)
 	}
 }

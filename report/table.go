@@ -6,7 +6,9 @@ package report
 import (
 	"encoding/hex"
 	"fmt"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // Column names one column: a human header and a JSON key.
@@ -21,7 +23,9 @@ type Table struct {
 	Name    string // JSON key of the table in a document
 	Title   string // printed above the table; empty for none
 	Columns []Column
-	Rows    [][]any
+	Rows    [][]any // the cells of the human table
+	items   []any   // the typed rows of a table made by Rows: its JSON
+	object  any     // the value of a table made by Fields: its JSON
 }
 
 // NewTable starts a table; cols alternate header, key: NewTable("topics", "", "TOPIC", "topic", ...).
@@ -35,6 +39,9 @@ func NewTable(name, title string, cols ...string) *Table {
 
 // Add appends one row; it must have one value per column.
 func (t *Table) Add(values ...any) {
+	if t.items != nil || t.object != nil {
+		panic(fmt.Sprintf("report: table %q: Add on a table of typed rows", t.Name))
+	}
 	if len(values) != len(t.Columns) {
 		panic(fmt.Sprintf("report: table %q: row has %d values for %d columns", t.Name, len(values), len(t.Columns)))
 	}
@@ -56,6 +63,11 @@ func Cell(v any) string {
 			return "-"
 		}
 		return hex.EncodeToString(x)
+	case []string:
+		if len(x) == 0 {
+			return "-"
+		}
+		return strings.Join(x, ",")
 	case bool:
 		if x {
 			return "yes"
@@ -74,16 +86,32 @@ func Cell(v any) string {
 	case float64:
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	case fmt.Stringer:
-		return x.String()
+		return Cell(x.String())
 	case error:
 		return x.Error()
 	default:
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.String && rv.Len() == 0 {
+			return "-" // an empty named string (a state, a kind)
+		}
 		return fmt.Sprint(x)
 	}
 }
 
+// absent reports whether a cell is empty: its JSON member is left out.
+func absent(v any) bool {
+	switch x := v.(type) {
+	case nil:
+		return true
+	case string:
+		return x == ""
+	case []byte:
+		return x == nil
+	}
+	return false
+}
+
 // jsonValue turns a cell into what encoding/json should print: bytes as hex,
-// Stringers as strings, nil stays null.
+// Stringers as strings.
 func jsonValue(v any) any {
 	switch x := v.(type) {
 	case []byte:

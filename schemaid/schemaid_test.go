@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+)
 
 var guid = [16]byte{0x12, 0x34, 0x56, 0x78, 0x9a, 0xbc, 0xde, 0xf0, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef}
 
@@ -485,22 +483,7 @@ func TestGolden(t *testing.T) {
 		}
 		fmt.Fprintf(&buf, "## DecodeAll %x\n%s\n\n", in, j)
 	}
-	path := filepath.Join("testdata", "strings.golden")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -run TestGolden -update)", err)
-	}
-	if !bytes.Equal(buf.Bytes(), want) {
-		t.Errorf("output differs from %s (run with -update and review the diff):\n%s", path, buf.Bytes())
-	}
+	golden.Check(t, filepath.Join("testdata", "strings.golden"), buf.Bytes())
 }
 
 func BenchmarkDecode(b *testing.B) {

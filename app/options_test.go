@@ -1,0 +1,51 @@
+package app
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Every command parses and validates its flags before it opens a store: a bad
+// value exits 2 naming the flag even when --data-dir does not exist (opening
+// it would exit 3).
+func TestOptionsAreValidatedBeforeAnyStoreOpens(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "no-such-dir")
+	existing := filepath.Join(t.TempDir(), "exists")
+	if err := os.WriteFile(existing, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nonEmpty := t.TempDir()
+	if err := os.WriteFile(filepath.Join(nonEmpty, "f"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		say  string
+	}{
+		{[]string{"inspect", "entries", "--topic", "a/b/c", "--offset", "-5"}, "--offset"},
+		{[]string{"inspect", "entries", "--ledger", "1", "--limit", "0"}, "--limit"},
+		{[]string{"inspect", "entries", "--topic", "a/b/c", "--time", "1718000000"}, "ambiguous"},
+		{[]string{"inspect", "schema-usage", "--workers", "-1"}, "--workers"},
+		{[]string{"inspect", "schemas", "--topic", "a/b"}, "bad topic name"},
+		{[]string{"index", "backfill", "--workers", "0"}, "--workers"},
+		{[]string{"index", "backfill", "--shard", "3/2"}, "shard"},
+		{[]string{"index", "backfill", "--backup", existing, "--apply"}, "--backup"},
+		{[]string{"index", "find", "--topic", "a/b/c", "--offset", "1", "--time", "-1h"}, "--offset and --time"},
+		{[]string{"schema", "repair", "--from", existing, "--resolve-collision", "maybe"}, "--resolve-collision"},
+		{[]string{"schema", "repair", "--from", existing, "--backup", filepath.Join(t.TempDir(), "b")}, "--backup needs --apply"},
+		{[]string{"schema", "capture", "--out", existing}, "--force"},
+		{[]string{"journal", "undo", "--backup", existing, "last"}, "--backup"},
+		{[]string{"report", "--out", filepath.Join(t.TempDir(), "r.html"), "--topic", "a/b"}, "bad topic name"},
+		{[]string{"fixtures", "generate", "--out", filepath.Join(t.TempDir(), "f"), "--partitions", "-1"}, "partitions"},
+		{[]string{"import", "--out", nonEmpty}, "not empty"},
+		{[]string{"schemaid", "decode", "--payload", "--field", "id", "00"}, "--field"},
+	}
+	for _, tc := range cases {
+		_, stderr, code := runApp(t, append([]string{"-d", missing}, tc.args...)...)
+		if code != 2 || !strings.Contains(stderr, tc.say) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 saying %q before opening %s", tc.args, code, stderr, tc.say, missing)
+		}
+	}
+}
