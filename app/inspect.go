@@ -8,7 +8,6 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
@@ -78,26 +77,6 @@ func (e *env) inspectCommand() *cli.Command {
 			e.schemaUsageCommand(),
 		},
 	}
-}
-
-// indexKeyFlag is the one flag, on every command that reads or writes it, for the
-// LedgerInfo property holding a ledger's first broker index. Its old names stay
-// as deprecated aliases so existing scripts still work: --key (index backfill,
-// index find, inspect entries) and --first-entry-index-key (check, inspect
-// topics, report).
-func indexKeyFlag() cli.Flag {
-	return hiddenAliases{&cli.StringFlag{Name: "index-key", Aliases: []string{"key", "first-entry-index-key"}, Value: cluster.FirstEntryIndexKey,
-		Usage: "LedgerInfo property holding a ledger's first broker index (e.g. kafka.base.offset); --key and --first-entry-index-key are deprecated aliases"}}
-}
-
-// hiddenAliases is a string flag whose aliases work but are not listed in help
-// (its usage names them), so the help's flag column stays narrow.
-type hiddenAliases struct{ *cli.StringFlag }
-
-func (f hiddenAliases) String() string {
-	shown := *f.StringFlag
-	shown.Aliases = nil
-	return shown.String()
 }
 
 // withDataDir opens the data dir read-only for the length of fn.
