@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -41,15 +40,18 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 			size += li.GetSize()
 		}
 		withEntries, covered := cluster.Coverage(info, indexKey)
-		indexed, err := indexedBy(dd.Ledgers, info)
+		// Read errors other than lost and damaged entries are returned
+		// rather than shown as not indexed.
+		by, err := cluster.InfoIndexed(info, dd.Ledgers)
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Path, err)
 		}
 		row := TopicRow{Topic: topic.String(), Ledgers: report.Ptr(len(info.GetLedgerInfo())), Entries: report.Ptr(entries),
-			Size: report.Ptr(size), Encoding: enc.String(), IndexedText: indexed,
+			Size: report.Ptr(size), Encoding: enc.String(),
 			Coverage: fmt.Sprintf("%d/%d", covered, withEntries), LedgersWithEntries: report.Ptr(withEntries),
 			LedgersWithIndex: report.Ptr(covered)}
-		row.Indexed, row.IndexedBy, row.IndexProperty = splitIndexed(indexed)
+		property, _ := cluster.HasMLIndex(info)
+		row.setIndexed(by, property)
 		rows = append(rows, row)
 		return nil
 	}, func(te *store.TruncatedError) error {
@@ -86,31 +88,21 @@ type TopicRow struct {
 	Error              string `json:"error,omitempty" table:"ERROR"`
 }
 
-// splitIndexed turns indexedBy's "ml-property(<value>)", "entry-metadata" or
-// "no" into the typed fields of TopicRow.
-func splitIndexed(shown string) (indexed *bool, by, property string) {
-	if shown == "no" {
-		return report.Ptr(false), "", ""
+// setIndexed fills the indexed fields of a topics row from how the topic is
+// known to be indexed (cluster.InfoIndexed) and, when by the managed-ledger
+// property, its value. The table shows "ml-property(<value>)",
+// "entry-metadata" or "no".
+func (r *TopicRow) setIndexed(by cluster.Indexed, property string) {
+	r.Indexed = report.Ptr(by != cluster.NotIndexed)
+	r.IndexedText = by.String()
+	if by == cluster.NotIndexed {
+		return
 	}
-	if v, ok := strings.CutPrefix(shown, "ml-property("); ok {
-		return report.Ptr(true), "ml-property", strings.TrimSuffix(v, ")")
-	}
-	return report.Ptr(true), shown, ""
-}
-
-// indexedBy shows how a topic is known to be indexed (cluster.InfoIndexed):
-// "ml-property(<value>)", "entry-metadata" or "no". Read errors other than lost
-// and damaged entries are returned rather than shown as "no".
-func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) (string, error) {
-	by, err := cluster.InfoIndexed(info, ls)
-	if err != nil {
-		return "", err
-	}
+	r.IndexedBy = by.String()
 	if by == cluster.IndexedByProperty {
-		v, _ := cluster.HasMLIndex(info)
-		return by.String() + "(" + v + ")", nil
+		r.IndexProperty = property
+		r.IndexedText += "(" + property + ")"
 	}
-	return by.String(), nil
 }
 
 // managedLedgersOf returns the managed-ledger nodes of a topic, values copied
