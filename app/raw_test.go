@@ -375,7 +375,7 @@ func TestPayloadDecodesAvroAndKeyValueTopics(t *testing.T) {
 		}
 	}
 	if checked["AVRO"] == 0 || checked["KEY_VALUE"] == 0 {
-		t.Fatalf("messages checked per schema type: %v; want AVRO and KEYVALUE", checked)
+		t.Fatalf("messages checked per schema type: %v; want AVRO and KEY_VALUE", checked)
 	}
 	t.Logf("messages decoded and re-encoded to their stored bytes: %v", checked)
 }
