@@ -377,8 +377,7 @@ func messageScan(dd *store.DataDir) repair.MessageScan {
 
 func repairSpan(s inspect.MessageSpan) repair.MessageSpan {
 	return repair.MessageSpan{Messages: s.Messages, Entries: s.Entries,
-		First:          report.Position{LedgerID: s.First.LedgerID, EntryID: s.First.EntryID},
-		Last:           report.Position{LedgerID: s.Last.LedgerID, EntryID: s.Last.EntryID},
+		First: s.First, Last: s.Last,
 		FirstPublishMs: int64(s.FirstPublishMs), LastPublishMs: int64(s.LastPublishMs)}
 }
 

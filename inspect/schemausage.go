@@ -130,14 +130,14 @@ type UsageRow struct {
 	Messages int64       `json:"messages" table:"MESSAGES"`
 	Entries  int64       `json:"entries" table:"ENTRIES"`
 	// First and Last are the entries with the lowest and highest publish time.
-	First          report.Position `json:"first" table:"FIRST"`
-	Last           report.Position `json:"last" table:"LAST"`
-	FirstPublish   report.Time     `json:"first_publish_time,omitzero" table:"FIRST PUBLISH"`
-	FirstPublishMs *uint64         `json:"first_publish_time_ms,omitempty"`
-	LastPublish    report.Time     `json:"last_publish_time,omitzero" table:"LAST PUBLISH"`
-	LastPublishMs  *uint64         `json:"last_publish_time_ms,omitempty"`
-	Status         string          `json:"status" table:"STATUS"`
-	Detail         string          `json:"detail,omitempty"`
+	First          Position    `json:"first" table:"FIRST"`
+	Last           Position    `json:"last" table:"LAST"`
+	FirstPublish   report.Time `json:"first_publish_time,omitzero" table:"FIRST PUBLISH"`
+	FirstPublishMs *uint64     `json:"first_publish_time_ms,omitempty"`
+	LastPublish    report.Time `json:"last_publish_time,omitzero" table:"LAST PUBLISH"`
+	LastPublishMs  *uint64     `json:"last_publish_time_ms,omitempty"`
+	Status         string      `json:"status" table:"STATUS"`
+	Detail         string      `json:"detail,omitempty"`
 }
 
 // Table is the per-topic, per-reference usage view.
@@ -146,8 +146,7 @@ func (r *UsageReport) Table() *report.Table {
 	for _, tu := range r.Topics {
 		for _, u := range tu.Uses {
 			row := UsageRow{Topic: tu.Topic, ID: u.ID, Ref: u.ID.String(), Messages: u.Messages, Entries: u.Entries,
-				First:        report.Position{LedgerID: u.First.LedgerID, EntryID: u.First.EntryID},
-				Last:         report.Position{LedgerID: u.Last.LedgerID, EntryID: u.Last.EntryID},
+				First: u.First, Last: u.Last,
 				FirstPublish: report.Millis(int64(u.FirstPublishMs)), LastPublish: report.Millis(int64(u.LastPublishMs)),
 				Status: u.Status, Detail: u.Detail}
 			if u.Field != schemaid.FieldUnknown {

@@ -21,10 +21,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
-	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -59,7 +59,7 @@ const (
 // MessageSpan is the stored messages of one schema version in one span of time.
 type MessageSpan struct {
 	Messages, Entries             int64
-	First, Last                   report.Position // entries with the lowest and highest publish time
+	First, Last                   cluster.Position // entries with the lowest and highest publish time
 	FirstPublishMs, LastPublishMs int64
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"strings"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/report"
 )
 
@@ -139,14 +140,14 @@ type CollidingRow struct {
 // SpanView is the stored messages of one history: counts, the first and last
 // position (ledger:entry) and publish times.
 type SpanView struct {
-	Messages       int64            `json:"messages"`
-	Entries        int64            `json:"entries"`
-	First          *report.Position `json:"first,omitempty"` // absent without messages
-	Last           *report.Position `json:"last,omitempty"`
-	FirstPublish   report.Time      `json:"first_publish_time,omitzero"`
-	FirstPublishMs *int64           `json:"first_publish_time_ms,omitempty"`
-	LastPublish    report.Time      `json:"last_publish_time,omitzero"`
-	LastPublishMs  *int64           `json:"last_publish_time_ms,omitempty"`
+	Messages       int64             `json:"messages"`
+	Entries        int64             `json:"entries"`
+	First          *cluster.Position `json:"first,omitempty"` // absent without messages
+	Last           *cluster.Position `json:"last,omitempty"`
+	FirstPublish   report.Time       `json:"first_publish_time,omitzero"`
+	FirstPublishMs *int64            `json:"first_publish_time_ms,omitempty"`
+	LastPublish    report.Time       `json:"last_publish_time,omitzero"`
+	LastPublishMs  *int64            `json:"last_publish_time_ms,omitempty"`
 }
 
 func spanView(s MessageSpan) SpanView {

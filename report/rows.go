@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 )
@@ -201,17 +200,6 @@ func SortedKVs(m map[string]string) KVs {
 		out[i] = KV{k, m[k]}
 	}
 	return out
-}
-
-// Position is an entry's place, ledger id and entry id: "L:E" in a table, an
-// object in JSON.
-type Position struct {
-	LedgerID int64 `json:"ledger_id"`
-	EntryID  int64 `json:"entry_id"`
-}
-
-func (p Position) String() string {
-	return strconv.FormatInt(p.LedgerID, 10) + ":" + strconv.FormatInt(p.EntryID, 10)
 }
 
 // Object is a JSON object whose members keep the order they were set in (a
