@@ -46,6 +46,16 @@ type Engine struct {
 	// Progress, when set, is called after each write step with the number of items
 	// applied so far.
 	Progress func(done, total int)
+	// CrashHook, when set, is called at every crash-safety point of a run: "epoch",
+	// "backup", "journaled" (before the first write), "item-I-entry-J" and "item-I"
+	// once that entry or item is durably written (the items of one step all follow
+	// its commit), "applied", "verified" (before the commit), "committed", and during
+	// a rollback "rollback-journaled", "rollback-item-I", "rolled-back". Tests set it
+	// to stop the process there (see KillAt); it is nil in normal use.
+	CrashHook func(step string)
+	// StepBytes bounds the bytes of one write step (0: stepBytes). Tests set it to 1
+	// to get one item (ledger entry) per step, a crash point between any two writes.
+	StepBytes int
 
 	mu        sync.Mutex
 	recovered bool
@@ -139,18 +149,18 @@ func (e *Engine) checkStore(rec *RunRecord, action string) error {
 // JournalDir returns the engine's journal folder.
 func (e *Engine) JournalDir() string { return e.dir }
 
-// CrashHook, when set, is called at every crash-safety point of a run: "epoch",
-// "backup", "journaled" (before the first write), "item-I-entry-J" and "item-I" once
-// that entry or item is durably written (the items of one step all follow its commit),
-// "applied", "verified" (before the commit), "committed", and during a rollback
-// "rollback-journaled", "rollback-item-I", "rolled-back". Tests set it to stop the
-// process there (see KillAt); it is nil in normal use.
-var CrashHook func(step string)
-
-func crashPoint(format string, args ...any) {
-	if CrashHook != nil {
-		CrashHook(fmt.Sprintf(format, args...))
+func (e *Engine) crashPoint(format string, args ...any) {
+	if e.CrashHook != nil {
+		e.CrashHook(fmt.Sprintf(format, args...))
 	}
+}
+
+// stepLimit is the bytes one write step may hold.
+func (e *Engine) stepLimit() int {
+	if e.StepBytes > 0 {
+		return e.StepBytes
+	}
+	return stepBytes
 }
 
 // KillAt returns a CrashHook that kills the current process (SIGKILL on Unix) when
@@ -382,7 +392,7 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 		return nil, err
 	}
 	rec.Epoch = epoch
-	crashPoint("epoch")
+	e.crashPoint("epoch")
 
 	problems, err := e.preflight(ctx, rec)
 	if err != nil {
@@ -401,17 +411,17 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 			return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
 		}
 		rec.Backup = opts.Backup
-		crashPoint("backup")
+		e.crashPoint("backup")
 	}
 	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
 		return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
 	}
-	crashPoint("journaled")
+	e.crashPoint("journaled")
 
 	if err := e.applyItems(ctx, rec); err != nil {
 		return e.abort(ctx, rec, err)
 	}
-	crashPoint("applied")
+	e.crashPoint("applied")
 	if err := e.checkEpoch(epoch); err != nil {
 		return e.abort(ctx, rec, err)
 	}
@@ -424,7 +434,7 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 		return e.abort(ctx, rec, fmt.Errorf("%w: %s", ErrVerifyFailed, strings.Join(mismatches, "; ")))
 	}
 	rec.Verified = true
-	crashPoint("verified")
+	e.crashPoint("verified")
 	if err := e.checkEpoch(epoch); err != nil {
 		return resultOf(rec), fenced(rec, err)
 	}
@@ -432,7 +442,7 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 		// The journal still says applying: undo now while we can; the next start would too.
 		return e.abort(ctx, rec, err)
 	}
-	crashPoint("committed")
+	e.crashPoint("committed")
 	return resultOf(rec), nil
 }
 
@@ -676,7 +686,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 	// The on-disk record already says applying, so a failure to note the rollback
 	// leaves recovery with the same work to do: go on.
 	journalErr := e.setState(rec, StateRollingBack, holder, note)
-	crashPoint("rollback-journaled")
+	e.crashPoint("rollback-journaled")
 	var conflicts []string
 	for i := len(rec.Items) - 1; i >= 0; i-- {
 		it := &rec.Items[i]
@@ -696,7 +706,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 		} else if it.Status != StatusFailed {
 			it.Status = StatusRolledBack
 		}
-		crashPoint("rollback-item-%d", i)
+		e.crashPoint("rollback-item-%d", i)
 	}
 	rec.Verified = false
 	if rec.UndoOf != "" {
@@ -710,7 +720,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 	if err := e.setState(rec, StateRolledBack, holder, note); err != nil {
 		return conflicts, errors.Join(journalErr, err)
 	}
-	crashPoint("rolled-back")
+	e.crashPoint("rolled-back")
 	return conflicts, nil
 }
 

@@ -130,14 +130,14 @@ func TestApplyRollsBackWhenNodeChangesMidRun(t *testing.T) {
 			e := newEngine(t, dd)
 
 			// After the run wrote its first items, someone else writes /b.
-			CrashHook = func(step string) {
+			testHook = func(step string) {
 				if step == mode.interfere {
 					if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
 						t.Error(err)
 					}
 				}
 			}
-			defer func() { CrashHook = nil }()
+			defer func() { testHook = nil }()
 			res, err := e.Apply(ctx, plan, ApplyOptions{})
 			if !errors.Is(err, ErrRolledBack) || !errors.Is(err, store.ErrVersionMismatch) {
 				t.Fatalf("err = %v, want ErrRolledBack and ErrVersionMismatch", err)
@@ -223,12 +223,12 @@ func TestCancelRollsBack(t *testing.T) {
 	e := newEngine(t, dd)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "item-0" { // after the ledger step, before the node step
 			cancel()
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	res, err := e.Apply(cctx, samplePlan(t, dd), ApplyOptions{})
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrRolledBack) {
 		t.Fatalf("err = %v, want canceled and rolled back", err)
@@ -343,16 +343,16 @@ func TestNewerRunFencesOlder(t *testing.T) {
 	}
 	second := &Plan{Command: "other", Items: []Item{{Kind: KindCreate, Path: "/second", After: []byte("2")}}}
 	var res2 *Result
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "item-1" && res2 == nil {
-			CrashHook = nil
+			testHook = nil
 			var err error
 			if res2, err = e2.Apply(ctx, second, ApplyOptions{}); err != nil {
 				t.Errorf("second run: %v", err)
 			}
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	_, err := e1.Apply(ctx, plan, ApplyOptions{})
 	if !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("first run: %v, want ErrStaleEpoch", err)
@@ -436,7 +436,7 @@ func TestJournalWriteFailure(t *testing.T) {
 	if _, err := e.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "epoch" {
 			// Replace the journal folder by a file: no temp file can be created in it.
 			dir := e.JournalDir()
@@ -448,7 +448,7 @@ func TestJournalWriteFailure(t *testing.T) {
 			}
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	_, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
 	if !errors.Is(err, ErrJournalWrite) || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("err = %v, want ErrJournalWrite, nothing changed", err)
@@ -552,9 +552,9 @@ func TestLargeRunSplitsSteps(t *testing.T) {
 	p.Items = append(p.Items, ledger)
 	e := newEngine(t, dd)
 	var steps []string
-	CrashHook = func(s string) { steps = append(steps, s) }
+	testHook = func(s string) { steps = append(steps, s) }
 	res, err := e.Apply(ctx, p, ApplyOptions{})
-	CrashHook = nil
+	testHook = nil
 	if err != nil {
 		t.Fatal(err)
 	}
