@@ -59,6 +59,7 @@ type Engine struct {
 
 	mu        sync.Mutex
 	recovered bool
+	held      uint64 // the epoch of this engine's last run (0: none yet)
 }
 
 // ApplyOptions tune one run.
@@ -66,6 +67,13 @@ type ApplyOptions struct {
 	// Backup, when set, names a file that receives DataDir.BackupMetadata before
 	// anything changes. It must not exist yet.
 	Backup string
+	// TrustBefore says the plan's node items carry Before and Expect exactly as the
+	// caller just read them from this store (back-fill plans from the nodes its walk
+	// read). Preflight then does not read those nodes again: a node changed since is
+	// refused by the compare-and-set of the write step, which writes nothing of that
+	// step, and the run is rolled back (the error wraps store.ErrVersionMismatch).
+	// Items without Before are read as usual.
+	TrustBefore bool
 }
 
 // ItemResult is the outcome of one plan item.
@@ -387,14 +395,14 @@ func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
 // run takes an epoch and drives a record through preflight, backup, journal, apply,
 // verify and commit.
 func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*Result, error) {
-	epoch, err := e.takeEpoch(0)
+	epoch, err := e.runEpoch()
 	if err != nil {
 		return nil, err
 	}
 	rec.Epoch = epoch
 	e.crashPoint("epoch")
 
-	problems, err := e.preflight(ctx, rec)
+	problems, err := e.preflight(ctx, rec, opts.TrustBefore)
 	if err != nil {
 		return nil, fmt.Errorf("run %s: %w", rec.RunID, err)
 	}
@@ -489,6 +497,29 @@ func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
 	return n, nil
 }
 
+// runEpoch is the epoch a run holds: the one this engine's previous run held while
+// the journal is still at it, else a new one. Fencing is the same as with an epoch
+// per run: the engine's runs are serialised, and any other run or recovery that
+// takes the journal moves it past the held epoch, which every step checks. Keeping
+// it saves the epoch file's write and fsync on every run after the first.
+func (e *Engine) runEpoch() (uint64, error) {
+	if e.held != 0 {
+		cur, err := readEpoch(e.dir)
+		if err != nil {
+			return 0, err
+		}
+		if cur == e.held {
+			return cur, nil
+		}
+	}
+	n, err := e.takeEpoch(0)
+	if err != nil {
+		return 0, err
+	}
+	e.held = n
+	return n, nil
+}
+
 // checkEpoch refuses to go on when a newer run took the journal.
 func (e *Engine) checkEpoch(held uint64) error {
 	cur, err := readEpoch(e.dir)
@@ -501,12 +532,12 @@ func (e *Engine) checkEpoch(held uint64) error {
 	return nil
 }
 
-// readNodeItems reads the current node of every node item of the run from one
-// snapshot, keyed by item index.
-func (e *Engine) readNodeItems(rec *RunRecord) (map[int]store.Node, error) {
+// readNodeItems reads the current node of every node item of the run that want
+// accepts (nil: every one) from one snapshot, keyed by item index.
+func (e *Engine) readNodeItems(rec *RunRecord, want func(*Item) bool) (map[int]store.Node, error) {
 	var nodeItems []int
 	for i := range rec.Items {
-		if rec.Items[i].isNode() {
+		if it := &rec.Items[i].Item; it.isNode() && (want == nil || want(it)) {
 			nodeItems = append(nodeItems, i)
 		}
 	}
@@ -523,9 +554,11 @@ func (e *Engine) readNodeItems(rec *RunRecord) (map[int]store.Node, error) {
 
 // preflight reads the before-image of every item and checks it is what the plan
 // expects. It returns one problem per item that no longer matches; it writes nothing.
-// Nodes are read from one snapshot.
-func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
-	current, err := e.readNodeItems(rec)
+// Nodes are read from one snapshot. With trust, node items that carry their
+// before-image (and creates) are not read: the write step's compare-and-set guards them.
+func (e *Engine) preflight(ctx context.Context, rec *RunRecord, trust bool) ([]string, error) {
+	check := func(it *Item) bool { return !trust || (it.Kind != KindCreate && it.Before == nil) }
+	current, err := e.readNodeItems(rec, check)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)
 	}
@@ -539,7 +572,9 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error
 		var err error
 		switch it.Kind {
 		case KindSet, KindDelete, KindCreate:
-			problem = preflightNode(&it.Item, current[i])
+			if check(&it.Item) {
+				problem = preflightNode(&it.Item, current[i])
+			}
 		case KindLedger:
 			var last int64
 			last, err = e.dd.Ledgers.LastEntry(it.LedgerID)
@@ -635,7 +670,7 @@ func nonNil(b []byte) []byte {
 // verify re-reads everything the run wrote and compares it with the plan. Nodes are
 // read from one snapshot.
 func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
-	current, err := e.readNodeItems(rec)
+	current, err := e.readNodeItems(rec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}

@@ -581,3 +581,85 @@ func TestLargeRunSplitsSteps(t *testing.T) {
 		t.Errorf("after undo:\n%s", d)
 	}
 }
+
+// An engine's runs keep its epoch while no other engine took the journal, and take
+// a new one when another did: the journal's fsyncs fall from five to four a run.
+func TestEpochKeptAcrossRuns(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e1, e2 := newEngine(t, dd), newEngine(t, dd)
+	syncs := 0
+	onSync = func(string) { syncs++ }
+	defer func() { onSync = nil }()
+	apply := func(e *Engine, path, value string) *Result {
+		t.Helper()
+		p := &Plan{Command: "set", Items: []Item{{Kind: KindSet, Path: path, Expect: version(t, dd, path), After: []byte(value)}}}
+		res, err := e.Apply(ctx, p, ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	r1 := apply(e1, "/a", "1")
+	if _, err := e1.Recover(ctx); err != nil { // nothing unfinished: takes no epoch
+		t.Fatal(err)
+	}
+	syncs = 0
+	r2 := apply(e1, "/a", "2")
+	if r2.Epoch != r1.Epoch || syncs != 4 {
+		t.Errorf("second run: epoch %d (first %d), %d fsyncs; want the same epoch and 4 fsyncs", r2.Epoch, r1.Epoch, syncs)
+	}
+	r3 := apply(e2, "/a", "3") // another engine takes the journal
+	r4 := apply(e1, "/a", "4")
+	if r3.Epoch <= r2.Epoch || r4.Epoch <= r3.Epoch {
+		t.Errorf("epochs %d, %d, %d: each engine that takes the journal over needs a newer one", r2.Epoch, r3.Epoch, r4.Epoch)
+	}
+}
+
+// With TrustBefore the preflight does not re-read nodes that carry their
+// before-image: a node changed since the plan read it is refused by the write
+// step's compare-and-set instead, and nothing is written.
+func TestTrustBeforeRefusedByCompareAndSet(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e := newEngine(t, dd)
+	va, vb := version(t, dd, "/a"), version(t, dd, "/b")
+	plan := func() *Plan {
+		return &Plan{Command: "backfill", Items: []Item{
+			{Kind: KindSet, Path: "/a", Expect: va, Before: []byte("a0"), After: []byte("a1")},
+			{Kind: KindSet, Path: "/b", Expect: vb, Before: []byte("b0"), After: []byte("b1")},
+		}}
+	}
+	if _, err := dd.Metadata.CompareAndSet("/b", vb, []byte("b-other")); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, dd)
+	res, err := e.Apply(ctx, plan(), ApplyOptions{TrustBefore: true})
+	if !errors.Is(err, store.ErrVersionMismatch) || res == nil || res.State != StateRolledBack {
+		t.Fatalf("apply of a stale plan = %+v, %v; want rolled back with a version mismatch", res, err)
+	}
+	if d := before.diff(dump(t, dd)); d != "" {
+		t.Errorf("a refused run wrote:\n%s", d)
+	}
+	// Unchanged nodes: the run commits and journals the before-images it was given.
+	vb = version(t, dd, "/b")
+	p := plan()
+	p.Items[1].Expect, p.Items[1].Before = vb, []byte("b-other")
+	res, err = e.Apply(ctx, p, ApplyOptions{TrustBefore: true})
+	if err != nil || res.State != StateCommitted {
+		t.Fatalf("apply = %+v, %v", res, err)
+	}
+	rec, err := Show(e.JournalDir(), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rec.Items[0].Before) != "a0" || string(rec.Items[1].Before) != "b-other" {
+		t.Errorf("journaled before-images %q, %q", rec.Items[0].Before, rec.Items[1].Before)
+	}
+	if _, err := e.Undo(ctx, res.RunID, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(dump(t, dd)); d != "" {
+		t.Errorf("undo:\n%s", d)
+	}
+}

@@ -21,10 +21,11 @@ import (
 //
 // Every file is written as temp file, fsync, rename, so a reader sees either the old
 // or the new content, never a torn one; then the folder is fsynced where the rename
-// must survive a crash before the next step. A run costs five fsyncs: the epoch file
-// (its rename is made durable by the record's folder fsync that follows), the
-// "applying" record and folder before the first write, the "committed" record and
-// folder before the run is reported done.
+// must survive a crash before the next step. A run costs four fsyncs: the "applying"
+// record and folder before the first write, the "committed" record and folder before
+// the run is reported done; an engine's first run (and any run after another engine
+// took the journal) also writes the epoch file, whose rename the record's folder
+// fsync that follows makes durable.
 const (
 	journalDirName = "journal"
 	epochFileName  = "epoch"
