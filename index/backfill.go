@@ -300,7 +300,6 @@ type backfiller struct {
 
 	batch        []*topicPlan
 	batchLedgers int
-	backupTaken  bool // writer only
 }
 
 // run plans topics concurrently (at most Workers in flight) as the nodes are read,
@@ -308,10 +307,14 @@ type backfiller struct {
 // scheduling, and hands full batches to a writer, which applies them one at a time
 // while the next batch is planned.
 func (b *backfiller) run(ctx context.Context) error {
-	type pending struct{ done chan *topicPlan }
-	queue := make(chan pending, b.opts.Workers)
 	planCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w, err := b.startWriter(ctx, cancel)
+	if err != nil {
+		return err
+	}
+	type pending struct{ done chan *topicPlan }
+	queue := make(chan pending, b.opts.Workers)
 	var readErr error
 	go func() {
 		defer close(queue)
@@ -326,8 +329,6 @@ func (b *backfiller) run(ctx context.Context) error {
 			return nil
 		})
 	}()
-	w := b.startWriter(ctx, cancel)
-	var err error
 	for pd := range queue {
 		tp := <-pd.done
 		if err != nil {
@@ -342,7 +343,7 @@ func (b *backfiller) run(ctx context.Context) error {
 	}
 	// queue is closed: readErr is set. The last, partial batch is written unless
 	// something failed or the context ended.
-	if err == nil && readErr == nil && ctx.Err() == nil {
+	if err == nil && readErr == nil {
 		w.send(b.cut())
 	}
 	werr := w.close()
@@ -351,10 +352,10 @@ func (b *backfiller) run(ctx context.Context) error {
 		return err
 	case werr != nil:
 		return werr
-	case readErr != nil:
-		return readErr
+	case ctx.Err() != nil:
+		return ctx.Err() // a batch not started when the context ended was not written
 	}
-	return ctx.Err() // a batch not started when the context ended was not written
+	return readErr
 }
 
 // take records a topic's plan and hands the batch to the writer when it is full.
@@ -393,53 +394,69 @@ func (b *backfiller) cut() []*topicPlan {
 	return batch
 }
 
-// writer applies batches in the order sent, one at a time, on its own goroutine.
-// Its first failure cancels planning; later batches are dropped.
+// writer hands full batches to the engine as runs of one mutate.Series, which
+// journals the next batch and verifies the last while one is written. A failure
+// (other than a refused batch) cancels planning; later batches are dropped.
 type writer struct {
-	batches chan []*topicPlan
-	done    chan struct{}
+	b      *backfiller
+	ctx    context.Context
+	cancel context.CancelFunc
+	series *mutate.Series // nil in a dry run
+	// Guarded by b.mu:
+	batches map[*mutate.Plan][]*topicPlan
 	err     error
 }
 
-func (b *backfiller) startWriter(ctx context.Context, cancel context.CancelFunc) *writer {
-	// One batch waits while one is written: planning runs a batch ahead, no more.
-	w := &writer{batches: make(chan []*topicPlan, 1), done: make(chan struct{})}
-	go func() {
-		defer close(w.done)
-		for batch := range w.batches {
-			if w.err != nil {
-				continue
-			}
-			// A batch that starts is finished: cancelling stops between batches.
-			if w.err = ctx.Err(); w.err == nil {
-				w.err = b.flush(ctx, batch)
-			}
-			if w.err != nil {
-				cancel()
-			}
-		}
-	}()
-	return w
+func (b *backfiller) startWriter(ctx context.Context, cancel context.CancelFunc) (*writer, error) {
+	w := &writer{b: b, ctx: ctx, cancel: cancel, batches: make(map[*mutate.Plan][]*topicPlan)}
+	if b.eng == nil {
+		return w, nil
+	}
+	// Before and Expect are what the walk read: the compare-and-set guards them.
+	ao := mutate.ApplyOptions{TrustBefore: true, Backup: b.opts.Backup}
+	// A batch that starts is finished: cancelling stops between batches.
+	series, err := b.eng.StartSeries(context.WithoutCancel(ctx), ao, w.ended)
+	if err != nil {
+		return nil, err
+	}
+	w.series = series
+	return w, nil
 }
 
+// send writes one batch as a journaled run (nothing in a dry run or once the
+// context ended or a batch failed).
 func (w *writer) send(batch []*topicPlan) {
-	if len(batch) > 0 {
-		w.batches <- batch // never blocks for long: the writer drains after a failure
+	if len(batch) == 0 || w.series == nil || w.ctx.Err() != nil || w.failed() {
+		return
 	}
+	plan := w.b.plan(batch)
+	w.b.mu.Lock()
+	w.batches[plan] = batch
+	w.b.mu.Unlock()
+	if err := w.series.Apply(plan); err != nil {
+		w.cancel()
+	}
+}
+
+func (w *writer) failed() bool {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return w.err != nil
 }
 
 // close waits for every batch sent and returns the first failure.
 func (w *writer) close() error {
-	close(w.batches)
-	<-w.done
+	if w.series != nil {
+		w.series.Close() // its failure was seen by ended
+	}
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	sort.Strings(w.b.res.Runs) // run ids sort by time; runs may end out of order
 	return w.err
 }
 
-// flush writes the batch as one journaled run (nothing in a dry run).
-func (b *backfiller) flush(ctx context.Context, batch []*topicPlan) error {
-	if len(batch) == 0 || b.eng == nil {
-		return nil
-	}
+// plan is the engine's plan for one batch.
+func (b *backfiller) plan(batch []*topicPlan) *mutate.Plan {
 	plan := &mutate.Plan{
 		Command: "index backfill",
 		Args:    b.opts.Args,
@@ -454,33 +471,37 @@ func (b *backfiller) flush(ctx context.Context, batch []*topicPlan) error {
 		ledgers += tp.result.Planned
 	}
 	plan.Notes = []string{fmt.Sprintf("%s back-fill: %d topic(s), %d ledger(s)", b.opts.Key, len(batch), ledgers)}
-	// Before and Expect are what the walk read: the compare-and-set guards them.
-	ao := mutate.ApplyOptions{TrustBefore: true}
-	if b.opts.Backup != "" && !b.backupTaken {
-		ao.Backup = b.opts.Backup
-	}
-	r, err := b.eng.Apply(context.WithoutCancel(ctx), plan, ao)
-	if r != nil && r.Backup != "" {
-		b.backupTaken = true // a refused run wrote no backup: the next batch takes it
-	}
+	return plan
+}
+
+// ended records how one batch's run ended.
+func (w *writer) ended(plan *mutate.Plan, r *mutate.Result, err error) {
+	b := w.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	batch := w.batches[plan]
+	delete(w.batches, plan)
 	if err != nil {
-		if !errors.Is(err, store.ErrVersionMismatch) || r == nil || r.State == mutate.StateApplying || r.State == mutate.StateRollingBack {
-			return fmt.Errorf("write batch of %d topic(s): %w", len(batch), err)
+		if r != nil && errors.Is(err, store.ErrVersionMismatch) && (r.State == mutate.StateRefused || r.State == mutate.StateRolledBack) {
+			// Someone (a broker) changed a node since it was read: nothing of the
+			// batch was written; a re-run plans again from the new state.
+			for _, tp := range batch {
+				b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
+				b.res.Findings = append(b.res.Findings, report.Finding{
+					Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
+					Topic: tp.result.Topic, Path: tp.result.Path,
+					Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
+					Hint:    "re-run index backfill; it plans again from the current metadata",
+				})
+			}
+			return
 		}
-		// Someone (a broker) changed a node since it was read: nothing of the batch
-		// was written; a re-run plans again from the new state.
-		for _, tp := range batch {
-			b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
-			b.res.Findings = append(b.res.Findings, report.Finding{
-				Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
-				Topic: tp.result.Topic, Path: tp.result.Path,
-				Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
-				Hint:    "re-run index backfill; it plans again from the current metadata",
-			})
+		// The first real failure is the one to report, not the runs it stopped.
+		if w.err == nil || (errors.Is(w.err, mutate.ErrSeriesStopped) && !errors.Is(err, mutate.ErrSeriesStopped)) {
+			w.err = fmt.Errorf("write batch of %d topic(s): %w", len(batch), err)
 		}
-		return nil
+		w.cancel()
+		return
 	}
 	b.res.Runs = append(b.res.Runs, r.RunID)
 	for _, tp := range batch {
@@ -488,7 +509,6 @@ func (b *backfiller) flush(ctx context.Context, batch []*topicPlan) error {
 		t.Written, t.RunID = t.Planned, r.RunID
 		b.res.Written += int64(t.Planned)
 	}
-	return nil
 }
 
 // topicPlan is one managed ledger's share of a batch.

@@ -393,44 +393,74 @@ func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
 }
 
 // run takes an epoch and drives a record through preflight, backup, journal, apply,
-// verify and commit.
+// verify and commit: the three stages a Series overlaps across runs.
 func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*Result, error) {
+	if end := e.journalRun(ctx, rec, opts); end != nil {
+		return end.res, end.err
+	}
+	if end := e.writeRun(ctx, rec); end != nil {
+		return end.res, end.err
+	}
+	return e.finishRun(ctx, rec)
+}
+
+// runEnd is how a run ended in a stage before its last.
+type runEnd struct {
+	res *Result
+	err error
+}
+
+// journalRun takes the run's epoch, checks the plan against the store (preflight),
+// writes the backup and journals the run as applying, durably, before anything is
+// written. nil: the run is journaled and goes on to writeRun.
+func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
 	epoch, err := e.runEpoch()
 	if err != nil {
-		return nil, err
+		return &runEnd{nil, err}
 	}
 	rec.Epoch = epoch
 	e.crashPoint("epoch")
 
 	problems, err := e.preflight(ctx, rec, opts.TrustBefore)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", rec.RunID, err)
+		return &runEnd{nil, fmt.Errorf("run %s: %w", rec.RunID, err)}
 	}
 	if len(problems) > 0 {
 		rec.Error = strings.Join(problems, "; ")
 		refusal := fmt.Errorf("run %s refused, nothing was changed: %s: %w", rec.RunID, rec.Error, store.ErrVersionMismatch)
 		if err := e.setState(rec, StateRefused, epoch, ""); err != nil {
-			return resultOf(rec), errors.Join(refusal, err)
+			return &runEnd{resultOf(rec), errors.Join(refusal, err)}
 		}
-		return resultOf(rec), refusal
+		return &runEnd{resultOf(rec), refusal}
 	}
 	if opts.Backup != "" {
 		if err := e.writeBackup(opts.Backup); err != nil {
-			return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+			return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
 		}
 		rec.Backup = opts.Backup
 		e.crashPoint("backup")
 	}
 	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
-		return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
 	}
 	e.crashPoint("journaled")
+	return nil
+}
 
+// writeRun applies a journaled run's items; a failure rolls the run back. nil: every
+// item is written and the run goes on to finishRun.
+func (e *Engine) writeRun(ctx context.Context, rec *RunRecord) *runEnd {
 	if err := e.applyItems(ctx, rec); err != nil {
-		return e.abort(ctx, rec, err)
+		res, err := e.abort(ctx, rec, err)
+		return &runEnd{res, err}
 	}
 	e.crashPoint("applied")
-	if err := e.checkEpoch(epoch); err != nil {
+	return nil
+}
+
+// finishRun verifies what a written run wrote and commits it (or rolls it back).
+func (e *Engine) finishRun(ctx context.Context, rec *RunRecord) (*Result, error) {
+	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return e.abort(ctx, rec, err)
 	}
 	mismatches, err := e.verify(ctx, rec)
@@ -443,10 +473,10 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 	}
 	rec.Verified = true
 	e.crashPoint("verified")
-	if err := e.checkEpoch(epoch); err != nil {
+	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return resultOf(rec), fenced(rec, err)
 	}
-	if err := e.setState(rec, StateCommitted, epoch, ""); err != nil {
+	if err := e.setState(rec, StateCommitted, rec.Epoch, ""); err != nil {
 		// The journal still says applying: undo now while we can; the next start would too.
 		return e.abort(ctx, rec, err)
 	}
