@@ -82,10 +82,14 @@ func (s *Series) Apply(plan *Plan) error {
 
 // Close waits for every run handed over to end, releases the engine and returns the
 // failure that stopped the series, if any.
+// Runs commit lazily (see finishRun); Close makes every commit durable.
 func (s *Series) Close() error {
 	close(s.plans)
 	s.stages.Wait()
-	s.e.mu.Unlock()
+	defer s.e.mu.Unlock()
+	if err := syncDir(s.e.dir); err != nil {
+		s.stop(fmt.Errorf("fsync %s: %w: %w", s.e.dir, ErrJournalWrite, err))
+	}
 	return s.failure()
 }
 
@@ -236,7 +240,7 @@ func (s *Series) writeStage() {
 func (s *Series) finishStage() {
 	defer s.stages.Done()
 	for f := range s.toFinish {
-		res, err := s.e.finishRun(s.ctx, f.rec)
+		res, err := s.e.finishRun(s.ctx, f.rec, true)
 		s.end(f, res, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 
@@ -94,9 +95,20 @@ func TestSeriesAppliesEveryRun(t *testing.T) {
 		want = applyModel(want, p)
 	}
 	e := newEngine(t, dd)
+	if _, err := e.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var syncs atomic.Int64 // the stages fsync concurrently
+	onSync = func(string) { syncs.Add(1) }
 	out, err := runSeries(t, e, plans)
+	onSync = nil
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The epoch once, three a run (applying: file and folder; committed: file), and
+	// Close's folder fsync.
+	if want := int64(1 + 3*seriesRuns + 1); syncs.Load() != want {
+		t.Errorf("%d journal fsyncs, want %d", syncs.Load(), want)
 	}
 	for i, p := range plans {
 		if o := out[p]; o.err != nil || o.res.State != StateCommitted || !o.res.Verified {
