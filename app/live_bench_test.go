@@ -154,6 +154,13 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 // benchBackfill: index.Backfill --apply (entry-0 reads, journaled runs, batched
 // compare-and-set) over 2,000 managed ledgers against bare batches of the same size
 // writing same-size values. Ratio bare/ours in nodes/s; target >= 0.5.
+//
+// More yardsticks, untimed, say where our time goes: "walk-only" walks the managed
+// ledgers as back-fill does and decodes nothing, "plan-only" is the same back-fill
+// as a dry run (walk, entry-0 reads, planning; nothing written), and
+// "readback" reads the written nodes back in batches of the same size through the
+// store, as the engine's verification does. Each is reported as a share of bare's
+// time (plan-only/bare-time = 2 means planning alone takes twice the bare writes).
 func benchBackfill(b *testing.B, raw liveRaw) {
 	f := loadLiveFixture(b, raw)
 	dd := openLive(b, f.dir, raw.url(), false)
@@ -162,7 +169,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true}); err != nil {
 		b.Fatal(err)
 	}
-	var ours, bare time.Duration
+	var ours, bare, walkOnly, planOnly, readBack time.Duration
 	var written int64
 	iter := 0
 	for b.Loop() {
@@ -171,6 +178,16 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		// The bare loop's nodes lie outside /managed-ledgers/, where back-fill does not look.
 		theirs := cloneTopics(b, raw, "/bare", fmt.Sprintf("t%d", iter), liveBenchBackfill, f.indexed)
 		iter++
+		tw := time.Now()
+		if err := dd.Metadata.Walk(context.Background(), "/managed-ledgers/", func(store.Node) error { return nil }); err != nil {
+			b.Fatal(err)
+		}
+		walkOnly += time.Since(tw)
+		tp := time.Now()
+		if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		planOnly += time.Since(tp)
 		b.StartTimer()
 		t0 := time.Now()
 		res, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true})
@@ -195,10 +212,23 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		}
 		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
 		written += int64(nodes)
+		b.StopTimer()
+		tr := time.Now()
+		nb := dd.Metadata.(store.NodeBatcher)
+		for i := 0; i < len(mine); i += liveBenchBatch {
+			if _, err := nb.GetNodes(mine[i:min(i+liveBenchBatch, len(mine))]); err != nil {
+				b.Fatal(err)
+			}
+		}
+		readBack += time.Since(tr)
+		b.StartTimer()
 	}
 	b.ReportMetric(float64(written)/ours.Seconds(), "ours-nodes/s")
 	b.ReportMetric(float64(written)/bare.Seconds(), "bare-nodes/s")
 	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare-speed")
+	b.ReportMetric(walkOnly.Seconds()/bare.Seconds(), "walk-only/bare-time")
+	b.ReportMetric(planOnly.Seconds()/bare.Seconds(), "plan-only/bare-time")
+	b.ReportMetric(readBack.Seconds()/bare.Seconds(), "readback/bare-time")
 }
 
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }

@@ -150,6 +150,12 @@ type BackfillResult struct {
 // Backfill plans (and with Apply, writes) the firstEntryIndex property of every
 // ledger that lacks it, topic by topic. Re-planning from metadata is what makes it
 // resumable: ledgers done by an earlier run have the property and are not read again.
+//
+// It reads every managed-ledger node once: the walk (or, with Paths, batched reads)
+// streams nodes into planning, and each batch goes to the engine with the bytes and
+// version the walk read, while the next batch is planned. A node changed since it
+// was read is caught by the batch's compare-and-set (the batch is refused, nothing
+// of it written, and a re-run plans it again).
 func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*BackfillResult, error) {
 	opts.defaults()
 	res := &BackfillResult{Skipped: make(map[string]int64)}
@@ -165,18 +171,14 @@ func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*Ba
 	} else if err := noteUnfinished(dd, res); err != nil {
 		return nil, err
 	}
-	paths, todo, err := listTopics(ctx, dd.Metadata, &opts)
-	if err != nil {
-		res.Interrupted = ctx.Err() != nil
-		return res, err
-	}
-	opts.Progress.Start("backfill ledgers", todo)
+	// The total is unknown: nodes are planned as they are read, not counted first.
+	opts.Progress.Start("backfill ledgers", 0)
 	defer opts.Progress.Done()
 
 	b := &backfiller{dd: dd, opts: &opts, res: res, eng: eng}
 	b.pool = newPool(opts.Workers, newLimiter(opts.Rate, opts.Workers))
 	defer b.pool.close()
-	err = b.run(ctx, paths)
+	err := b.run(ctx)
 	report.SortFindings(res.Findings)
 	res.Interrupted = ctx.Err() != nil
 	return res, err
@@ -200,86 +202,126 @@ func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
 	return nil
 }
 
-// listTopics returns the managed-ledger paths to visit and how many ledgers will
-// need reading (for the progress total). Only paths are kept: nodes are read again,
-// one at a time, when their turn comes.
-func listTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptions) ([]string, int64, error) {
-	var paths []string
-	var todo int64
-	count := func(value []byte) {
-		info, _, err := formats.DecodeManagedLedgerInfo(value)
-		if err != nil {
-			return // reported when the topic's turn comes
-		}
-		for _, li := range info.GetLedgerInfo() {
-			if _, _, valid := cluster.FirstEntryIndex(li, opts.Key); !valid || opts.Verify || opts.Force {
-				todo++
-			}
-		}
-	}
+// nodeFunc receives one managed-ledger node to plan, or (bad != nil) a node whose
+// bytes cannot be read.
+type nodeFunc func(n store.Node, bad error) error
+
+// readTopics hands over every managed-ledger node to visit, in path order: the
+// nodes of opts.Paths read in batches, or a walk of the managed-ledger tree. Values
+// are copies the callee may keep.
+func readTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptions, fn nodeFunc) error {
 	if len(opts.Paths) > 0 {
+		var paths []string
 		for _, p := range opts.Paths {
-			if !opts.Shard.Has(p) {
-				continue
+			if opts.Shard.Has(p) {
+				paths = append(paths, p)
 			}
-			paths = append(paths, p)
-			n, err := ms.Get(p)
-			if err != nil {
-				return nil, 0, err
-			}
-			count(n.Value)
 		}
-		return paths, todo, nil
+		for lo := 0; lo < len(paths); lo += opts.BatchTopics {
+			if err := readPaths(ms, paths[lo:min(lo+opts.BatchTopics, len(paths))], fn); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
-	err := ms.Walk(ctx, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
-		if _, ok := formats.ParseManagedLedgerPath(n.Path); ok && opts.Shard.Has(n.Path) {
-			paths = append(paths, n.Path)
-			count(n.Value)
+	prefix := formats.ManagedLedgersRoot + "/"
+	visit := func(n store.Node) error {
+		if _, ok := formats.ParseManagedLedgerPath(n.Path); !ok || !opts.Shard.Has(n.Path) {
+			return nil
+		}
+		n.Value = bytes.Clone(n.Value) // a Badger walk's value is only valid in the callback
+		if n.Value == nil {
+			n.Value = []byte{}
+		}
+		return fn(n, nil)
+	}
+	// A value truncated by a damaged value log is reported and the walk goes on after it.
+	err := cluster.WalkNodes(ctx, ms, prefix, visit, func(te *store.TruncatedError) error {
+		if _, ok := formats.ParseManagedLedgerPath(te.Path); ok && opts.Shard.Has(te.Path) {
+			return fn(store.Node{Path: te.Path}, te)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("list managed ledgers: %w", err)
+		return fmt.Errorf("list managed ledgers: %w", err)
 	}
-	return paths, todo, nil
+	return nil
+}
+
+// readPaths reads one batch of named nodes: in one call where the store batches
+// reads, else (or when the batch read fails) one by one, so each failure names its node.
+func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
+	if nb, ok := ms.(store.NodeBatcher); ok {
+		if nodes, err := nb.GetNodes(paths); err == nil {
+			for _, n := range nodes {
+				if n.Version == 0 {
+					return fmt.Errorf("metadata node %q: %w", n.Path, store.ErrNotFound)
+				}
+				if err := fn(n, nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
+	}
+	for _, p := range paths {
+		n, err := ms.Get(p)
+		switch {
+		case errors.Is(err, store.ErrTruncatedValue):
+			err = fn(store.Node{Path: p}, err)
+		case err != nil:
+			return err
+		default:
+			err = fn(n, nil)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // backfiller runs one back-fill.
 type backfiller struct {
 	dd   *store.DataDir
 	opts *BackfillOptions
-	res  *BackfillResult
 	eng  *mutate.Engine
 	pool *pool
 
+	mu  sync.Mutex // res: the planner adds topics, the writer records runs
+	res *BackfillResult
+
 	batch        []*topicPlan
 	batchLedgers int
-	backupTaken  bool
 }
 
-// run plans topics concurrently (at most Workers in flight) and consumes the plans
-// in path order, so results and batches do not depend on scheduling.
-func (b *backfiller) run(ctx context.Context, paths []string) error {
-	type pending struct {
-		path string
-		done chan *topicPlan
-	}
-	queue := make(chan pending, b.opts.Workers)
+// run plans topics concurrently (at most Workers in flight) as the nodes are read,
+// consumes the plans in path order, so results and batches do not depend on
+// scheduling, and hands full batches to a writer, which applies them one at a time
+// while the next batch is planned.
+func (b *backfiller) run(ctx context.Context) error {
 	planCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	w, err := b.startWriter(ctx, cancel)
+	if err != nil {
+		return err
+	}
+	type pending struct{ done chan *topicPlan }
+	queue := make(chan pending, b.opts.Workers)
+	var readErr error
 	go func() {
 		defer close(queue)
-		for _, p := range paths {
-			pd := pending{p, make(chan *topicPlan, 1)}
+		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, bad error) error {
+			pd := pending{make(chan *topicPlan, 1)}
 			select {
 			case queue <- pd:
 			case <-planCtx.Done():
-				return
+				return planCtx.Err()
 			}
-			go func() { pd.done <- b.planTopic(planCtx, pd.path) }()
-		}
+			go func() { pd.done <- b.planNode(planCtx, n, bad) }()
+			return nil
+		})
 	}()
-	var err error
 	for pd := range queue {
 		tp := <-pd.done
 		if err != nil {
@@ -290,22 +332,30 @@ func (b *backfiller) run(ctx context.Context, paths []string) error {
 			cancel()
 			continue
 		}
-		if err = b.take(ctx, tp); err != nil {
-			cancel()
-		}
+		b.take(tp, w)
 	}
-	if err != nil {
+	// queue is closed: readErr is set. The last, partial batch is written unless
+	// something failed or the context ended.
+	if err == nil && readErr == nil {
+		w.send(b.cut())
+	}
+	werr := w.close()
+	switch {
+	case err != nil:
 		return err
+	case werr != nil:
+		return werr
+	case ctx.Err() != nil:
+		return ctx.Err() // a batch not started when the context ended was not written
 	}
-	if err := ctx.Err(); err != nil {
-		return err // the last, partial batch is dropped: nothing of it was written
-	}
-	return b.flush(ctx)
+	return readErr
 }
 
-// take records a topic's plan and closes the batch when it is full.
-func (b *backfiller) take(ctx context.Context, tp *topicPlan) error {
+// take records a topic's plan and hands the batch to the writer when it is full.
+func (b *backfiller) take(tp *topicPlan, w *writer) {
+	b.mu.Lock()
 	b.res.Topics = append(b.res.Topics, tp.result)
+	tp.resultIndex = len(b.res.Topics) - 1
 	b.res.Findings = append(b.res.Findings, tp.findings...)
 	b.res.Ledgers += int64(tp.result.Ledgers)
 	b.res.Had += int64(tp.result.Had)
@@ -313,34 +363,93 @@ func (b *backfiller) take(ctx context.Context, tp *topicPlan) error {
 	for reason, n := range tp.skipped {
 		b.res.Skipped[reason] += int64(n)
 	}
+	b.mu.Unlock()
 	if b.opts.OnPlanned != nil {
 		for _, w := range tp.writes {
 			b.opts.OnPlanned(w)
 		}
 	}
 	if tp.after == nil {
-		return nil
+		return
 	}
-	tp.resultIndex = len(b.res.Topics) - 1
 	tp.writes = nil // only counts are needed from here on
 	b.batch = append(b.batch, tp)
 	b.batchLedgers += tp.result.Planned
 	if len(b.batch) >= b.opts.BatchTopics || b.batchLedgers >= b.opts.BatchLedgers {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		return b.flush(ctx)
+		w.send(b.cut())
 	}
-	return nil
 }
 
-// flush writes the batch as one journaled run (nothing in a dry run).
-func (b *backfiller) flush(ctx context.Context) error {
+// cut returns the batch planned so far and starts a new one.
+func (b *backfiller) cut() []*topicPlan {
 	batch := b.batch
 	b.batch, b.batchLedgers = nil, 0
-	if len(batch) == 0 || b.eng == nil {
-		return nil
+	return batch
+}
+
+// writer hands full batches to the engine as runs of one mutate.Series, which
+// journals the next batch and verifies the last while one is written. A failure
+// (other than a refused batch) cancels planning; later batches are dropped.
+type writer struct {
+	b      *backfiller
+	ctx    context.Context
+	cancel context.CancelFunc
+	series *mutate.Series // nil in a dry run
+	// Guarded by b.mu:
+	batches map[*mutate.Plan][]*topicPlan
+	err     error
+}
+
+func (b *backfiller) startWriter(ctx context.Context, cancel context.CancelFunc) (*writer, error) {
+	w := &writer{b: b, ctx: ctx, cancel: cancel, batches: make(map[*mutate.Plan][]*topicPlan)}
+	if b.eng == nil {
+		return w, nil
 	}
+	// Before and Expect are what the walk read: the compare-and-set guards them.
+	ao := mutate.ApplyOptions{TrustBefore: true, Backup: b.opts.Backup}
+	// A batch that starts is finished: cancelling stops between batches.
+	series, err := b.eng.StartSeries(context.WithoutCancel(ctx), ao, w.ended)
+	if err != nil {
+		return nil, err
+	}
+	w.series = series
+	return w, nil
+}
+
+// send writes one batch as a journaled run (nothing in a dry run or once the
+// context ended or a batch failed).
+func (w *writer) send(batch []*topicPlan) {
+	if len(batch) == 0 || w.series == nil || w.ctx.Err() != nil || w.failed() {
+		return
+	}
+	plan := w.b.plan(batch)
+	w.b.mu.Lock()
+	w.batches[plan] = batch
+	w.b.mu.Unlock()
+	if err := w.series.Apply(plan); err != nil {
+		w.cancel()
+	}
+}
+
+func (w *writer) failed() bool {
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	return w.err != nil
+}
+
+// close waits for every batch sent and returns the first failure.
+func (w *writer) close() error {
+	if w.series != nil {
+		w.series.Close() // its failure was seen by ended
+	}
+	w.b.mu.Lock()
+	defer w.b.mu.Unlock()
+	sort.Strings(w.b.res.Runs) // run ids sort by time; runs may end out of order
+	return w.err
+}
+
+// plan is the engine's plan for one batch.
+func (b *backfiller) plan(batch []*topicPlan) *mutate.Plan {
 	plan := &mutate.Plan{
 		Command: "index backfill",
 		Args:    b.opts.Args,
@@ -355,31 +464,37 @@ func (b *backfiller) flush(ctx context.Context) error {
 		ledgers += tp.result.Planned
 	}
 	plan.Notes = []string{fmt.Sprintf("%s back-fill: %d topic(s), %d ledger(s)", b.opts.Key, len(batch), ledgers)}
-	var ao mutate.ApplyOptions
-	if b.opts.Backup != "" && !b.backupTaken {
-		ao.Backup = b.opts.Backup
-	}
-	// A batch that starts is finished: cancelling stops between batches.
-	r, err := b.eng.Apply(context.WithoutCancel(ctx), plan, ao)
-	if r != nil && r.Backup != "" {
-		b.backupTaken = true // a refused run wrote no backup: the next batch takes it
-	}
+	return plan
+}
+
+// ended records how one batch's run ended.
+func (w *writer) ended(plan *mutate.Plan, r *mutate.Result, err error) {
+	b := w.b
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	batch := w.batches[plan]
+	delete(w.batches, plan)
 	if err != nil {
-		if !errors.Is(err, store.ErrVersionMismatch) || r == nil {
-			return fmt.Errorf("write batch of %d topic(s): %w", len(batch), err)
+		if r != nil && errors.Is(err, store.ErrVersionMismatch) && (r.State == mutate.StateRefused || r.State == mutate.StateRolledBack) {
+			// Someone (a broker) changed a node since it was read: nothing of the
+			// batch was written; a re-run plans again from the new state.
+			for _, tp := range batch {
+				b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
+				b.res.Findings = append(b.res.Findings, report.Finding{
+					Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
+					Topic: tp.result.Topic, Path: tp.result.Path,
+					Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
+					Hint:    "re-run index backfill; it plans again from the current metadata",
+				})
+			}
+			return
 		}
-		// Someone (a broker) changed a node since it was read: nothing of the batch
-		// was written; a re-run plans again from the new state.
-		for _, tp := range batch {
-			b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
-			b.res.Findings = append(b.res.Findings, report.Finding{
-				Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
-				Topic: tp.result.Topic, Path: tp.result.Path,
-				Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
-				Hint:    "re-run index backfill; it plans again from the current metadata",
-			})
+		// The first real failure is the one to report, not the runs it stopped.
+		if w.err == nil || (errors.Is(w.err, mutate.ErrSeriesStopped) && !errors.Is(err, mutate.ErrSeriesStopped)) {
+			w.err = fmt.Errorf("write batch of %d topic(s): %w", len(batch), err)
 		}
-		return nil
+		w.cancel()
+		return
 	}
 	b.res.Runs = append(b.res.Runs, r.RunID)
 	for _, tp := range batch {
@@ -387,7 +502,6 @@ func (b *backfiller) flush(ctx context.Context) error {
 		t.Written, t.RunID = t.Planned, r.RunID
 		b.res.Written += int64(t.Planned)
 	}
-	return nil
 }
 
 // topicPlan is one managed ledger's share of a batch.
@@ -436,18 +550,14 @@ func topicLabel(path string) string {
 	return path
 }
 
-// planTopic reads one managed-ledger node and the entries it needs, and computes
-// the node's new value.
-func (b *backfiller) planTopic(ctx context.Context, path string) *topicPlan {
+// planNode reads the entries one managed-ledger node needs and computes the
+// node's new value. bad is why the node's bytes could not be read (nil: n holds them).
+func (b *backfiller) planNode(ctx context.Context, node store.Node, bad error) *topicPlan {
+	path := node.Path
 	tp := &topicPlan{result: TopicResult{Topic: topicLabel(path), Path: path}, skipped: make(map[string]int)}
-	node, err := b.dd.Metadata.Get(path)
-	if errors.Is(err, store.ErrTruncatedValue) {
+	if bad != nil {
 		// The node's bytes are damaged: this topic is skipped, the rest goes on.
-		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, err))
-		return tp
-	}
-	if err != nil {
-		tp.err = err
+		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, bad))
 		return tp
 	}
 	info, enc, err := formats.DecodeManagedLedgerInfo(node.Value)

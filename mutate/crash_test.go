@@ -157,8 +157,8 @@ func TestCrashDuringRollback(t *testing.T) {
 				e := newEngine(t, dd)
 				plan := samplePlan(t, dd)
 				steps = recordSteps(func() {
-					h := CrashHook
-					CrashHook = func(s string) { h(s); hook(s) }
+					h := testHook
+					testHook = func(s string) { h(s); hook(s) }
 					if _, err := e.Apply(ctx, plan, ApplyOptions{}); !errors.Is(err, ErrRolledBack) {
 						t.Fatalf("err = %v, want rolled back", err)
 					}
@@ -183,8 +183,8 @@ func TestCrashDuringRollback(t *testing.T) {
 					e := newEngine(t, dd)
 					hook := interfere(t, dd)
 					crashed := crashAt(t, e.JournalDir(), step)(func() {
-						h := CrashHook
-						CrashHook = func(s string) { hook(s); h(s) }
+						h := testHook
+						testHook = func(s string) { hook(s); h(s) }
 						e.Apply(ctx, plan, ApplyOptions{})
 					})
 					if !crashed {
@@ -292,9 +292,9 @@ func TestChildProcess(t *testing.T) {
 	}
 	e := newEngine(t, dd)
 	if os.Getenv(envPerItem) != "" {
-		stepBytes = 1
+		e.StepBytes = 1
 	}
-	CrashHook = KillAt(os.Getenv(envCrashAt))
+	e.CrashHook = KillAt(os.Getenv(envCrashAt))
 	e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
 	t.Fatalf("not killed at %s", os.Getenv(envCrashAt))
 }

@@ -46,9 +46,20 @@ type Engine struct {
 	// Progress, when set, is called after each write step with the number of items
 	// applied so far.
 	Progress func(done, total int)
+	// CrashHook, when set, is called at every crash-safety point of a run: "epoch",
+	// "backup", "journaled" (before the first write), "item-I-entry-J" and "item-I"
+	// once that entry or item is durably written (the items of one step all follow
+	// its commit), "applied", "verified" (before the commit), "committed", and during
+	// a rollback "rollback-journaled", "rollback-item-I", "rolled-back". Tests set it
+	// to stop the process there (see KillAt); it is nil in normal use.
+	CrashHook func(step string)
+	// StepBytes bounds the bytes of one write step (0: stepBytes). Tests set it to 1
+	// to get one item (ledger entry) per step, a crash point between any two writes.
+	StepBytes int
 
 	mu        sync.Mutex
 	recovered bool
+	held      uint64 // the epoch of this engine's last run (0: none yet)
 }
 
 // ApplyOptions tune one run.
@@ -56,6 +67,13 @@ type ApplyOptions struct {
 	// Backup, when set, names a file that receives DataDir.BackupMetadata before
 	// anything changes. It must not exist yet.
 	Backup string
+	// TrustBefore says the plan's node items carry Before and Expect exactly as the
+	// caller just read them from this store (back-fill plans from the nodes its walk
+	// read). Preflight then does not read those nodes again: a node changed since is
+	// refused by the compare-and-set of the write step, which writes nothing of that
+	// step, and the run is rolled back (the error wraps store.ErrVersionMismatch).
+	// Items without Before are read as usual.
+	TrustBefore bool
 }
 
 // ItemResult is the outcome of one plan item.
@@ -139,18 +157,18 @@ func (e *Engine) checkStore(rec *RunRecord, action string) error {
 // JournalDir returns the engine's journal folder.
 func (e *Engine) JournalDir() string { return e.dir }
 
-// CrashHook, when set, is called at every crash-safety point of a run: "epoch",
-// "backup", "journaled" (before the first write), "item-I-entry-J" and "item-I" once
-// that entry or item is durably written (the items of one step all follow its commit),
-// "applied", "verified" (before the commit), "committed", and during a rollback
-// "rollback-journaled", "rollback-item-I", "rolled-back". Tests set it to stop the
-// process there (see KillAt); it is nil in normal use.
-var CrashHook func(step string)
-
-func crashPoint(format string, args ...any) {
-	if CrashHook != nil {
-		CrashHook(fmt.Sprintf(format, args...))
+func (e *Engine) crashPoint(format string, args ...any) {
+	if e.CrashHook != nil {
+		e.CrashHook(fmt.Sprintf(format, args...))
 	}
+}
+
+// stepLimit is the bytes one write step may hold.
+func (e *Engine) stepLimit() int {
+	if e.StepBytes > 0 {
+		return e.StepBytes
+	}
+	return stepBytes
 }
 
 // KillAt returns a CrashHook that kills the current process (SIGKILL on Unix) when
@@ -375,44 +393,79 @@ func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
 }
 
 // run takes an epoch and drives a record through preflight, backup, journal, apply,
-// verify and commit.
+// verify and commit: the three stages a Series overlaps across runs.
 func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*Result, error) {
-	epoch, err := e.takeEpoch(0)
+	if end := e.journalRun(ctx, rec, opts); end != nil {
+		return end.res, end.err
+	}
+	if end := e.writeRun(ctx, rec); end != nil {
+		return end.res, end.err
+	}
+	return e.finishRun(ctx, rec, false)
+}
+
+// runEnd is how a run ended in a stage before its last.
+type runEnd struct {
+	res *Result
+	err error
+}
+
+// journalRun takes the run's epoch, checks the plan against the store (preflight),
+// writes the backup and journals the run as applying, durably, before anything is
+// written. nil: the run is journaled and goes on to writeRun.
+func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
+	epoch, err := e.runEpoch()
 	if err != nil {
-		return nil, err
+		return &runEnd{nil, err}
 	}
 	rec.Epoch = epoch
-	crashPoint("epoch")
+	e.crashPoint("epoch")
 
-	problems, err := e.preflight(ctx, rec)
+	problems, err := e.preflight(ctx, rec, opts.TrustBefore)
 	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", rec.RunID, err)
+		return &runEnd{nil, fmt.Errorf("run %s: %w", rec.RunID, err)}
 	}
 	if len(problems) > 0 {
 		rec.Error = strings.Join(problems, "; ")
 		refusal := fmt.Errorf("run %s refused, nothing was changed: %s: %w", rec.RunID, rec.Error, store.ErrVersionMismatch)
 		if err := e.setState(rec, StateRefused, epoch, ""); err != nil {
-			return resultOf(rec), errors.Join(refusal, err)
+			return &runEnd{resultOf(rec), errors.Join(refusal, err)}
 		}
-		return resultOf(rec), refusal
+		return &runEnd{resultOf(rec), refusal}
 	}
 	if opts.Backup != "" {
 		if err := e.writeBackup(opts.Backup); err != nil {
-			return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+			return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
 		}
 		rec.Backup = opts.Backup
-		crashPoint("backup")
+		e.crashPoint("backup")
 	}
 	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
-		return nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)
+		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
 	}
-	crashPoint("journaled")
+	e.crashPoint("journaled")
+	return nil
+}
 
+// writeRun applies a journaled run's items; a failure rolls the run back. nil: every
+// item is written and the run goes on to finishRun.
+func (e *Engine) writeRun(ctx context.Context, rec *RunRecord) *runEnd {
 	if err := e.applyItems(ctx, rec); err != nil {
-		return e.abort(ctx, rec, err)
+		res, err := e.abort(ctx, rec, err)
+		return &runEnd{res, err}
 	}
-	crashPoint("applied")
-	if err := e.checkEpoch(epoch); err != nil {
+	e.crashPoint("applied")
+	return nil
+}
+
+// finishRun verifies what a written run wrote and commits it (or rolls it back).
+// With lazy, the committed record is fsynced and renamed into place but the
+// journal folder is not fsynced: the caller's next folder fsync (the next run's
+// applying record, or Series.Close) makes the commit durable. A crash before that
+// can only lose the commit, never tear the record: the run then reads as applying
+// and is rolled back, which is one of the two states a run may end in.
+func (e *Engine) finishRun(ctx context.Context, rec *RunRecord, lazy bool) (*Result, error) {
+	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return e.abort(ctx, rec, err)
 	}
 	mismatches, err := e.verify(ctx, rec)
@@ -424,15 +477,21 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 		return e.abort(ctx, rec, fmt.Errorf("%w: %s", ErrVerifyFailed, strings.Join(mismatches, "; ")))
 	}
 	rec.Verified = true
-	crashPoint("verified")
-	if err := e.checkEpoch(epoch); err != nil {
+	e.crashPoint("verified")
+	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return resultOf(rec), fenced(rec, err)
 	}
-	if err := e.setState(rec, StateCommitted, epoch, ""); err != nil {
+	write := writeRecord
+	if lazy {
+		write = writeRecordLazily
+	}
+	rec.State = StateCommitted
+	rec.History = append(rec.History, StateChange{State: StateCommitted, At: e.Now().UTC(), Epoch: rec.Epoch})
+	if err := write(e.dir, rec); err != nil {
 		// The journal still says applying: undo now while we can; the next start would too.
 		return e.abort(ctx, rec, err)
 	}
-	crashPoint("committed")
+	e.crashPoint("committed")
 	return resultOf(rec), nil
 }
 
@@ -479,6 +538,29 @@ func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
 	return n, nil
 }
 
+// runEpoch is the epoch a run holds: the one this engine's previous run held while
+// the journal is still at it, else a new one. Fencing is the same as with an epoch
+// per run: the engine's runs are serialised, and any other run or recovery that
+// takes the journal moves it past the held epoch, which every step checks. Keeping
+// it saves the epoch file's write and fsync on every run after the first.
+func (e *Engine) runEpoch() (uint64, error) {
+	if e.held != 0 {
+		cur, err := readEpoch(e.dir)
+		if err != nil {
+			return 0, err
+		}
+		if cur == e.held {
+			return cur, nil
+		}
+	}
+	n, err := e.takeEpoch(0)
+	if err != nil {
+		return 0, err
+	}
+	e.held = n
+	return n, nil
+}
+
 // checkEpoch refuses to go on when a newer run took the journal.
 func (e *Engine) checkEpoch(held uint64) error {
 	cur, err := readEpoch(e.dir)
@@ -491,12 +573,12 @@ func (e *Engine) checkEpoch(held uint64) error {
 	return nil
 }
 
-// readNodeItems reads the current node of every node item of the run from one
-// snapshot, keyed by item index.
-func (e *Engine) readNodeItems(rec *RunRecord) (map[int]store.Node, error) {
+// readNodeItems reads the current node of every node item of the run that want
+// accepts (nil: every one) from one snapshot, keyed by item index.
+func (e *Engine) readNodeItems(rec *RunRecord, want func(*Item) bool) (map[int]store.Node, error) {
 	var nodeItems []int
 	for i := range rec.Items {
-		if rec.Items[i].isNode() {
+		if it := &rec.Items[i].Item; it.isNode() && (want == nil || want(it)) {
 			nodeItems = append(nodeItems, i)
 		}
 	}
@@ -513,9 +595,11 @@ func (e *Engine) readNodeItems(rec *RunRecord) (map[int]store.Node, error) {
 
 // preflight reads the before-image of every item and checks it is what the plan
 // expects. It returns one problem per item that no longer matches; it writes nothing.
-// Nodes are read from one snapshot.
-func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error) {
-	current, err := e.readNodeItems(rec)
+// Nodes are read from one snapshot. With trust, node items that carry their
+// before-image (and creates) are not read: the write step's compare-and-set guards them.
+func (e *Engine) preflight(ctx context.Context, rec *RunRecord, trust bool) ([]string, error) {
+	check := func(it *Item) bool { return !trust || (it.Kind != KindCreate && it.Before == nil) }
+	current, err := e.readNodeItems(rec, check)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)
 	}
@@ -529,7 +613,9 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord) ([]string, error
 		var err error
 		switch it.Kind {
 		case KindSet, KindDelete, KindCreate:
-			problem = preflightNode(&it.Item, current[i])
+			if check(&it.Item) {
+				problem = preflightNode(&it.Item, current[i])
+			}
 		case KindLedger:
 			var last int64
 			last, err = e.dd.Ledgers.LastEntry(it.LedgerID)
@@ -625,7 +711,7 @@ func nonNil(b []byte) []byte {
 // verify re-reads everything the run wrote and compares it with the plan. Nodes are
 // read from one snapshot.
 func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
-	current, err := e.readNodeItems(rec)
+	current, err := e.readNodeItems(rec, nil)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}
@@ -676,7 +762,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 	// The on-disk record already says applying, so a failure to note the rollback
 	// leaves recovery with the same work to do: go on.
 	journalErr := e.setState(rec, StateRollingBack, holder, note)
-	crashPoint("rollback-journaled")
+	e.crashPoint("rollback-journaled")
 	var conflicts []string
 	for i := len(rec.Items) - 1; i >= 0; i-- {
 		it := &rec.Items[i]
@@ -696,7 +782,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 		} else if it.Status != StatusFailed {
 			it.Status = StatusRolledBack
 		}
-		crashPoint("rollback-item-%d", i)
+		e.crashPoint("rollback-item-%d", i)
 	}
 	rec.Verified = false
 	if rec.UndoOf != "" {
@@ -710,7 +796,7 @@ func (e *Engine) rollbackRun(ctx context.Context, rec *RunRecord, holder uint64,
 	if err := e.setState(rec, StateRolledBack, holder, note); err != nil {
 		return conflicts, errors.Join(journalErr, err)
 	}
-	crashPoint("rolled-back")
+	e.crashPoint("rolled-back")
 	return conflicts, nil
 }
 

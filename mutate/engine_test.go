@@ -130,14 +130,14 @@ func TestApplyRollsBackWhenNodeChangesMidRun(t *testing.T) {
 			e := newEngine(t, dd)
 
 			// After the run wrote its first items, someone else writes /b.
-			CrashHook = func(step string) {
+			testHook = func(step string) {
 				if step == mode.interfere {
 					if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
 						t.Error(err)
 					}
 				}
 			}
-			defer func() { CrashHook = nil }()
+			defer func() { testHook = nil }()
 			res, err := e.Apply(ctx, plan, ApplyOptions{})
 			if !errors.Is(err, ErrRolledBack) || !errors.Is(err, store.ErrVersionMismatch) {
 				t.Fatalf("err = %v, want ErrRolledBack and ErrVersionMismatch", err)
@@ -223,12 +223,12 @@ func TestCancelRollsBack(t *testing.T) {
 	e := newEngine(t, dd)
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "item-0" { // after the ledger step, before the node step
 			cancel()
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	res, err := e.Apply(cctx, samplePlan(t, dd), ApplyOptions{})
 	if !errors.Is(err, context.Canceled) || !errors.Is(err, ErrRolledBack) {
 		t.Fatalf("err = %v, want canceled and rolled back", err)
@@ -343,16 +343,16 @@ func TestNewerRunFencesOlder(t *testing.T) {
 	}
 	second := &Plan{Command: "other", Items: []Item{{Kind: KindCreate, Path: "/second", After: []byte("2")}}}
 	var res2 *Result
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "item-1" && res2 == nil {
-			CrashHook = nil
+			testHook = nil
 			var err error
 			if res2, err = e2.Apply(ctx, second, ApplyOptions{}); err != nil {
 				t.Errorf("second run: %v", err)
 			}
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	_, err := e1.Apply(ctx, plan, ApplyOptions{})
 	if !errors.Is(err, ErrStaleEpoch) {
 		t.Fatalf("first run: %v, want ErrStaleEpoch", err)
@@ -436,7 +436,7 @@ func TestJournalWriteFailure(t *testing.T) {
 	if _, err := e.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
-	CrashHook = func(step string) {
+	testHook = func(step string) {
 		if step == "epoch" {
 			// Replace the journal folder by a file: no temp file can be created in it.
 			dir := e.JournalDir()
@@ -448,7 +448,7 @@ func TestJournalWriteFailure(t *testing.T) {
 			}
 		}
 	}
-	defer func() { CrashHook = nil }()
+	defer func() { testHook = nil }()
 	_, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
 	if !errors.Is(err, ErrJournalWrite) || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("err = %v, want ErrJournalWrite, nothing changed", err)
@@ -552,9 +552,9 @@ func TestLargeRunSplitsSteps(t *testing.T) {
 	p.Items = append(p.Items, ledger)
 	e := newEngine(t, dd)
 	var steps []string
-	CrashHook = func(s string) { steps = append(steps, s) }
+	testHook = func(s string) { steps = append(steps, s) }
 	res, err := e.Apply(ctx, p, ApplyOptions{})
-	CrashHook = nil
+	testHook = nil
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -579,5 +579,87 @@ func TestLargeRunSplitsSteps(t *testing.T) {
 	}
 	if d := before.diff(dump(t, dd)); d != "" {
 		t.Errorf("after undo:\n%s", d)
+	}
+}
+
+// An engine's runs keep its epoch while no other engine took the journal, and take
+// a new one when another did: the journal's fsyncs fall from five to four a run.
+func TestEpochKeptAcrossRuns(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e1, e2 := newEngine(t, dd), newEngine(t, dd)
+	syncs := 0
+	onSync = func(string) { syncs++ }
+	defer func() { onSync = nil }()
+	apply := func(e *Engine, path, value string) *Result {
+		t.Helper()
+		p := &Plan{Command: "set", Items: []Item{{Kind: KindSet, Path: path, Expect: version(t, dd, path), After: []byte(value)}}}
+		res, err := e.Apply(ctx, p, ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	r1 := apply(e1, "/a", "1")
+	if _, err := e1.Recover(ctx); err != nil { // nothing unfinished: takes no epoch
+		t.Fatal(err)
+	}
+	syncs = 0
+	r2 := apply(e1, "/a", "2")
+	if r2.Epoch != r1.Epoch || syncs != 4 {
+		t.Errorf("second run: epoch %d (first %d), %d fsyncs; want the same epoch and 4 fsyncs", r2.Epoch, r1.Epoch, syncs)
+	}
+	r3 := apply(e2, "/a", "3") // another engine takes the journal
+	r4 := apply(e1, "/a", "4")
+	if r3.Epoch <= r2.Epoch || r4.Epoch <= r3.Epoch {
+		t.Errorf("epochs %d, %d, %d: each engine that takes the journal over needs a newer one", r2.Epoch, r3.Epoch, r4.Epoch)
+	}
+}
+
+// With TrustBefore the preflight does not re-read nodes that carry their
+// before-image: a node changed since the plan read it is refused by the write
+// step's compare-and-set instead, and nothing is written.
+func TestTrustBeforeRefusedByCompareAndSet(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e := newEngine(t, dd)
+	va, vb := version(t, dd, "/a"), version(t, dd, "/b")
+	plan := func() *Plan {
+		return &Plan{Command: "backfill", Items: []Item{
+			{Kind: KindSet, Path: "/a", Expect: va, Before: []byte("a0"), After: []byte("a1")},
+			{Kind: KindSet, Path: "/b", Expect: vb, Before: []byte("b0"), After: []byte("b1")},
+		}}
+	}
+	if _, err := dd.Metadata.CompareAndSet("/b", vb, []byte("b-other")); err != nil {
+		t.Fatal(err)
+	}
+	before := dump(t, dd)
+	res, err := e.Apply(ctx, plan(), ApplyOptions{TrustBefore: true})
+	if !errors.Is(err, store.ErrVersionMismatch) || res == nil || res.State != StateRolledBack {
+		t.Fatalf("apply of a stale plan = %+v, %v; want rolled back with a version mismatch", res, err)
+	}
+	if d := before.diff(dump(t, dd)); d != "" {
+		t.Errorf("a refused run wrote:\n%s", d)
+	}
+	// Unchanged nodes: the run commits and journals the before-images it was given.
+	vb = version(t, dd, "/b")
+	p := plan()
+	p.Items[1].Expect, p.Items[1].Before = vb, []byte("b-other")
+	res, err = e.Apply(ctx, p, ApplyOptions{TrustBefore: true})
+	if err != nil || res.State != StateCommitted {
+		t.Fatalf("apply = %+v, %v", res, err)
+	}
+	rec, err := Show(e.JournalDir(), res.RunID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(rec.Items[0].Before) != "a0" || string(rec.Items[1].Before) != "b-other" {
+		t.Errorf("journaled before-images %q, %q", rec.Items[0].Before, rec.Items[1].Before)
+	}
+	if _, err := e.Undo(ctx, res.RunID, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := before.diff(dump(t, dd)); d != "" {
+		t.Errorf("undo:\n%s", d)
 	}
 }

@@ -156,8 +156,21 @@ func newEngine(t testing.TB, dd *store.DataDir) *Engine {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.CrashHook = func(step string) {
+		if testHook != nil {
+			testHook(step)
+		}
+	}
+	e.StepBytes = testStepBytes
 	return e
 }
+
+// The settings of the engines newEngine makes: testHook sees every crash point of
+// each (the tests here stop runs from it), testStepBytes is their StepBytes.
+var (
+	testHook      func(step string)
+	testStepBytes int
+)
 
 // reopen closes the data dir and opens it again, writable, as a new process would.
 func reopen(t testing.TB, dd *store.DataDir, path string) *store.DataDir {
@@ -176,12 +189,12 @@ func reopen(t testing.TB, dd *store.DataDir, path string) *store.DataDir {
 // errCrash is what the in-process crash hook panics with.
 var errCrash = errors.New("simulated crash")
 
-// crashAt makes CrashHook panic at step, after checking the journal parses there.
+// crashAt makes testHook panic at step, after checking the journal parses there.
 // It returns the function that runs fn and reports whether the crash happened.
 func crashAt(t *testing.T, journal, step string) func(fn func()) bool {
 	t.Helper()
 	return func(fn func()) (crashed bool) {
-		CrashHook = func(s string) {
+		testHook = func(s string) {
 			if _, err := List(journal); err != nil {
 				t.Errorf("at step %s the journal does not parse: %v", s, err)
 			}
@@ -190,7 +203,7 @@ func crashAt(t *testing.T, journal, step string) func(fn func()) bool {
 			}
 		}
 		defer func() {
-			CrashHook = nil
+			testHook = nil
 			if r := recover(); r != nil {
 				if r != errCrash {
 					panic(r)
@@ -206,8 +219,8 @@ func crashAt(t *testing.T, journal, step string) func(fn func()) bool {
 // recordSteps returns the crash points fn passes through.
 func recordSteps(fn func()) []string {
 	var steps []string
-	CrashHook = func(s string) { steps = append(steps, s) }
-	defer func() { CrashHook = nil }()
+	testHook = func(s string) { steps = append(steps, s) }
+	defer func() { testHook = nil }()
 	fn()
 	return steps
 }
@@ -238,9 +251,9 @@ var stepModes = []struct {
 	bytes int
 }{{"batched", stepBytes}, {"per-item", 1}}
 
-// setStepBytes sets the engine's step size for one test.
+// setStepBytes sets the step size of the engines newEngine makes, for one test.
 func setStepBytes(t testing.TB, n int) {
-	old := stepBytes
-	stepBytes = n
-	t.Cleanup(func() { stepBytes = old })
+	old := testStepBytes
+	testStepBytes = n
+	t.Cleanup(func() { testStepBytes = old })
 }

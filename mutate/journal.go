@@ -21,10 +21,12 @@ import (
 //
 // Every file is written as temp file, fsync, rename, so a reader sees either the old
 // or the new content, never a torn one; then the folder is fsynced where the rename
-// must survive a crash before the next step. A run costs five fsyncs: the epoch file
-// (its rename is made durable by the record's folder fsync that follows), the
-// "applying" record and folder before the first write, the "committed" record and
-// folder before the run is reported done.
+// must survive a crash before the next step. A run costs four fsyncs: the "applying"
+// record and folder before the first write, the "committed" record and folder before
+// the run is reported done; an engine's first run (and any run after another engine
+// took the journal) also writes the epoch file, whose rename the record's folder
+// fsync that follows makes durable. A run of a Series costs three: its committed
+// record's rename is made durable by the next run's folder fsync (or Close's).
 const (
 	journalDirName = "journal"
 	epochFileName  = "epoch"
@@ -268,6 +270,16 @@ func writeRecord(dir string, rec *RunRecord) error {
 		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
 	}
 	return writeFileDurable(dir, rec.RunID+recordSuffix, append(b, '\n'))
+}
+
+// writeRecordLazily stores a run record atomically (temp file, fsync, rename) but
+// leaves the folder fsync that makes the rename durable to the caller's next one.
+func writeRecordLazily(dir string, rec *RunRecord) error {
+	b, err := json.Marshal(rec)
+	if err != nil {
+		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
+	}
+	return writeFileAtomic(dir, rec.RunID+recordSuffix, append(b, '\n'))
 }
 
 // readEpoch returns the journal's current epoch; 0 when no run has started yet.

@@ -26,8 +26,8 @@ import (
 // stepBytes bounds the bytes (keys and values) of one step: under what one
 // transaction of the store's writable Badger options holds (15% of its memtable:
 // 2.4 MB at 16 MB, 1.2 MB at 8 MB), so splitting on store.ErrBatchTooBig is rare.
-// Tests set it to 1 to get one item (entry) per step.
-var stepBytes = 1 << 20
+// Engine.StepBytes overrides it (tests: one item per step).
+const stepBytes = 1 << 20
 
 // stepOverhead is what a step counts per key on top of its key and value bytes.
 const stepOverhead = 32
@@ -73,7 +73,7 @@ func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
 		return err
 	}
 	_, atomic := e.nodeStore()
-	for _, step := range nodeSteps(rec, nodes, atomic) {
+	for _, step := range nodeSteps(rec, nodes, atomic, e.stepLimit()) {
 		if err := e.writeNodes(ctx, rec, step); err != nil {
 			return err
 		}
@@ -89,7 +89,7 @@ func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
 			return fmt.Errorf("item %d (%s): %w", i, it.label(), err)
 		}
 		it.Status = StatusApplied
-		crashPoint("item-%d", i)
+		e.crashPoint("item-%d", i)
 		progress(1)
 	}
 	return nil
@@ -122,7 +122,7 @@ func (e *Engine) writeLedgers(ctx context.Context, rec *RunRecord, items []int, 
 		it := &rec.Items[i]
 		for j, en := range it.Entries {
 			n := len(en.Value) + stepOverhead
-			if len(step) > 0 && size+n > stepBytes {
+			if len(step) > 0 && size+n > e.stepLimit() {
 				if err := flush(); err != nil {
 					return err
 				}
@@ -137,7 +137,7 @@ func (e *Engine) writeLedgers(ctx context.Context, rec *RunRecord, items []int, 
 	for _, i := range items {
 		if rec.Items[i].Status == StatusPending { // a ledger item with no entries
 			rec.Items[i].Status = StatusApplied
-			crashPoint("item-%d", i)
+			e.crashPoint("item-%d", i)
 		}
 	}
 	progress(len(items))
@@ -171,25 +171,25 @@ func (e *Engine) writeEntries(ctx context.Context, rec *RunRecord, step []entryR
 		return fmt.Errorf("item %d (%s): %w", step[0].item, first.label(), err)
 	}
 	for _, r := range step {
-		crashPoint("item-%d-entry-%d", r.item, r.entry)
+		e.crashPoint("item-%d-entry-%d", r.item, r.entry)
 		if it := &rec.Items[r.item]; r.entry == len(it.Entries)-1 {
 			it.Status = StatusApplied
-			crashPoint("item-%d", r.item)
+			e.crashPoint("item-%d", r.item)
 		}
 	}
 	return nil
 }
 
-// nodeSteps groups node items into steps of at most stepBytes; one item per step
+// nodeSteps groups node items into steps of at most limit bytes; one item per step
 // when the store cannot change several nodes atomically.
-func nodeSteps(rec *RunRecord, items []int, atomic bool) [][]int {
+func nodeSteps(rec *RunRecord, items []int, atomic bool, limit int) [][]int {
 	var steps [][]int
 	var step []int
 	size := 0
 	for _, i := range items {
 		it := &rec.Items[i]
 		n := len(it.Path) + len(it.After) + stepOverhead
-		if len(step) > 0 && (!atomic || size+n > stepBytes) {
+		if len(step) > 0 && (!atomic || size+n > limit) {
 			steps = append(steps, step)
 			step, size = nil, 0
 		}
@@ -254,7 +254,7 @@ func (e *Engine) writeNodes(ctx context.Context, rec *RunRecord, step []int) err
 		}
 	}
 	for _, i := range step {
-		crashPoint("item-%d", i)
+		e.crashPoint("item-%d", i)
 	}
 	return nil
 }

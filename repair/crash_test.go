@@ -31,12 +31,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// crashStep is the crash point where the child's engine kills the process ("": none).
+var crashStep string
+
 // crashChild runs `schema repair --apply` in-process and is SIGKILLed by the engine's
 // crash hook at step.
 func crashChild(dir, input, step string) int {
-	if step != "" {
-		mutate.CrashHook = mutate.KillAt(step)
-	}
+	crashStep = step
 	dd, err := store.Open(dir, store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -54,6 +55,9 @@ func repairOnce(ctx context.Context, dd *store.DataDir, input string) error {
 	eng, err := mutate.New(dd)
 	if err != nil {
 		return err
+	}
+	if crashStep != "" {
+		eng.CrashHook = mutate.KillAt(crashStep)
 	}
 	if _, err := eng.Recover(ctx); err != nil {
 		return err

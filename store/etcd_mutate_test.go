@@ -138,13 +138,13 @@ func TestEtcdMutateKilledServer(t *testing.T) {
 				t.Fatal(err)
 			}
 			plan := etcdPlan(t, dd.Metadata)
-			mutate.CrashHook = func(s string) {
+			e.CrashHook = func(s string) {
 				if s == tc.step {
 					srv.Kill()
 				}
 			}
 			_, applyErr := e.Apply(context.Background(), plan, mutate.ApplyOptions{})
-			mutate.CrashHook = nil
+			e.CrashHook = nil
 			dd.Close()
 			if (applyErr == nil) != tc.wantAfter {
 				t.Errorf("apply with etcd killed at %s: %v", tc.step, applyErr)

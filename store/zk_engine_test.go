@@ -174,14 +174,13 @@ func TestZKEngineKilledServer(t *testing.T) {
 	dd, e := zkEngine(t, dir, srv.Addr)
 	plan := setPlan(t, dd, afterVals)
 
-	mutate.CrashHook = func(step string) {
+	e.CrashHook = func(step string) {
 		if step == "item-0" { // the first multi is committed
 			srv.Kill()
 		}
 	}
-	t.Cleanup(func() { mutate.CrashHook = nil })
 	_, err := e.Apply(context.Background(), plan, mutate.ApplyOptions{})
-	mutate.CrashHook = nil
+	e.CrashHook = nil
 	if err == nil || !strings.Contains(err.Error(), "the next start finishes it") {
 		t.Fatalf("apply against a killed server = %v", err)
 	}

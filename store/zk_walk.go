@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -252,29 +251,51 @@ func (w *zkWalk) wanted(key string) bool {
 
 // GetNodes reads every path with pipelined Gets (bounded by the concurrency and
 // the rate cap). ZooKeeper 3.8 has no multi-read over the Go client, so this is not
-// one snapshot; a write after it is still guarded by the versions it returned.
+// one snapshot; a write after it is still guarded by the versions it returned. One
+// timer covers the batch: it fails when no answer came for the request timeout.
 func (s *zkStore) GetNodes(paths []string) ([]Node, error) {
-	nodes := make([]Node, len(paths))
-	errs := make([]error, len(paths))
-	sem := make(chan struct{}, s.conc)
-	var wg sync.WaitGroup
-	for i, p := range paths {
-		nodes[i].Path = p
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			n, err := s.Get(p)
-			switch {
-			case errors.Is(err, ErrNotFound):
-			case err != nil:
-				errs[i] = err
-			default:
-				nodes[i] = n
-			}
-		}()
+	type result struct {
+		i    int
+		data []byte
+		stat *zk.Stat
+		err  error
 	}
-	wg.Wait()
+	nodes := make([]Node, len(paths))
+	results := make(chan result, len(paths)) // never blocks a Get left behind by a timeout
+	var errs []error
+	timer := time.NewTimer(s.timeout)
+	defer timer.Stop()
+	next, inflight := 0, 0
+	for done := 0; done < len(paths); done++ {
+		for inflight < s.conc && next < len(paths) {
+			if err := s.wait(context.Background()); err != nil {
+				return nil, err
+			}
+			i := next
+			next++
+			inflight++
+			nodes[i].Path = paths[i]
+			go func() {
+				data, stat, err := s.conn.Get(s.zkPath(paths[i]))
+				results <- result{i, data, stat, err}
+			}()
+		}
+		var r result
+		select {
+		case r = <-results:
+		case <-timer.C:
+			return nil, fmt.Errorf("read %d metadata node(s) from %q: zookeeper %s: %w (%v)", len(paths), paths[0], s.hosts, errRequestTimeout, s.timeout)
+		}
+		inflight--
+		timer.Reset(s.timeout)
+		switch {
+		case errors.Is(r.err, zk.ErrNoNode):
+		case r.err != nil:
+			errs = append(errs, s.readError(paths[r.i], r.err))
+		default:
+			nodes[r.i].Value, nodes[r.i].Version = r.data, zkVersion(r.stat)
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,246 @@
+package mutate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// A Series applies many plans as a pipeline of runs: while one run writes, the next
+// is journaled and the one before it is verified and committed. Back-fill uses it
+// for its batches, so a batch's journal fsyncs and read-back overlap the next
+// batch's compare-and-set instead of adding to it.
+//
+// Each run keeps every guarantee of Apply on its own: its record says applying,
+// durably, before its first write; its nodes are written by compare-and-set; it is
+// verified by reading back and then committed, or rolled back from its own
+// before-images. The runs in flight at any time touch disjoint nodes and ledgers (a
+// plan that shares one with a run in flight waits for that run to end), so which of
+// them commit, roll back, or are left applying by a crash is independent, and
+// recovery rolls each unfinished one back to its before-images in any order. All of
+// a series' runs hold the engine's epoch: a run or recovery of another engine that
+// takes the journal fences every one of them.
+type Series struct {
+	e    *Engine
+	ctx  context.Context
+	opts ApplyOptions
+	done func(*Plan, *Result, error)
+
+	plans    chan *Plan
+	toWrite  chan *flight
+	toFinish chan *flight
+	stages   sync.WaitGroup
+
+	mu    sync.Mutex
+	free  *sync.Cond     // signalled when a run leaves the pipeline
+	busy  map[string]int // nodes and ledgers of the runs in flight
+	fatal error          // set once a run failed in a way that stops the series
+	endMu sync.Mutex     // done is called by one stage at a time
+}
+
+// ErrSeriesStopped: an earlier run of the series failed (not a refusal), so later
+// plans were not applied. It is joined with that failure.
+var ErrSeriesStopped = errors.New("series stopped by an earlier run's failure")
+
+// StartSeries recovers unfinished runs (once per engine, as Apply does) and starts
+// a series. done receives every plan with its run's result and error, as Apply
+// returns them, one call at a time but not necessarily in the order of the plans. opts apply to every
+// run, except Backup, which the first run that passes its preflight takes. The
+// engine runs nothing else until Close.
+func (e *Engine) StartSeries(ctx context.Context, opts ApplyOptions, done func(*Plan, *Result, error)) (*Series, error) {
+	e.mu.Lock()
+	if err := e.recoverOnce(ctx); err != nil {
+		e.mu.Unlock()
+		return nil, err
+	}
+	s := &Series{
+		e: e, ctx: ctx, opts: opts, done: done,
+		plans:    make(chan *Plan),
+		toWrite:  make(chan *flight, 1),
+		toFinish: make(chan *flight, 1),
+		busy:     make(map[string]int),
+	}
+	s.free = sync.NewCond(&s.mu)
+	s.stages.Add(3)
+	go s.journalStage()
+	go s.writeStage()
+	go s.finishStage()
+	return s, nil
+}
+
+// Apply hands a plan to the series; it blocks while the pipeline is full. It
+// returns the failure that stopped the series, if one did: the plan is then not
+// applied (done still sees it).
+func (s *Series) Apply(plan *Plan) error {
+	s.plans <- plan
+	return s.failure()
+}
+
+// Close waits for every run handed over to end, releases the engine and returns the
+// failure that stopped the series, if any.
+// Runs commit lazily (see finishRun); Close makes every commit durable.
+func (s *Series) Close() error {
+	close(s.plans)
+	s.stages.Wait()
+	defer s.e.mu.Unlock()
+	if err := syncDir(s.e.dir); err != nil {
+		s.stop(fmt.Errorf("fsync %s: %w: %w", s.e.dir, ErrJournalWrite, err))
+	}
+	return s.failure()
+}
+
+func (s *Series) failure() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fatal
+}
+
+// stop records the first failure that stops the series.
+func (s *Series) stop(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fatal == nil {
+		s.fatal = err
+	}
+}
+
+// flight is a plan in the pipeline and its journal record.
+type flight struct {
+	plan *Plan
+	rec  *RunRecord
+}
+
+// end reports a run's outcome and releases its nodes and ledgers. A failure that
+// is not a refusal (a node changed since it was read) stops the series.
+func (s *Series) end(f *flight, res *Result, err error) {
+	if err != nil && !errors.Is(err, ErrSeriesStopped) && !refused(res, err) {
+		s.stop(err)
+	}
+	if f.rec != nil {
+		s.release(f.rec)
+	}
+	s.endMu.Lock()
+	defer s.endMu.Unlock()
+	s.done(f.plan, res, err)
+}
+
+// refused: the run wrote nothing because a node changed since the plan read it,
+// and it is finished (refused, or rolled back): the next plans are unaffected.
+func refused(res *Result, err error) bool {
+	return res != nil && errors.Is(err, store.ErrVersionMismatch) && (res.State == StateRefused || res.State == StateRolledBack)
+}
+
+// keys are the nodes and ledgers a run touches.
+func keys(rec *RunRecord) []string {
+	out := make([]string, len(rec.Items))
+	for i, it := range rec.Items {
+		if it.isNode() {
+			out[i] = it.Path // paths start with "/", ledger keys do not
+		} else {
+			out[i] = "ledger " + strconv.FormatInt(it.LedgerID, 10)
+		}
+	}
+	return out
+}
+
+// claim waits until no run in flight touches the record's nodes or ledgers, then
+// marks them busy.
+func (s *Series) claim(rec *RunRecord) {
+	ks := keys(rec)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.overlaps(ks) {
+		s.free.Wait()
+	}
+	for _, k := range ks {
+		s.busy[k]++
+	}
+}
+
+func (s *Series) overlaps(ks []string) bool {
+	for _, k := range ks {
+		if s.busy[k] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Series) release(rec *RunRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, k := range keys(rec) {
+		if s.busy[k]--; s.busy[k] <= 0 {
+			delete(s.busy, k)
+		}
+	}
+	s.free.Broadcast()
+}
+
+// journalStage validates, claims, preflights and journals each plan.
+func (s *Series) journalStage() {
+	defer s.stages.Done()
+	defer close(s.toWrite)
+	e := s.e
+	for plan := range s.plans {
+		f := &flight{plan: plan}
+		if err := s.failure(); err != nil {
+			s.end(f, nil, fmt.Errorf("%w: %w", ErrSeriesStopped, err))
+			continue
+		}
+		if err := plan.Validate(); err != nil {
+			s.end(f, nil, err)
+			continue
+		}
+		rec, err := e.newRecord(plan)
+		if err != nil {
+			s.end(f, nil, err)
+			continue
+		}
+		inv := invocationOf(s.ctx)
+		rec.ToolVersion, rec.Invocation = inv.ToolVersion, inv.ID
+		s.claim(rec)
+		f.rec = rec
+		if end := e.journalRun(s.ctx, rec, s.opts); end != nil {
+			s.end(f, end.res, end.err)
+			continue
+		}
+		if rec.Backup != "" {
+			s.opts.Backup = "" // taken
+		}
+		s.toWrite <- f
+	}
+}
+
+// writeStage writes each journaled run, one at a time, in order. After the series
+// stopped, a journaled run is rolled back instead (it wrote nothing).
+func (s *Series) writeStage() {
+	defer s.stages.Done()
+	defer close(s.toFinish)
+	e := s.e
+	for f := range s.toWrite {
+		if err := s.failure(); err != nil {
+			res, err := e.abort(s.ctx, f.rec, fmt.Errorf("%w: %w", ErrSeriesStopped, err))
+			s.end(f, res, err)
+			continue
+		}
+		if end := e.writeRun(s.ctx, f.rec); end != nil {
+			s.end(f, end.res, end.err)
+			continue
+		}
+		s.toFinish <- f
+	}
+}
+
+// finishStage verifies and commits each written run.
+func (s *Series) finishStage() {
+	defer s.stages.Done()
+	for f := range s.toFinish {
+		res, err := s.e.finishRun(s.ctx, f.rec, true)
+		s.end(f, res, err)
+	}
+}
