@@ -159,10 +159,12 @@ func inflate(src []byte, size int) ([]byte, error) {
 		// Pulsar's encode loop writes nothing at all for empty input.
 		return []byte{}, nil
 	}
-	r, err := zlib.NewReader(bytes.NewReader(src))
+	z, err := getInflater(src)
 	if err != nil {
 		return nil, fmt.Errorf("zlib: %w", err)
 	}
+	defer z.release()
+	r := z.zr
 	// ReadAll grows with the real output, so a corrupt size cannot allocate.
 	out, err := io.ReadAll(io.LimitReader(r, int64(size)))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -180,6 +182,42 @@ func inflate(src []byte, size int) ([]byte, error) {
 		return nil, fmt.Errorf("zlib: %w", err)
 	}
 	return out, nil
+}
+
+// inflater is a zlib reader kept for reuse: a fresh one allocates and zeroes a
+// 32 KiB window, which costs more than inflating a managed-ledger node.
+type inflater struct {
+	src *bytes.Reader
+	zr  io.ReadCloser
+}
+
+var inflaters sync.Pool // of *inflater
+
+// getInflater returns a zlib reader of src whose header has been read.
+func getInflater(src []byte) (*inflater, error) {
+	z, _ := inflaters.Get().(*inflater)
+	if z == nil {
+		z = &inflater{src: bytes.NewReader(src)}
+		zr, err := zlib.NewReader(z.src)
+		if err != nil {
+			return nil, err
+		}
+		z.zr = zr
+		return z, nil
+	}
+	z.src.Reset(src)
+	if err := z.zr.(zlib.Resetter).Reset(z.src, nil); err != nil {
+		z.release()
+		return nil, err
+	}
+	return z, nil
+}
+
+// release returns z to the pool without a reference to its input. Reset
+// rebuilds the whole reader state, so any state it is left in is fine.
+func (z *inflater) release() {
+	z.src.Reset(nil)
+	inflaters.Put(z)
 }
 
 // CompressPayload compresses a message payload with the codec named in
