@@ -80,7 +80,7 @@ func compress(codec int32, src []byte) ([]byte, error) {
 // codec could not reach from len(src) bytes are rejected before allocating.
 func decompress(codec int32, src []byte, size int) ([]byte, error) {
 	// The codecs are third-party code fed with bytes from a possibly damaged store.
-	return guard.Value(codecName(mlpb.CompressionType(codec))+" decoder", func() ([]byte, error) {
+	return guard.Value(decoderName(codec), func() ([]byte, error) {
 		return decompressUnguarded(codec, src, size)
 	})
 }
@@ -233,6 +233,23 @@ func DecompressPayload(codec pulsarpb.CompressionType, payload []byte, size int)
 		return payload, nil
 	}
 	return decompress(int32(codec), payload, size)
+}
+
+// decoderNames names each known codec's decoder for guard, built once: the
+// name is needed on every call, and a panic almost never.
+var decoderNames = func() map[int32]string {
+	m := map[int32]string{}
+	for c := range mlpb.CompressionType_name {
+		m[c] = codecName(mlpb.CompressionType(c)) + " decoder"
+	}
+	return m
+}()
+
+func decoderName(codec int32) string {
+	if name, ok := decoderNames[codec]; ok {
+		return name
+	}
+	return codecName(mlpb.CompressionType(codec)) + " decoder"
 }
 
 // codecName is the lower-case name used in Encoding.String.

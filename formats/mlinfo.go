@@ -111,14 +111,14 @@ type managedInfoHeader interface {
 // error then reports the header problem.
 func decodeManagedInfo(b []byte, hdr managedInfoHeader, msg proto.Message) (Encoding, error) {
 	if peekU16(b, 0) != MagicManagedInfoMetadata {
-		if err := unmarshal.Unmarshal(b, msg); err != nil {
+		if err := unmarshalInfo(b, msg); err != nil {
 			return Encoding{}, fmt.Errorf("plain protobuf: %w", err)
 		}
 		return Plain, nil
 	}
 	body, enc, herr := openManagedInfo(b, hdr)
 	if herr == nil {
-		if err := unmarshal.Unmarshal(body, msg); err != nil {
+		if err := unmarshalInfo(body, msg); err != nil {
 			return Encoding{}, fmt.Errorf("%s body: %w", enc, err)
 		}
 		return enc, nil
@@ -127,6 +127,14 @@ func decodeManagedInfo(b []byte, hdr managedInfoHeader, msg proto.Message) (Enco
 		return Encoding{}, fmt.Errorf("%w (and not plain protobuf either: %v)", herr, err)
 	}
 	return Plain, nil
+}
+
+// unmarshalInfo is unmarshal.Unmarshal, by decodeMLInfoFast where it can.
+func unmarshalInfo(b []byte, msg proto.Message) error {
+	if info, ok := msg.(*mlpb.ManagedLedgerInfo); ok && decodeMLInfoFast(b, info) {
+		return nil
+	}
+	return unmarshal.Unmarshal(b, msg)
 }
 
 // openManagedInfo parses the 0x4778 header and returns the uncompressed body.

@@ -275,20 +275,20 @@ func ParseSchemaLocatorPath(p string) (TopicName, bool) {
 	return topicFromPath(p, parts[0], parts[1], DomainPersistent, parts[2], TopicName.SchemaLocatorPath)
 }
 
-// splitUnder splits the path below root into exactly n non-empty segments.
-func splitUnder(p, root string, n int) ([]string, bool) {
+// splitUnder splits the path below root into exactly n (at most 5) non-empty
+// segments, without allocating: it runs once per node of every walk.
+func splitUnder(p, root string, n int) ([5]string, bool) {
+	var parts [5]string
 	rest, ok := strings.CutPrefix(p, root+"/")
 	if !ok {
-		return nil, false
+		return parts, false
 	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != n {
-		return nil, false
-	}
-	for _, s := range parts {
-		if s == "" {
-			return nil, false
+	for i := range n {
+		seg, tail, more := strings.Cut(rest, "/")
+		if seg == "" || more != (i < n-1) {
+			return parts, false
 		}
+		parts[i], rest = seg, tail
 	}
 	return parts, true
 }

@@ -89,7 +89,7 @@ func indexedBy(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo) (string, erro
 		case err != nil:
 			return "", err
 		}
-		if e, err := formats.ParseEntry(v); err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil {
+		if formats.HasBrokerIndex(v) {
 			return "entry-metadata", nil
 		}
 	}
