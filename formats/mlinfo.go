@@ -149,8 +149,10 @@ func openManagedInfo(b []byte, hdr managedInfoHeader) ([]byte, Encoding, error) 
 			int32(n), len(b)-start, ErrTruncated)
 	}
 	// Strict: a header missing a field must not be read as codec NONE.
-	if err := proto.Unmarshal(b[start:start+int(n)], hdr); err != nil {
-		return nil, Encoding{}, fmt.Errorf("compressed header: offset %d: %w", start, err)
+	if h := b[start : start+int(n)]; !decodeHeaderFast(h, hdr) {
+		if err := proto.Unmarshal(h, hdr); err != nil {
+			return nil, Encoding{}, fmt.Errorf("compressed header: offset %d: %w", start, err)
+		}
 	}
 	enc := Encoding{Compressed: true, Codec: hdr.GetCompressionType()}
 	if _, known := mlpb.CompressionType_name[int32(enc.Codec)]; !known {

@@ -218,3 +218,44 @@ func (f *mlInfoFill) fillKV(b []byte) *mlpb.KeyValue {
 	}
 	return kv
 }
+
+// decodeHeaderFast fills hdr (a fresh ManagedLedgerInfoMetadata or
+// ManagedCursorInfoMetadata) from b when b holds exactly its two required
+// fields as varints, the codec a known one: what brokers write. Anything else
+// returns false with hdr untouched, for proto.Unmarshal to read or refuse.
+func decodeHeaderFast(b []byte, hdr managedInfoHeader) bool {
+	var codec, size uint64
+	var seen [3]bool
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || typ != protowire.VarintType || (num != 1 && num != 2) {
+			return false
+		}
+		b = b[n:]
+		v, n := protowire.ConsumeVarint(b)
+		if n < 0 {
+			return false
+		}
+		b = b[n:]
+		if num == 1 {
+			codec = v
+		} else {
+			size = v
+		}
+		seen[num] = true // a repeated field: the last one wins, as in proto.Unmarshal
+	}
+	c := mlpb.CompressionType(int32(codec))
+	if _, known := mlpb.CompressionType_name[int32(c)]; !known || !seen[1] || !seen[2] {
+		return false
+	}
+	sz := int32(size)
+	switch h := hdr.(type) {
+	case *mlpb.ManagedLedgerInfoMetadata:
+		h.CompressionType, h.UncompressedSize = &c, &sz
+	case *mlpb.ManagedCursorInfoMetadata:
+		h.CompressionType, h.UncompressedSize = &c, &sz
+	default:
+		return false
+	}
+	return true
+}

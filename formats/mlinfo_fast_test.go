@@ -51,6 +51,10 @@ func TestDecodeMLInfoFastTakesBrokerValues(t *testing.T) {
 			t.Errorf("%d ledgers: fast decode differs from proto.Unmarshal", n)
 		}
 	}
+	hb, _ := proto.Marshal(&mlpb.ManagedLedgerInfoMetadata{CompressionType: mlpb.CompressionType_ZSTD.Enum(), UncompressedSize: proto.Int32(77)})
+	if h := new(mlpb.ManagedLedgerInfoMetadata); !decodeHeaderFast(hb, h) || h.GetCompressionType() != mlpb.CompressionType_ZSTD || h.GetUncompressedSize() != 77 {
+		t.Errorf("header fast path refused or misread a broker's header: %v", h)
+	}
 	offloaded := &mlpb.ManagedLedgerInfo{LedgerInfo: []*mlpb.ManagedLedgerInfo_LedgerInfo{
 		{LedgerId: proto.Int64(1), OffloadContext: &mlpb.OffloadContext{Complete: proto.Bool(true)}}}}
 	b, _ := proto.Marshal(offloaded)
@@ -105,6 +109,38 @@ func FuzzDecodeMLInfoFast(f *testing.F) {
 		for _, li := range got.LedgerInfo {
 			if cap(li.Properties) != len(li.Properties) {
 				t.Fatal("a ledger's properties share room with the next ledger's")
+			}
+		}
+	})
+}
+
+// FuzzDecodeHeaderFast: whatever the header fast path accepts, strict
+// proto.Unmarshal reads to an equal header.
+func FuzzDecodeHeaderFast(f *testing.F) {
+	for _, c := range []mlpb.CompressionType{mlpb.CompressionType_LZ4, mlpb.CompressionType_SNAPPY} {
+		b, _ := proto.Marshal(&mlpb.ManagedLedgerInfoMetadata{CompressionType: c.Enum(), UncompressedSize: proto.Int32(300)})
+		f.Add(b)
+	}
+	f.Add([]byte{0x08, 0x09, 0x10, 0x01})                   // unknown codec
+	f.Add([]byte{0x08, 0x01})                               // size missing
+	f.Add([]byte{0x08, 0x01, 0x10, 0x05, 0x08, 0x02, 0x18}) // repeated, then an unknown field
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for _, pair := range [][2]managedInfoHeader{
+			{new(mlpb.ManagedLedgerInfoMetadata), new(mlpb.ManagedLedgerInfoMetadata)},
+			{new(mlpb.ManagedCursorInfoMetadata), new(mlpb.ManagedCursorInfoMetadata)},
+		} {
+			got, want := pair[0], pair[1]
+			if !decodeHeaderFast(b, got) {
+				if !proto.Equal(got, pair[1]) {
+					t.Fatal("refused, but wrote into the header")
+				}
+				continue
+			}
+			if err := proto.Unmarshal(b, want); err != nil {
+				t.Fatalf("fast path accepted what strict proto.Unmarshal refuses: %v", err)
+			}
+			if !proto.Equal(got, want) {
+				t.Fatalf("fast header %v, proto.Unmarshal %v", got, want)
 			}
 		}
 	})

@@ -246,7 +246,26 @@ func ParseManagedLedgerPath(p string) (TopicName, bool) {
 	if !ok {
 		return TopicName{}, false
 	}
-	return topicFromPath(p, parts[0], parts[1], parts[2], parts[3], TopicName.ManagedLedgerPath)
+	canonical := TopicName.ManagedLedgerPath
+	if encodesToItself(parts[3]) {
+		// The path is made of the name's own parts, and a name of bytes that
+		// encode as themselves decodes to itself: the path is canonical, so it
+		// need not be built again to compare.
+		canonical = func(TopicName) string { return p }
+	}
+	return topicFromPath(p, parts[0], parts[1], parts[2], parts[3], canonical)
+}
+
+// encodesToItself reports whether EncodeTopicLocalName keeps every byte of s.
+func encodesToItself(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '*', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ParseCursorPath reads /managed-ledgers/<ml name>/<cursor>, returning the
