@@ -81,13 +81,5 @@ func Entry0Indexed(ls store.LedgerStore, id int64) (bool, error) {
 	case err != nil:
 		return false, err
 	}
-	var r formats.EntryRefs
-	if formats.PeekEntry(v, &r) {
-		return r.HasIndex, nil
-	}
-	e, err := formats.ParseEntry(v)
-	if err != nil {
-		return false, nil
-	}
-	return e.BrokerMeta != nil && e.BrokerMeta.Index != nil, nil
+	return formats.HasBrokerIndex(v), nil
 }

@@ -80,7 +80,7 @@ func compress(codec int32, src []byte) ([]byte, error) {
 // codec could not reach from len(src) bytes are rejected before allocating.
 func decompress(codec int32, src []byte, size int) ([]byte, error) {
 	// The codecs are third-party code fed with bytes from a possibly damaged store.
-	return guard.Value(codecName(mlpb.CompressionType(codec))+" decoder", func() ([]byte, error) {
+	return guard.Value(decoderName(codec), func() ([]byte, error) {
 		return decompressUnguarded(codec, src, size)
 	})
 }
@@ -159,10 +159,12 @@ func inflate(src []byte, size int) ([]byte, error) {
 		// Pulsar's encode loop writes nothing at all for empty input.
 		return []byte{}, nil
 	}
-	r, err := zlib.NewReader(bytes.NewReader(src))
+	z, err := getInflater(src)
 	if err != nil {
 		return nil, fmt.Errorf("zlib: %w", err)
 	}
+	defer z.release()
+	r := z.zr
 	// ReadAll grows with the real output, so a corrupt size cannot allocate.
 	out, err := io.ReadAll(io.LimitReader(r, int64(size)))
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) {
@@ -182,6 +184,42 @@ func inflate(src []byte, size int) ([]byte, error) {
 	return out, nil
 }
 
+// inflater is a zlib reader kept for reuse: a fresh one allocates and zeroes a
+// 32 KiB window, which costs more than inflating a managed-ledger node.
+type inflater struct {
+	src *bytes.Reader
+	zr  io.ReadCloser
+}
+
+var inflaters sync.Pool // of *inflater
+
+// getInflater returns a zlib reader of src whose header has been read.
+func getInflater(src []byte) (*inflater, error) {
+	z, _ := inflaters.Get().(*inflater)
+	if z == nil {
+		z = &inflater{src: bytes.NewReader(src)}
+		zr, err := zlib.NewReader(z.src)
+		if err != nil {
+			return nil, err
+		}
+		z.zr = zr
+		return z, nil
+	}
+	z.src.Reset(src)
+	if err := z.zr.(zlib.Resetter).Reset(z.src, nil); err != nil {
+		z.release()
+		return nil, err
+	}
+	return z, nil
+}
+
+// release returns z to the pool without a reference to its input. Reset
+// rebuilds the whole reader state, so any state it is left in is fine.
+func (z *inflater) release() {
+	z.src.Reset(nil)
+	inflaters.Put(z)
+}
+
 // CompressPayload compresses a message payload with the codec named in
 // MessageMetadata.compression.
 func CompressPayload(codec pulsarpb.CompressionType, payload []byte) ([]byte, error) {
@@ -195,6 +233,23 @@ func DecompressPayload(codec pulsarpb.CompressionType, payload []byte, size int)
 		return payload, nil
 	}
 	return decompress(int32(codec), payload, size)
+}
+
+// decoderNames names each known codec's decoder for guard, built once: the
+// name is needed on every call, and a panic almost never.
+var decoderNames = func() map[int32]string {
+	m := map[int32]string{}
+	for c := range mlpb.CompressionType_name {
+		m[c] = codecName(mlpb.CompressionType(c)) + " decoder"
+	}
+	return m
+}()
+
+func decoderName(codec int32) string {
+	if name, ok := decoderNames[codec]; ok {
+		return name
+	}
+	return codecName(mlpb.CompressionType(codec)) + " decoder"
 }
 
 // codecName is the lower-case name used in Encoding.String.

@@ -60,6 +60,35 @@ func TestDecompressZlibAsPulsarWritesIt(t *testing.T) {
 	}
 }
 
+// inflate reuses zlib readers: one left by a failed stream (bad header, cut
+// block, bad trailer, too much output) must read the next stream as a fresh one.
+func TestInflateReuseAfterErrors(t *testing.T) {
+	var good bytes.Buffer
+	w := zlib.NewWriter(&good)
+	want := bytes.Repeat([]byte("ledger 17, entry 0; "), 3000) // longer than one 32 KiB window
+	if _, err := w.Write(want); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	bad := [][]byte{
+		{0x00, 0x00},                         // not a zlib header
+		{0x78, 0x01, 0x00, 0x02, 0x00, 0xfd}, // cut inside a stored block
+		{0x78, 0x01, 0x01, 0x02, 0x00, 0xfd, 0xff, 'h', 'i', 0x01, 0x3b, 0x00, 0xd3}, // bad adler32
+		good.Bytes()[:good.Len()/2], // cut half way
+	}
+	for i := range 3 * len(bad) {
+		if _, err := inflate(bad[i%len(bad)], 2); err == nil {
+			t.Fatalf("bad stream %d: no error", i%len(bad))
+		}
+		got, err := inflate(good.Bytes(), len(want))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("after bad stream %d: inflate = %d bytes, %v; want the %d bytes written", i%len(bad), len(got), err, len(want))
+		}
+	}
+}
+
 // A whole ManagedLedgerInfo node as a broker with
 // managedLedgerInfoCompressionType=ZLIB stores it.
 func TestDecodeManagedLedgerInfoPulsarZlib(t *testing.T) {

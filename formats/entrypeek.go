@@ -101,6 +101,18 @@ func PeekEntry(b []byte, r *EntryRefs) bool {
 	return true
 }
 
+// HasBrokerIndex reports whether an entry carries a broker entry index, as
+// ParseEntry reads it (false for an entry ParseEntry refuses), by PeekEntry
+// where it can: the full parse builds every MessageMetadata field.
+func HasBrokerIndex(b []byte) bool {
+	var r EntryRefs
+	if PeekEntry(b, &r) {
+		return r.HasIndex
+	}
+	e, err := ParseEntry(b)
+	return err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil
+}
+
 var (
 	messageMetadataDesc = (&pulsarpb.MessageMetadata{}).ProtoReflect().Descriptor()
 	brokerMetadataDesc  = (&pulsarpb.BrokerEntryMetadata{}).ProtoReflect().Descriptor()

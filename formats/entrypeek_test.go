@@ -19,6 +19,9 @@ func samePeekAsParse(t *testing.T, b []byte) bool {
 	ok := PeekEntry(b, &r)
 	var e Entry
 	err := ParseEntryInto(b, &e, nil, nil)
+	if want := err == nil && e.BrokerMeta != nil && e.BrokerMeta.Index != nil; HasBrokerIndex(b) != want {
+		t.Fatalf("entry %x: HasBrokerIndex = %v, ParseEntryInto says %v", b, !want, want)
+	}
 	if !ok {
 		return false
 	}

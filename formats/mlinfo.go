@@ -111,14 +111,14 @@ type managedInfoHeader interface {
 // error then reports the header problem.
 func decodeManagedInfo(b []byte, hdr managedInfoHeader, msg proto.Message) (Encoding, error) {
 	if peekU16(b, 0) != MagicManagedInfoMetadata {
-		if err := unmarshal.Unmarshal(b, msg); err != nil {
+		if err := unmarshalInfo(b, msg); err != nil {
 			return Encoding{}, fmt.Errorf("plain protobuf: %w", err)
 		}
 		return Plain, nil
 	}
 	body, enc, herr := openManagedInfo(b, hdr)
 	if herr == nil {
-		if err := unmarshal.Unmarshal(body, msg); err != nil {
+		if err := unmarshalInfo(body, msg); err != nil {
 			return Encoding{}, fmt.Errorf("%s body: %w", enc, err)
 		}
 		return enc, nil
@@ -127,6 +127,14 @@ func decodeManagedInfo(b []byte, hdr managedInfoHeader, msg proto.Message) (Enco
 		return Encoding{}, fmt.Errorf("%w (and not plain protobuf either: %v)", herr, err)
 	}
 	return Plain, nil
+}
+
+// unmarshalInfo is unmarshal.Unmarshal, by decodeMLInfoFast where it can.
+func unmarshalInfo(b []byte, msg proto.Message) error {
+	if info, ok := msg.(*mlpb.ManagedLedgerInfo); ok && decodeMLInfoFast(b, info) {
+		return nil
+	}
+	return unmarshal.Unmarshal(b, msg)
 }
 
 // openManagedInfo parses the 0x4778 header and returns the uncompressed body.
@@ -141,8 +149,10 @@ func openManagedInfo(b []byte, hdr managedInfoHeader) ([]byte, Encoding, error) 
 			int32(n), len(b)-start, ErrTruncated)
 	}
 	// Strict: a header missing a field must not be read as codec NONE.
-	if err := proto.Unmarshal(b[start:start+int(n)], hdr); err != nil {
-		return nil, Encoding{}, fmt.Errorf("compressed header: offset %d: %w", start, err)
+	if h := b[start : start+int(n)]; !decodeHeaderFast(h, hdr) {
+		if err := proto.Unmarshal(h, hdr); err != nil {
+			return nil, Encoding{}, fmt.Errorf("compressed header: offset %d: %w", start, err)
+		}
 	}
 	enc := Encoding{Compressed: true, Codec: hdr.GetCompressionType()}
 	if _, known := mlpb.CompressionType_name[int32(enc.Codec)]; !known {

@@ -246,7 +246,26 @@ func ParseManagedLedgerPath(p string) (TopicName, bool) {
 	if !ok {
 		return TopicName{}, false
 	}
-	return topicFromPath(p, parts[0], parts[1], parts[2], parts[3], TopicName.ManagedLedgerPath)
+	canonical := TopicName.ManagedLedgerPath
+	if encodesToItself(parts[3]) {
+		// The path is made of the name's own parts, and a name of bytes that
+		// encode as themselves decodes to itself: the path is canonical, so it
+		// need not be built again to compare.
+		canonical = func(TopicName) string { return p }
+	}
+	return topicFromPath(p, parts[0], parts[1], parts[2], parts[3], canonical)
+}
+
+// encodesToItself reports whether EncodeTopicLocalName keeps every byte of s.
+func encodesToItself(s string) bool {
+	for i := range len(s) {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '*', c == '_':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // ParseCursorPath reads /managed-ledgers/<ml name>/<cursor>, returning the
@@ -275,20 +294,20 @@ func ParseSchemaLocatorPath(p string) (TopicName, bool) {
 	return topicFromPath(p, parts[0], parts[1], DomainPersistent, parts[2], TopicName.SchemaLocatorPath)
 }
 
-// splitUnder splits the path below root into exactly n non-empty segments.
-func splitUnder(p, root string, n int) ([]string, bool) {
+// splitUnder splits the path below root into exactly n (at most 5) non-empty
+// segments, without allocating: it runs once per node of every walk.
+func splitUnder(p, root string, n int) ([5]string, bool) {
+	var parts [5]string
 	rest, ok := strings.CutPrefix(p, root+"/")
 	if !ok {
-		return nil, false
+		return parts, false
 	}
-	parts := strings.Split(rest, "/")
-	if len(parts) != n {
-		return nil, false
-	}
-	for _, s := range parts {
-		if s == "" {
-			return nil, false
+	for i := range n {
+		seg, tail, more := strings.Cut(rest, "/")
+		if seg == "" || more != (i < n-1) {
+			return parts, false
 		}
+		parts[i], rest = seg, tail
 	}
 	return parts, true
 }

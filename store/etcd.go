@@ -224,43 +224,74 @@ func (s *etcdStore) Walk(ctx context.Context, prefix string, fn func(Node) error
 }
 
 // WalkFrom reads the prefix range in pages of pageKeys keys, every page at the
-// revision of the first, so the walk is one consistent snapshot.
+// revision of the first, so the walk is one consistent snapshot. The next page is
+// requested while fn works through the current one: one request in flight, as
+// before, but the server's time and fn's overlap.
 func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error {
 	begin, end := etcdRange(prefix, start)
-	var rev int64
+	page := s.rangePage(ctx, prefix, begin, end, 0)
+	if page.err != nil {
+		return page.err
+	}
+	rev := page.resp.Header.Revision
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	for {
-		rctx, cancel, err := s.request(ctx)
-		if err != nil {
-			return err
+		kvs := page.resp.Kvs
+		var next chan etcdPage
+		if page.resp.More && len(kvs) > 0 {
+			next = make(chan etcdPage, 1)
+			after := string(kvs[len(kvs)-1].Key) + "\x00"
+			go func() { next <- s.rangePage(ctx, prefix, after, end, rev) }()
 		}
-		opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(s.pageKeys)}
-		if rev > 0 {
-			opts = append(opts, clientv3.WithRev(rev))
-		}
-		resp, err := s.cli.Get(rctx, begin, opts...)
-		cancel()
-		if errors.Is(err, rpctypes.ErrCompacted) {
-			return fmt.Errorf("walk %q from %q: etcd compacted revision %d during the walk; run it again: %w", prefix, begin, rev, err)
-		}
-		if err != nil {
-			return s.readError(fmt.Sprintf("walk %q from %q", prefix, begin), err)
-		}
-		if rev == 0 {
-			rev = resp.Header.Revision
-		}
-		for _, kv := range resp.Kvs {
+		for _, kv := range kvs {
 			if err := fn(kvNode(kv)); err != nil {
+				cancel()
+				if next != nil {
+					<-next // no request outlives the walk
+				}
 				return err
 			}
 		}
-		if !resp.More || len(resp.Kvs) == 0 {
+		if next == nil {
 			return nil
 		}
-		begin = string(resp.Kvs[len(resp.Kvs)-1].Key) + "\x00"
+		page = <-next
 		if err := ctx.Err(); err != nil {
-			return err
+			return err // cancelled while fn ran: the page's error would only say so, wrapped
+		}
+		if page.err != nil {
+			return page.err
 		}
 	}
+}
+
+// etcdPage is one range read of a walk.
+type etcdPage struct {
+	resp *clientv3.GetResponse
+	err  error
+}
+
+// rangePage reads up to pageKeys keys of [begin, end) at rev (0: the newest),
+// after waiting for the rate limiter: one page is one read.
+func (s *etcdStore) rangePage(ctx context.Context, prefix, begin, end string, rev int64) etcdPage {
+	rctx, cancel, err := s.request(ctx)
+	if err != nil {
+		return etcdPage{err: err}
+	}
+	defer cancel()
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(s.pageKeys)}
+	if rev > 0 {
+		opts = append(opts, clientv3.WithRev(rev))
+	}
+	resp, err := s.cli.Get(rctx, begin, opts...)
+	if errors.Is(err, rpctypes.ErrCompacted) {
+		return etcdPage{err: fmt.Errorf("walk %q from %q: etcd compacted revision %d during the walk; run it again: %w", prefix, begin, rev, err)}
+	}
+	if err != nil {
+		return etcdPage{err: s.readError(fmt.Sprintf("walk %q from %q", prefix, begin), err)}
+	}
+	return etcdPage{resp: resp}
 }
 
 // etcdRange is the key range [begin, end) of the nodes under prefix from start.

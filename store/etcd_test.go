@@ -176,6 +176,31 @@ func TestEtcdLiveWalkPagesSnapshot(t *testing.T) {
 	if p := walkPaths(t, b, "/p/k001500", ""); !slices.Equal(p, []string{"/p/k001500", "/p/k001500x"}) {
 		t.Errorf("second walk = %q", p)
 	}
+
+	// The next page is read ahead while fn runs: an error from fn, or a cancel,
+	// still ends the walk right there, with fn's error or the context's.
+	stop := errors.New("stop")
+	seen := 0
+	err = b.Walk(context.Background(), "/p/", func(store.Node) error {
+		if seen++; seen == 1500 {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || seen != 1500 {
+		t.Errorf("walk stopped by fn at node 1500: %v after %d nodes; want fn's error after 1500", err, seen)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	seen = 0
+	err = b.Walk(ctx, "/p/", func(store.Node) error {
+		if seen++; seen == 10 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || seen != 1000 {
+		t.Errorf("walk cancelled in page 1: %v after %d nodes; want context.Canceled at the end of the page (1000)", err, seen)
+	}
 }
 
 func TestEtcdLiveCompareAndSet(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -164,29 +165,48 @@ func loadSnapshot(path string) (*Tree, map[int64]int32, time.Time, error) {
 }
 
 func loadSnapshotImage(path string) (*Tree, map[int64]int32, time.Time, bool) {
-	buf, err := os.ReadFile(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, nil, time.Time{}, false
 	}
-	return treeFromImage(buf)
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != int64(int(fi.Size())) || !fi.Mode().IsRegular() {
+		return nil, nil, time.Time{}, false
+	}
+	return treeOfImage(feedImage(f, int(fi.Size())))
 }
 
 // treeFromImage builds the tree of a whole snapshot file held in buf (which
 // the tree then aliases); ok is false when scanImage found anything unusual.
 func treeFromImage(buf []byte) (t *Tree, sessions map[int64]int32, newest time.Time, ok bool) {
-	im := &snapshotImage{buf: buf, sum: startPrefixAdler(buf)}
+	return treeOfImage(&snapshotImage{buf: buf, sum: startPrefixAdler(buf)})
+}
+
+// treeOfImage scans im (its bytes read already, or arriving) into a tree.
+func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest time.Time, ok bool) {
+	buf := im.buf
 	// A node takes at least 76 bytes on disk; reserve sizes the rest.
 	pt := newParentTracker(min(len(buf)/256, 1<<20))
 	if !im.scan(pt) {
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
+	// Decoding the nodes needs no order: it runs beside the sort.
+	var nodes []Node
+	var latest int64
+	var wg sync.WaitGroup
+	wg.Go(func() { nodes, latest = im.fileNodes() })
 	perm, dups := treeOrder(im.paths, im.names(), pt.result())
-	nodes, latest := im.sortedNodes(perm)
+	wg.Wait()
 	if !im.sealsOK() {
 		return nil, nil, time.Time{}, false
 	}
-	return sortedTree(nodes, dups), sessionMap(im.sessions), time.UnixMilli(latest), true
+	if dups { // a damaged file: sort for real, and keep each path's last node
+		permute(nodes, perm)
+		return sortedTree(nodes, true), sessionMap(im.sessions), time.UnixMilli(latest), true
+	}
+	return orderedTree(nodes, perm), sessionMap(im.sessions), time.UnixMilli(latest), true
 }
 
 func sessionMap(list []Session) map[int64]int32 {

@@ -475,6 +475,10 @@ type snapshotImage struct {
 	sum      *prefixAdler
 	seals    [][2]int64 // offset and stored value of each seal, checked by sealsOK
 	off      int
+	// avail bytes of buf hold the file; with feed, a reader is still filling
+	// the rest (see feed.go).
+	avail int
+	feed  *fileFeed
 	// Each node's last path component, copied side by side: sorting siblings
 	// by name then reads a few MB that stay in cache, not the whole file.
 	nameBuf []byte
@@ -498,7 +502,7 @@ func (im *snapshotImage) names() []string {
 const snapRecordFixed = 8 + 60
 
 func (im *snapshotImage) take(n int) ([]byte, bool) {
-	if n < 0 || len(im.buf)-im.off < n {
+	if n < 0 || (im.avail-im.off < n && !im.await(im.off+n)) {
 		return nil, false
 	}
 	b := im.buf[im.off : im.off+n : im.off+n]
@@ -625,32 +629,29 @@ func (im *snapshotImage) node(p string, off int) Node {
 	return n
 }
 
-// sortedNodes decodes the nodes into the order perm gives, and returns the
-// latest node ctime/mtime. It reads the records in file order and writes each
-// node to its sorted place: reading in path order instead would miss the cache
-// and TLB on every record, while the CPU's store buffer absorbs scattered
-// writes. Two goroutines share the file.
-func (im *snapshotImage) sortedNodes(perm []int32) ([]Node, int64) {
-	rank := make([]int32, len(perm))
-	for k, i := range perm {
-		rank[i] = int32(k)
-	}
-	nodes := make([]Node, len(perm))
+// fileNodes decodes the nodes in the order the file holds them, and returns the
+// latest node ctime/mtime. The tree keeps them so, with their path order
+// beside (Tree.order): writing each node to its sorted place instead missed the
+// cache on nearly every node. Two goroutines share the file.
+func (im *snapshotImage) fileNodes() ([]Node, int64) {
+	nodes := make([]Node, len(im.paths))
 	var newest [2]int64
 	decode := func(h, lo, hi int) {
+		var latest int64
 		for i := lo; i < hi; i++ {
-			n := &nodes[rank[i]]
+			n := &nodes[i]
 			*n = im.node(im.paths[i], im.recs[i])
-			newest[h] = max(newest[h], n.Stat.Mtime, n.Stat.Ctime)
+			latest = max(latest, n.Stat.Mtime, n.Stat.Ctime)
 		}
+		newest[h] = latest // once: the two halves' writes share a cache line
 	}
-	half := len(perm) / 2
+	half := len(nodes) / 2
 	if half < 4096 {
-		decode(0, 0, len(perm))
+		decode(0, 0, len(nodes))
 		return nodes, newest[0]
 	}
 	var wg sync.WaitGroup
-	wg.Go(func() { decode(1, half, len(perm)) })
+	wg.Go(func() { decode(1, half, len(nodes)) })
 	decode(0, 0, half)
 	wg.Wait()
 	return nodes, max(newest[0], newest[1])
@@ -680,7 +681,7 @@ func (im *snapshotImage) trailer() bool {
 	if !im.seal() {
 		return false
 	}
-	if im.off == len(im.buf) {
+	if im.atEnd() {
 		return true
 	}
 	_, ok1 := im.i64()
@@ -697,13 +698,13 @@ func (im *snapshotImage) trailer() bool {
 	if !ok || !im.seal() {
 		return false
 	}
-	if im.off == len(im.buf) {
+	if im.atEnd() {
 		return true
 	}
 	if _, ok := im.i64(); !ok || !im.seal() {
 		return false
 	}
-	return im.off == len(im.buf)
+	return im.atEnd()
 }
 
 // seal reads an int64 Adler-32 of everything before it (checked later, by
@@ -782,6 +783,24 @@ func adlerUpdate(sum uint32, p []byte) uint32 {
 	for len(p) > 0 {
 		q := p[:min(len(p), 64<<10)]
 		p = p[len(q):]
+		// Four words at a time: byte n of 32 weighs 32-n = 8*(3-k) + (8-j)
+		// for byte j of word k, so the lanes of the four words are summed
+		// first (E, O: at most 1020 each) and the multiplies are done once;
+		// T weighs each word's lanes by 3-k (at most 3060). No lane sum can
+		// reach 65536, so none carries into the next.
+		for len(q) >= 32 {
+			x0, x1 := binary.LittleEndian.Uint64(q), binary.LittleEndian.Uint64(q[8:])
+			x2, x3 := binary.LittleEndian.Uint64(q[16:]), binary.LittleEndian.Uint64(q[24:])
+			e0, o0 := x0&lanes, (x0>>8)&lanes
+			e1, o1 := x1&lanes, (x1>>8)&lanes
+			e2, o2 := x2&lanes, (x2>>8)&lanes
+			e3, o3 := x3&lanes, (x3>>8)&lanes
+			even, odd := e0+e1+e2+e3, o0+o1+o2+o3
+			t := 3*(e0+o0) + 2*(e1+o1) + (e2 + o2)
+			s2 += s1<<5 + ((t*ones)>>48)<<3 + (even*wEven)>>48 + (odd*wOdd)>>48
+			s1 += ((even + odd) * ones) >> 48
+			q = q[32:]
+		}
 		for len(q) >= 8 {
 			x := binary.LittleEndian.Uint64(q)
 			even, odd := x&lanes, (x>>8)&lanes

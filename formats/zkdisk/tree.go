@@ -1,8 +1,8 @@
 package zkdisk
 
 import (
-	"cmp"
 	"slices"
+	"sort"
 	"strings"
 	"sync"
 
@@ -21,11 +21,15 @@ type Node struct {
 // Kind says whether the node is persistent, ephemeral, a container or a TTL node.
 func (n *Node) Kind() NodeKind { return KindOf(n.Stat.EphemeralOwner) }
 
-// Tree is a ZooKeeper tree held as one slice sorted by path (byte order): about
+// Tree is a ZooKeeper tree held as one slice in path order (byte order): about
 // 130 bytes per node plus its path and data, and no per-node map. Nodes created
 // during replay sit in a small side list until Compact merges them in.
 type Tree struct {
 	nodes []Node
+	// order, when not nil, is the path order of nodes, which are then in the
+	// order a snapshot holds them: placing each 120-byte node at its sorted
+	// position was most of the cost of loading one. nil: nodes are sorted.
+	order []int32
 	added []Node         // created by replay, unsorted
 	index map[string]int // path -> position in added
 	// owners lists ephemeral nodes by session, for closeSession.
@@ -76,6 +80,14 @@ func sortedTree(nodes []Node, dups bool) *Tree {
 			t.owners[o] = append(t.owners[o], nodes[i].Path)
 		}
 	}
+	return t
+}
+
+// orderedTree makes a tree of nodes in any order and their path order (no path
+// twice).
+func orderedTree(nodes []Node, order []int32) *Tree {
+	t := sortedTree(nodes, false)
+	t.order = order
 	return t
 }
 
@@ -264,10 +276,32 @@ func (e *emitter) children(p int32) {
 	}
 }
 
+// count is the number of nodes in path order (deleted ones included).
+func (t *Tree) count() int {
+	if t.order != nil {
+		return len(t.order)
+	}
+	return len(t.nodes)
+}
+
+// at is the k-th node in path order.
+func (t *Tree) at(k int) *Node {
+	if t.order != nil {
+		return &t.nodes[t.order[k]]
+	}
+	return &t.nodes[k]
+}
+
+// search is the position in path order of the first node whose path is >= path.
+func (t *Tree) search(path string) (int, bool) {
+	k := sort.Search(t.count(), func(k int) bool { return t.at(k).Path >= path })
+	return k, k < t.count() && t.at(k).Path == path
+}
+
 // lookup finds a node, deleted ones included (the caller checks gone).
 func (t *Tree) lookup(path string) *Node {
-	if i, ok := slices.BinarySearchFunc(t.nodes, path, func(n Node, p string) int { return strings.Compare(n.Path, p) }); ok {
-		return &t.nodes[i]
+	if k, ok := t.search(path); ok {
+		return t.at(k)
 	}
 	if i, ok := t.index[path]; ok {
 		return &t.added[i]
@@ -312,36 +346,36 @@ func (t *Tree) Compact() {
 		return
 	}
 	slices.SortFunc(t.added, func(a, b Node) int { return strings.Compare(a.Path, b.Path) })
-	out := make([]Node, 0, len(t.nodes)+len(t.added))
+	count := t.count()
+	out := make([]Node, 0, count+len(t.added))
 	i, j := 0, 0
-	for i < len(t.nodes) || j < len(t.added) {
-		var n Node
-		if j >= len(t.added) || (i < len(t.nodes) && t.nodes[i].Path < t.added[j].Path) {
-			n, i = t.nodes[i], i+1
+	for i < count || j < len(t.added) {
+		var n *Node
+		if j >= len(t.added) || (i < count && t.at(i).Path < t.added[j].Path) {
+			n, i = t.at(i), i+1
 		} else {
-			n, j = t.added[j], j+1
+			n, j = &t.added[j], j+1
 		}
 		if !n.gone {
-			out = append(out, n)
+			out = append(out, *n)
 		}
 	}
-	t.nodes, t.added, t.index, t.dirty = out, nil, map[string]int{}, false
+	t.nodes, t.order, t.added, t.index, t.dirty = out, nil, nil, map[string]int{}, false
 }
 
 // Len is the number of live nodes (after Compact).
 func (t *Tree) Len() int {
 	t.Compact()
-	return len(t.nodes)
+	return t.count()
 }
 
 // Walk calls fn for every live node whose path starts with prefix and is >=
 // start, in path byte order. fn must not keep n past the call.
 func (t *Tree) Walk(prefix, start string, fn func(n *Node) error) error {
 	t.Compact()
-	from := max(prefix, start)
-	i, _ := slices.BinarySearchFunc(t.nodes, from, func(n Node, p string) int { return cmp.Compare(n.Path, p) })
-	for ; i < len(t.nodes); i++ {
-		n := &t.nodes[i]
+	i, _ := t.search(max(prefix, start))
+	for ; i < t.count(); i++ {
+		n := t.at(i)
 		if !strings.HasPrefix(n.Path, prefix) {
 			break
 		}
