@@ -39,7 +39,7 @@ type BookieStore struct {
 }
 
 // BookieLedgerMeta is what the bookie store needs from a ledger's BookKeeper
-// metadata (FORMATS.md §6).
+// metadata (docs/formats.md §6).
 type BookieLedgerMeta struct {
 	DigestType   string // CRC32, HMAC, CRC32C, DUMMY
 	Password     []byte // HMAC only

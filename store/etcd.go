@@ -42,7 +42,7 @@ const (
 )
 
 // etcdStore is a live etcd cluster holding Pulsar metadata in the layout of
-// Pulsar's EtcdMetadataStore (STORES.md §5.3): key = node path, no parent keys.
+// Pulsar's EtcdMetadataStore (docs/formats.md §9.4): key = node path, no parent keys.
 type etcdStore struct {
 	cli       *clientv3.Client
 	endpoints string

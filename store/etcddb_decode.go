@@ -7,7 +7,7 @@ import (
 	"math"
 )
 
-// Decoders of the bytes an etcd member dir holds (STORES.md §5): the key bucket's
+// Decoders of the bytes an etcd member dir holds (docs/formats.md §9): the key bucket's
 // revision keys, its mvccpb.KeyValue values, and WAL frames. Hand-rolled because a
 // db of millions of revisions is decoded once per open, and proto.Unmarshal
 // allocates per value; fuzz tests check them against proto.Unmarshal.

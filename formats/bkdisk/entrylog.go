@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Entry log layout (STORES.md §6.1, DefaultEntryLogger / directentrylogger.Header).
+// Entry log layout (docs/formats.md §11.1, DefaultEntryLogger / directentrylogger.Header).
 const (
 	EntryLogMagic      = "BKLO"
 	EntryLogHeaderSize = 1024 // LOGFILE_HEADER_SIZE

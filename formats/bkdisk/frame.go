@@ -1,9 +1,9 @@
 // Package bkdisk reads (and, for fixtures, writes) the files a BookKeeper bookie
 // keeps on disk: entry logs (<hex>.log), journals (<hex>.txn), the lastMark file,
-// and the BookKeeper entry frame stored in both (STORES.md §6).
+// and the BookKeeper entry frame stored in both (docs/formats.md §11).
 //
 // No real bookie can run where this was written and the bookkeeper repository holds
-// no sample files: every layout here follows the upstream source as STORES.md §6
+// no sample files: every layout here follows the upstream source as docs/formats.md §11
 // records it, and the tests use bytes built from that description.
 //
 // Every reader streams (no whole-file loads) and checks every size against the bytes

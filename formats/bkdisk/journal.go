@@ -6,7 +6,7 @@ import (
 	"io"
 )
 
-// Journal layout (STORES.md §6.2, JournalChannel / Journal).
+// Journal layout (docs/formats.md §11.2, JournalChannel / Journal).
 const (
 	JournalMagic = "BKLG"
 	// Journal format versions: V1 has no header; V2–V4 an 8-byte one ("BKLG" +

@@ -12,7 +12,7 @@ import (
 )
 
 // handSnapshot builds a snapshot byte by byte (not with SnapshotWriter), so the
-// decoder is checked against the layout in STORES.md §1.2, not against itself.
+// decoder is checked against the layout in docs/formats.md §8.3, not against itself.
 func handSnapshot(trailer int) []byte {
 	be := binary.BigEndian
 	var b []byte

@@ -1,4 +1,4 @@
-// Package zkdisk reads ZooKeeper's on-disk files (STORES.md §1): snapshots
+// Package zkdisk reads ZooKeeper's on-disk files (docs/formats.md §8): snapshots
 // (version-2/snapshot.<zxid>) and transaction logs (version-2/log.<zxid>), both in
 // jute's big-endian binary encoding, and replays them into a tree of nodes.
 //

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// EtcdBinary is Debian's etcd-server 3.4 (STORES.md §3).
+// EtcdBinary is Debian's etcd-server 3.4 (installed by .ci/run).
 const EtcdBinary = "/usr/bin/etcd"
 
 // EtcdOptions tune StartEtcdWith. Zero values are the defaults.
@@ -92,7 +92,7 @@ func StartEtcdWith(t testing.TB, opts EtcdOptions) *EtcdServer {
 	return s
 }
 
-// EtcdArgs is the command line StartEtcd runs (STORES.md §3): loopback only.
+// EtcdArgs is the command line StartEtcd runs: loopback only.
 func EtcdArgs(dataDir string, client, peer int, extra ...string) []string {
 	c := fmt.Sprintf("http://127.0.0.1:%d", client)
 	p := fmt.Sprintf("http://127.0.0.1:%d", peer)

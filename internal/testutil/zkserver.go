@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// ZooKeeper 3.8 from Debian (STORES.md §3): the jar pulls in its dependencies
+// ZooKeeper 3.8 from Debian (installed by .ci/run): the jar pulls in its dependencies
 // through its manifest Class-Path, so these two entries are the whole class path.
 const (
 	ZKJar     = "/usr/share/java/zookeeper.jar"
@@ -106,7 +106,7 @@ func StartZooKeeper(t testing.TB, opts ZKOptions) *ZKServer {
 	return s
 }
 
-// ZKConfig is the zoo.cfg StartZooKeeper writes (STORES.md §3): loopback only, no
+// ZKConfig is the zoo.cfg StartZooKeeper writes: loopback only, no
 // admin server (it would bind 8080), small preallocation.
 func ZKConfig(dataDir string, port int, opts ZKOptions) string {
 	prealloc := opts.PreAllocKB
