@@ -45,8 +45,7 @@ func BenchmarkApplyBackfillRun(b *testing.B) {
 		b.Fatal(err)
 	}
 	syncs := 0
-	onSync = func(string) { syncs++ }
-	defer func() { onSync = nil }()
+	e.OnSync = func(string) { syncs++ }
 	for i := 0; b.Loop(); i++ {
 		b.StopTimer()
 		p := &Plan{Command: "index backfill"}

@@ -56,6 +56,9 @@ type Engine struct {
 	// StepBytes bounds the bytes of one write step (0: stepBytes). Tests set it to 1
 	// to get one item (ledger entry) per step, a crash point between any two writes.
 	StepBytes int
+	// OnSync, when set, is called with the file's name before every fsync of the
+	// journal (tests count them); nil in normal use.
+	OnSync func(path string)
 
 	mu        sync.Mutex
 	recovered bool
@@ -119,7 +122,7 @@ func New(dd *store.DataDir) (*Engine, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("create journal %s: %w: %w", dir, ErrJournalWrite, err)
 	}
-	if err := syncDir(dd.Path); err != nil {
+	if err := syncer(nil).syncDir(dd.Path); err != nil {
 		return nil, fmt.Errorf("fsync %s: %w: %w", dd.Path, ErrJournalWrite, err)
 	}
 	return &Engine{dd: dd, dir: dir, Now: time.Now, store: metadataStoreID(dd)}, nil
@@ -170,6 +173,9 @@ func (e *Engine) stepLimit() int {
 	}
 	return stepBytes
 }
+
+// files writes the journal's files, with the engine's OnSync observer.
+func (e *Engine) files() syncer { return syncer(e.OnSync) }
 
 // KillAt returns a CrashHook that kills the current process (SIGKILL on Unix) when
 // the run reaches step, for crash tests that run the engine in a subprocess.
@@ -224,7 +230,7 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 	}
 	if len(unfinished) == 0 {
 		if cur < maxEpoch { // the epoch file was lost: never hand out an epoch twice
-			if err := writeEpoch(e.dir, maxEpoch); err != nil {
+			if err := e.files().writeEpoch(e.dir, maxEpoch); err != nil {
 				return nil, err
 			}
 		}
@@ -481,9 +487,9 @@ func (e *Engine) finishRun(ctx context.Context, rec *RunRecord, lazy bool) (*Res
 	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return resultOf(rec), fenced(rec, err)
 	}
-	write := writeRecord
+	write := e.files().writeRecord
 	if lazy {
-		write = writeRecordLazily
+		write = e.files().writeRecordLazily
 	}
 	rec.State = StateCommitted
 	rec.History = append(rec.History, StateChange{State: StateCommitted, At: e.Now().UTC(), Epoch: rec.Epoch})
@@ -519,7 +525,7 @@ func (e *Engine) abort(ctx context.Context, rec *RunRecord, cause error) (*Resul
 func (e *Engine) setState(rec *RunRecord, s RunState, epoch uint64, note string) error {
 	rec.State = s
 	rec.History = append(rec.History, StateChange{State: s, At: e.Now().UTC(), Epoch: epoch, Note: note})
-	return writeRecord(e.dir, rec)
+	return e.files().writeRecord(e.dir, rec)
 }
 
 // takeEpoch moves the journal to a new epoch above both the current one and floor.
@@ -532,7 +538,7 @@ func (e *Engine) takeEpoch(floor uint64) (uint64, error) {
 		return 0, err
 	}
 	n := max(cur, floor) + 1
-	if err := writeEpochBeforeRecord(e.dir, n); err != nil {
+	if err := e.files().writeEpochBeforeRecord(e.dir, n); err != nil {
 		return 0, err
 	}
 	return n, nil
@@ -836,7 +842,7 @@ func (e *Engine) refreshUndone(undo *RunRecord, holder uint64) error {
 	}
 	orig.History = append(orig.History, StateChange{State: orig.State, At: e.Now().UTC(), Epoch: holder,
 		Note: "node versions refreshed: undo run " + undo.RunID + " was rolled back"})
-	return writeRecord(e.dir, orig)
+	return e.files().writeRecord(e.dir, orig)
 }
 
 // rollbackItem moves one item from its after-state back to its before-image. It is
@@ -908,7 +914,7 @@ func (e *Engine) writeBackup(path string) (err error) {
 	if err := os.Rename(tmp, path); err != nil {
 		return fail(err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := e.files().syncDir(dir); err != nil {
 		return fail(err)
 	}
 	return nil

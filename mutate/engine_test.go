@@ -523,9 +523,9 @@ func TestJournalFsyncsPerRun(t *testing.T) {
 			p.Items = append(p.Items, Item{Kind: KindCreate, Path: fmt.Sprintf("/n/%03d", i), After: []byte("x")})
 		}
 		var synced []string
-		onSync = func(path string) { synced = append(synced, filepath.Base(path)) }
+		e.OnSync = func(path string) { synced = append(synced, filepath.Base(path)) }
 		_, err := e.Apply(ctx, p, ApplyOptions{})
-		onSync = nil
+		e.OnSync = nil
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -589,8 +589,8 @@ func TestEpochKeptAcrossRuns(t *testing.T) {
 	seed(t, dd)
 	e1, e2 := newEngine(t, dd), newEngine(t, dd)
 	syncs := 0
-	onSync = func(string) { syncs++ }
-	defer func() { onSync = nil }()
+	e1.OnSync = func(string) { syncs++ }
+	e2.OnSync = e1.OnSync
 	apply := func(e *Engine, path, value string) *Result {
 		t.Helper()
 		p := &Plan{Command: "set", Items: []Item{{Kind: KindSet, Path: path, Expect: version(t, dd, path), After: []byte(value)}}}

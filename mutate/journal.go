@@ -264,22 +264,22 @@ func readRecord(path string) (*RunRecord, error) {
 // writeRecord stores a run record durably. The JSON is compact: a record holds every
 // node's before and after bytes (a back-fill batch about 1 MB), and indenting it
 // costs ten times its encoding, twice per run. `jq .` shows it indented.
-func writeRecord(dir string, rec *RunRecord) error {
+func (s syncer) writeRecord(dir string, rec *RunRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
 	}
-	return writeFileDurable(dir, rec.RunID+recordSuffix, append(b, '\n'))
+	return s.writeFileDurable(dir, rec.RunID+recordSuffix, append(b, '\n'))
 }
 
 // writeRecordLazily stores a run record atomically (temp file, fsync, rename) but
 // leaves the folder fsync that makes the rename durable to the caller's next one.
-func writeRecordLazily(dir string, rec *RunRecord) error {
+func (s syncer) writeRecordLazily(dir string, rec *RunRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
 	}
-	return writeFileAtomic(dir, rec.RunID+recordSuffix, append(b, '\n'))
+	return s.writeFileAtomic(dir, rec.RunID+recordSuffix, append(b, '\n'))
 }
 
 // readEpoch returns the journal's current epoch; 0 when no run has started yet.
@@ -300,36 +300,38 @@ func readEpoch(dir string) (uint64, error) {
 }
 
 // writeEpoch replaces the epoch file durably.
-func writeEpoch(dir string, n uint64) error {
-	return writeFileDurable(dir, epochFileName, epochBytes(n))
+func (s syncer) writeEpoch(dir string, n uint64) error {
+	return s.writeFileDurable(dir, epochFileName, epochBytes(n))
 }
 
 // writeEpochBeforeRecord replaces the epoch file without the folder fsync: the caller
 // writes a run record next, whose folder fsync makes this rename durable too. Until
 // then no data was changed, and losing the new epoch in a crash is harmless: no
 // record holds it, and Recover raises the epoch above every record's.
-func writeEpochBeforeRecord(dir string, n uint64) error {
-	return writeFileAtomic(dir, epochFileName, epochBytes(n))
+func (s syncer) writeEpochBeforeRecord(dir string, n uint64) error {
+	return s.writeFileAtomic(dir, epochFileName, epochBytes(n))
 }
 
 func epochBytes(n uint64) []byte { return []byte(strconv.FormatUint(n, 10) + "\n") }
 
-// onSync, when set, sees every fsync of the journal (tests count them).
-var onSync func(path string)
+// syncer is Engine.OnSync: when set, it sees every fsync of the journal (tests
+// count them). The journal's file writes are its methods so that each engine
+// carries its own observer.
+type syncer func(path string)
 
-func fsync(f *os.File) error {
-	if onSync != nil {
-		onSync(f.Name())
+func (s syncer) fsync(f *os.File) error {
+	if s != nil {
+		s(f.Name())
 	}
 	return f.Sync()
 }
 
 // writeFileDurable replaces dir/name with data: temp file, fsync, rename, fsync dir.
-func writeFileDurable(dir, name string, data []byte) error {
-	if err := writeFileAtomic(dir, name, data); err != nil {
+func (s syncer) writeFileDurable(dir, name string, data []byte) error {
+	if err := s.writeFileAtomic(dir, name, data); err != nil {
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := s.syncDir(dir); err != nil {
 		return fmt.Errorf("fsync dir for %s: %w: %w", filepath.Join(dir, name), ErrJournalWrite, err)
 	}
 	return nil
@@ -337,7 +339,7 @@ func writeFileDurable(dir, name string, data []byte) error {
 
 // writeFileAtomic replaces dir/name with data: temp file, fsync, rename. The new
 // content survives a crash only once dir is fsynced.
-func writeFileAtomic(dir, name string, data []byte) (err error) {
+func (s syncer) writeFileAtomic(dir, name string, data []byte) (err error) {
 	fail := func(step string, e error) error {
 		return fmt.Errorf("%s %s: %w: %w", step, filepath.Join(dir, name), ErrJournalWrite, e)
 	}
@@ -355,7 +357,7 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 		f.Close()
 		return fail("write", err)
 	}
-	if err := fsync(f); err != nil {
+	if err := s.fsync(f); err != nil {
 		f.Close()
 		return fail("fsync", err)
 	}
@@ -368,13 +370,13 @@ func writeFileAtomic(dir, name string, data []byte) (err error) {
 	return nil
 }
 
-func syncDir(dir string) error {
+func (s syncer) syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
-	return fsync(d)
+	return s.fsync(d)
 }
 
 // removeTemps deletes temp files a crash left behind.

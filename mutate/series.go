@@ -87,7 +87,7 @@ func (s *Series) Close() error {
 	close(s.plans)
 	s.stages.Wait()
 	defer s.e.mu.Unlock()
-	if err := syncDir(s.e.dir); err != nil {
+	if err := s.e.files().syncDir(s.e.dir); err != nil {
 		s.stop(fmt.Errorf("fsync %s: %w: %w", s.e.dir, ErrJournalWrite, err))
 	}
 	return s.failure()

@@ -99,9 +99,9 @@ func TestSeriesAppliesEveryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	var syncs atomic.Int64 // the stages fsync concurrently
-	onSync = func(string) { syncs.Add(1) }
+	e.OnSync = func(string) { syncs.Add(1) }
 	out, err := runSeries(t, e, plans)
-	onSync = nil
+	e.OnSync = nil
 	if err != nil {
 		t.Fatal(err)
 	}
