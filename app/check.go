@@ -19,8 +19,9 @@ func (e *env) checkCommand() *cli.Command {
 			"Exits 0 when nothing (or only info) is found, 1 with findings.",
 		Flags: []cli.Flag{
 			firstEntryIndexKeyFlag(),
-			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the schema-usage scan of every stored message " +
+			&cli.BoolFlag{Name: "skip-message-scan", Usage: "skip the schema-usage count of every stored message " +
 				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
+			&cli.IntFlag{Name: "workers", Usage: "goroutines reading the ledger store (0: one per CPU); the output does not depend on it"},
 		},
 		Action: e.check,
 	}
@@ -41,12 +42,7 @@ func joinKinds() string {
 // check: append them here.
 func (e *env) checkSources(c *cli.Context) []inspect.FindingSource {
 	// Bookie dirs: what the replicas of each entry say (none for other ledger stores).
-	sources := []inspect.FindingSource{inspect.ReplicaFindings}
-	if !c.Bool("skip-message-scan") {
-		// A second pass over the entries: which schema versions stored messages still need.
-		sources = append(sources, inspect.SchemaUsageFindings)
-	}
-	return sources
+	return []inspect.FindingSource{inspect.ReplicaFindings}
 }
 
 // verifiesFully: check is the full examination, so it verifies every table of the
@@ -56,7 +52,12 @@ func verifiesFully(c *cli.Context) bool { return c.Command != nil && c.Command.N
 
 func (e *env) check(c *cli.Context) error {
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("first-entry-index-key"), Sources: e.checkSources(c)}
+		if c.Int("workers") < 0 {
+			return report.BadInputf("--workers %d: want 0 or more", c.Int("workers"))
+		}
+		opts := inspect.CheckOptions{FirstEntryIndexKey: c.String("first-entry-index-key"), Sources: e.checkSources(c),
+			// Which schema versions stored messages still need: counted in the same pass as the core scan.
+			SchemaUsage: !c.Bool("skip-message-scan"), Workers: c.Int("workers")}
 		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))
 		if err != nil {
 			return err
