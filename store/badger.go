@@ -41,8 +41,8 @@ const (
 	// writableMemTables: one memtable takes writes while one is flushed; a bulk
 	// load that outruns the flusher waits instead of holding more in memory.
 	writableMemTables = 2
-	// compactors: Badger's minimum. Compactions of the tool's small writes are
-	// rare, and each compactor builds tables in memory.
+	// compactors: Badger's minimum for bulk loads (Create); sessions run none
+	// (sessionOptions). Each compactor builds tables in memory.
 	compactors = 2
 )
 
@@ -70,13 +70,54 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 	return opts.WithMemTableSize(memTableSize(dir, int64(mem)))
 }
 
-// sessionOptions adjust badgerOptions for a writable open of an existing dir (a
-// repair or back-fill session): tables it flushes are not compressed, because
-// Snappy adds a compressed copy of every block to the table builder's buffers.
-// Compression is recorded per table, so these tables read back as usual and are
-// compressed when a later compaction rewrites them. Bulk loads (Create) keep Snappy.
+// Writable sessions (a repair or back-fill on an existing dir) keep their
+// memory flat as the dir grows (issue 14). Badger's memory beyond the budget
+// above is compaction: a writable open compacts whatever level 0 holds (a bulk
+// load leaves several tables there, in a store the session may never write),
+// in up to about six table builders per compaction, each as large as the
+// target level's tables, which double per level as the store grows. So a
+// session compacts nothing while it runs, and at close flattens the stores it
+// wrote (DataDir.Close), with tables of one size at every level:
+//   - no background compactors; writes never stall on level 0, which holds what
+//     this session flushed until the close;
+//   - the close compacts every level of a written store into the last one, one
+//     compaction at a time, in tables of sessionTableSize: the next session
+//     finds at most one level-0 table (the last memtable) and pays nothing at
+//     open; a store the session did not write is left as it was;
+//   - smaller caches: a session reads each node and entry 0 of each ledger
+//     about once.
+const (
+	sessionTableSize = 2 << 20
+	sessionCacheSize = 4 << 20
+	// sessionL0Stall: level 0 takes every flush of the session (it is
+	// compacted at close); Badger would otherwise stop writes at 15 tables.
+	sessionL0Stall = 1 << 30
+)
+
+// sessionOptions adjust badgerOptions for a writable open of an existing dir.
+// Tables it flushes are not compressed, because Snappy adds a compressed copy of
+// every block to the table builder's buffers; compression is recorded per table,
+// so these read back as usual. Bulk loads (Create) keep Snappy and Badger's
+// compaction.
 func sessionOptions(opts badger.Options) badger.Options {
-	return opts.WithCompression(options.None)
+	opts = opts.WithCompression(options.None).
+		WithNumCompactors(0).
+		WithNumLevelZeroTablesStall(sessionL0Stall).
+		WithBaseTableSize(sessionTableSize).
+		WithBlockCacheSize(sessionCacheSize).
+		WithIndexCacheSize(sessionCacheSize)
+	opts.TableSizeMultiplier = 1 // no With method in Badger v4
+	return opts
+}
+
+// flattenWritten compacts every level of db into the last one when the session
+// wrote to it since it opened at version since (see sessionOptions). One
+// compaction runs at a time.
+func flattenWritten(db *badger.DB, since uint64) error {
+	if db.MaxVersion() == since {
+		return nil
+	}
+	return db.Flatten(1)
 }
 
 // memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)
