@@ -554,7 +554,7 @@ func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.En
 		w.addEntryFinding(fd)
 		return
 	}
-	if !r.HasChecksum && w.batchFramingBroken(ledgerID, entryID, v) {
+	if !r.HasChecksum && r.BatchFramingCheckable && batchFramingBroken(w, ledgerID, entryID, v, r) {
 		return
 	}
 	if r.HasChecksum && !r.ChecksumOK {
@@ -571,17 +571,13 @@ func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.En
 // batchFramingBroken checks an entry without a checksum, whose damage nothing else
 // would show, against its batch framing (message count and sizes), and reports an
 // undecodable entry when the records do not consume the payload exactly.
-func (w *passWorker) batchFramingBroken(ledgerID, entryID int64, v []byte) bool {
-	e, md := &w.e, &w.md
-	if err := formats.ParseEntryInto(v, e, md, &w.bm); err != nil || !formats.BatchFramingCheckable(md) {
-		return false // a frame that does not parse was reported by topicEntry's caller path
-	}
-	err := formats.CheckBatchFraming(e.Payload, int(md.GetNumMessagesInBatch()))
+func batchFramingBroken(w *passWorker, ledgerID, entryID int64, v []byte, r *formats.EntryRefs) bool {
+	err := formats.CheckBatchFraming(r.Payload, int(r.NumMessages))
 	if err == nil {
 		return false
 	}
 	fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "the entry has no checksum and its batch is cut or overwritten; inspect it with: "+entriesHint(ledgerID, entryID),
-		"%d-byte entry: payload at offset %d (%d bytes): %v", len(v), len(v)-len(e.Payload), len(e.Payload), err)
+		"%d-byte entry: payload at offset %d (%d bytes): %v", len(v), len(v)-len(r.Payload), len(r.Payload), err)
 	fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
 	w.addEntryFinding(fd)
 	return true

@@ -305,7 +305,6 @@ func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
 		w.usage.account(t, pos, v, r, err)
 	}
 	if w.topic {
-		// Last: the framing check parses into the buffers r may point into.
 		w.topicEntry(ledgerID, entryID, v, r, err)
 	}
 	return nil
