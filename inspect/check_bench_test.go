@@ -52,7 +52,8 @@ func BenchmarkCheck(b *testing.B) {
 // a raw iteration of the ledger store (store.DataDir.RawLedgerIteration, the
 // yardstick: plain Badger iteration with its default options, values read, nothing
 // decoded), check as the CLI runs it (the schema-usage count in its pass),
-// check --skip-message-scan, and inspect schema-usage; it reports each one's
+// check --skip-message-scan, inspect schema-usage, and the scans' own reading
+// alone (one goroutine, values in place, nothing decoded); it reports each one's
 // speed over raw's (raw time / its time; 1.0 is parity, higher is faster).
 // Run it with -cpu 1,2 for the one- and two-core figures (bench/ratios.sh).
 func BenchmarkScanRatio(b *testing.B) {
@@ -77,6 +78,11 @@ func BenchmarkScanRatio(b *testing.B) {
 		{"check", check(true)},
 		{"check-skip-message-scan", check(false)},
 		{"schema-usage", func() error { _, err := SchemaUsage(ctx, dd, UsageOptions{}, report.NoProgress{}); return err }},
+		// The floor of the scans' own reading: one goroutine, values read in place
+		// (no prefetch), nothing decoded.
+		{"iteration-in-place", func() error {
+			return dd.ScanLedgerRange(ctx, store.WholeLedgerStore, func(int64, int64, []byte) error { return nil }, nil)
+		}},
 	}
 	spent := make([]time.Duration, len(scans))
 	cpu := make([]time.Duration, len(scans))
