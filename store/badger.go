@@ -72,26 +72,32 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 
 // Writable sessions (a repair or back-fill on an existing dir) keep their
 // memory flat as the dir grows (issue 14). Badger's memory beyond the budget
-// above is compaction: a writable open compacts whatever level 0 holds (a bulk
-// load leaves several tables there, in a store the session may never write),
-// in up to about six table builders per compaction, each as large as the
-// target level's tables, which double per level as the store grows. So a
-// session compacts nothing while it runs, and at close flattens the stores it
-// wrote (DataDir.Close), with tables of one size at every level:
+// above is compaction: a writable open compacted whatever level 0 held (a bulk
+// load leaves several tables there, in a ledger store a back-fill never
+// writes), in up to about six table builders per compaction, each as large as
+// the target level's tables, which double per level as the store grows. So a
+// session compacts nothing while it runs:
 //   - no background compactors; writes never stall on level 0, which holds what
-//     this session flushed until the close;
-//   - the close compacts every level of a written store into the last one, one
-//     compaction at a time, in tables of sessionTableSize: the next session
-//     finds at most one level-0 table (the last memtable) and pays nothing at
-//     open; a store the session did not write is left as it was;
-//   - smaller caches: a session reads each node and entry 0 of each ledger
-//     about once.
+//     the session flushed until it closes;
+//   - tables of one size at every level, and smaller caches: a session reads
+//     each node and entry 0 of each ledger about once;
+//   - at close, the metadata store is flattened into its last level (one
+//     compaction at a time) when the session wrote it and level 0 holds
+//     flattenAtL0 tables or more with the session's last flush; the next
+//     session then pays nothing at open. Metadata stores are small (Pulsar's
+//     metadata service holds them in memory). The ledger store is never
+//     flattened by a session: that would rewrite the entries, for the few a
+//     schema repair writes; each session that writes entries leaves one small
+//     level-0 table (its last memtable), which reads skip by their bloom
+//     filters and bulk loads compact.
 const (
 	sessionTableSize = 2 << 20
 	sessionCacheSize = 4 << 20
 	// sessionL0Stall: level 0 takes every flush of the session (it is
 	// compacted at close); Badger would otherwise stop writes at 15 tables.
 	sessionL0Stall = 1 << 30
+	// flattenAtL0: Badger's own level-0 compaction trigger (NumLevelZeroTables).
+	flattenAtL0 = 5
 )
 
 // sessionOptions adjust badgerOptions for a writable open of an existing dir.
@@ -110,11 +116,20 @@ func sessionOptions(opts badger.Options) badger.Options {
 	return opts
 }
 
-// flattenWritten compacts every level of db into the last one when the session
-// wrote to it since it opened at version since (see sessionOptions). One
-// compaction runs at a time.
+// flattenWritten flattens a session's metadata store at close (see
+// sessionOptions) when the session wrote to it since it opened at version
+// since and level 0, with the last flush still to come, reaches flattenAtL0.
 func flattenWritten(db *badger.DB, since uint64) error {
 	if db.MaxVersion() == since {
+		return nil
+	}
+	l0 := 1 // the memtable Close flushes
+	for _, t := range db.Tables() {
+		if t.Level == 0 {
+			l0++
+		}
+	}
+	if l0 < flattenAtL0 {
 		return nil
 	}
 	return db.Flatten(1)

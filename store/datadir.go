@@ -61,8 +61,8 @@ type DataDir struct {
 	remote  []io.Closer
 	logger  io.Writer
 	ro      *readOnlySession
-	// sessions are the databases opened writable on an existing dir, with the
-	// version they opened at: Close flattens the ones written since.
+	// sessions are the metadata databases opened writable on an existing dir,
+	// with the version they opened at: Close may flatten them (flattenWritten).
 	sessions []session
 }
 
