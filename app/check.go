@@ -19,8 +19,9 @@ func (e *env) checkCommand() *cli.Command {
 			"Exits 0 when nothing (or only info) is found, 1 with findings.",
 		Flags: []cli.Flag{
 			indexKeyFlag(),
-			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the schema-usage scan of every stored message " +
+			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the schema-usage count of every stored message " +
 				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
+			&cli.IntFlag{Name: flagWorkers, Usage: "goroutines reading the ledger store (0: one per CPU); the output does not depend on it"},
 		},
 		Action: e.check,
 	}
@@ -41,22 +42,22 @@ func joinKinds() string {
 type checkOptions struct {
 	IndexKey        string
 	SkipMessageScan bool
+	Workers         int // 0: one per CPU
 }
 
-func parseCheckOptions(c *cli.Context) checkOptions {
-	return checkOptions{IndexKey: indexKeyOf(c), SkipMessageScan: c.Bool(flagSkipMessageScan)}
+func parseCheckOptions(c *cli.Context) (checkOptions, error) {
+	o := checkOptions{IndexKey: indexKeyOf(c), SkipMessageScan: c.Bool(flagSkipMessageScan), Workers: c.Int(flagWorkers)}
+	if o.Workers < 0 {
+		return o, report.BadInputf("--workers %d: want 0 or more", o.Workers)
+	}
+	return o, nil
 }
 
 // checkSources are the finding sources of other features that join the core
 // check: append them here.
 func (e *env) checkSources(o checkOptions) []inspect.FindingSource {
 	// Bookie dirs: what the replicas of each entry say (none for other ledger stores).
-	sources := []inspect.FindingSource{inspect.ReplicaFindings}
-	if !o.SkipMessageScan {
-		// A second pass over the entries: which schema versions stored messages still need.
-		sources = append(sources, inspect.SchemaUsageFindings)
-	}
-	return sources
+	return []inspect.FindingSource{inspect.ReplicaFindings}
 }
 
 // verifiesFully: check is the full examination, so it verifies every table of the
@@ -65,9 +66,14 @@ func (e *env) checkSources(o checkOptions) []inspect.FindingSource {
 func verifiesFully(c *cli.Context) bool { return c.Command != nil && c.Command.Name == "check" }
 
 func (e *env) check(c *cli.Context) error {
-	o := parseCheckOptions(c)
+	o, err := parseCheckOptions(c)
+	if err != nil {
+		return err
+	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(o)}
+		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(o),
+			// Which schema versions stored messages still need: counted in the same pass as the core scan.
+			SchemaUsage: !o.SkipMessageScan, Workers: o.Workers}
 		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))
 		if err != nil {
 			return err

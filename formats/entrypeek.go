@@ -30,6 +30,11 @@ type EntryRefs struct {
 	Checksum       uint32 // stored CRC32C
 	ChecksumOK     bool   // Checksum matches metadataSize..end of payload
 	MetadataOffset int    // byte offset of the u32 metadataSize
+
+	Payload []byte // aliases the entry
+	// BatchFramingCheckable is BatchFramingCheckable of the metadata: the
+	// payload's batch framing can be checked as stored (CheckBatchFraming).
+	BatchFramingCheckable bool
 }
 
 // Refs returns what PeekEntry would have read of the entry e was parsed from.
@@ -40,6 +45,7 @@ func (e *Entry) Refs() EntryRefs {
 		SchemaVersion: md.GetSchemaVersion(), SchemaID: md.GetSchemaId(),
 		HasChecksum: e.HasChecksum, Checksum: e.Checksum, ChecksumOK: e.ChecksumOK,
 		MetadataOffset: e.MetadataOffset,
+		Payload:        e.Payload, BatchFramingCheckable: BatchFramingCheckable(md),
 	}
 	if bm := e.BrokerMeta; bm != nil {
 		r.HasBrokerMeta = true
@@ -92,9 +98,12 @@ func PeekEntry(b []byte, r *EntryRefs) bool {
 	if size > uint64(len(b)-start) {
 		return false
 	}
-	if !r.readMetadata(b[start : start+int(size)]) {
+	var fr framing
+	if !r.readMetadata(b[start:start+int(size)], &fr) {
 		return false
 	}
+	r.Payload = b[start+int(size):]
+	r.BatchFramingCheckable = fr.checkable()
 	if r.HasChecksum {
 		r.ChecksumOK = crc32.Checksum(b[off:], castagnoli) == r.Checksum
 	}
@@ -126,7 +135,56 @@ const (
 	fieldNumMessagesInBatch = 11
 	fieldSchemaVersion      = 16
 	fieldSchemaID           = 32
+	// What BatchFramingCheckable looks at besides num_messages_in_batch.
+	fieldCompression      = 8
+	fieldEncryptionAlgo   = 14
+	fieldEncryptionParam  = 15
+	fieldNumChunksFromMsg = 27
 )
+
+// framing is what readMetadata keeps for BatchFramingCheckable, as
+// proto.Unmarshal leaves the fields: the last occurrence wins (a compression
+// value the enum does not name included: Go's protobuf keeps it).
+type framing struct {
+	batched     bool // num_messages_in_batch present
+	compression int32
+	algo, param bool // encryption_algo, encryption_param non-empty
+	chunks      int32
+}
+
+func (f *framing) checkable() bool {
+	return f.batched && pulsarpb.CompressionType(f.compression) == pulsarpb.CompressionType_NONE && !f.algo && !f.param && f.chunks <= 1
+}
+
+// read takes one field of the metadata that BatchFramingCheckable looks at;
+// m is how many bytes it consumed, 0 when it is none of them.
+func (f *framing) read(num protowire.Number, typ protowire.Type, b []byte) (m int) {
+	switch {
+	case (num == fieldCompression || num == fieldNumChunksFromMsg) && typ == protowire.VarintType:
+		v, m := protowire.ConsumeVarint(b)
+		if m < 0 {
+			return m
+		}
+		if num == fieldNumChunksFromMsg {
+			f.chunks = int32(v)
+		} else {
+			f.compression = int32(v)
+		}
+		return m
+	case (num == fieldEncryptionAlgo || num == fieldEncryptionParam) && typ == protowire.BytesType:
+		v, m := protowire.ConsumeBytes(b)
+		if m < 0 {
+			return m
+		}
+		if num == fieldEncryptionAlgo {
+			f.algo = len(v) > 0
+		} else {
+			f.param = len(v) > 0
+		}
+		return m
+	}
+	return 0
+}
 
 // readBrokerMeta reads BrokerEntryMetadata bytes. Like proto.Unmarshal, the
 // last occurrence wins and a field of another wire type is an unknown field.
@@ -161,7 +219,7 @@ func (r *EntryRefs) readBrokerMeta(b []byte) bool {
 }
 
 // readMetadata reads MessageMetadata bytes, with readBrokerMeta's rules.
-func (r *EntryRefs) readMetadata(b []byte) bool {
+func (r *EntryRefs) readMetadata(b []byte, fr *framing) bool {
 	for len(b) > 0 {
 		num, typ, n := consumeTag(b)
 		if n < 0 {
@@ -182,6 +240,7 @@ func (r *EntryRefs) readMetadata(b []byte) bool {
 				return false
 			}
 			r.NumMessages, b = int32(v), b[m:] // int32 fields keep the low 32 bits
+			fr.batched = true
 			continue
 		case (num == fieldSchemaVersion || num == fieldSchemaID) && typ == protowire.BytesType:
 			v, m := protowire.ConsumeBytes(b)
@@ -193,6 +252,13 @@ func (r *EntryRefs) readMetadata(b []byte) bool {
 				r.SchemaVersion = v
 			} else {
 				r.SchemaID = v
+			}
+			b = b[m:]
+			continue
+		}
+		if m := fr.read(num, typ, b); m != 0 {
+			if m < 0 {
+				return false
 			}
 			b = b[m:]
 			continue

@@ -97,6 +97,13 @@ func TestPeekEntryMatchesParse(t *testing.T) {
 	}
 }
 
+// withMD returns a copy of md changed by f.
+func withMD(md *pulsarpb.MessageMetadata, f func(*pulsarpb.MessageMetadata)) *pulsarpb.MessageMetadata {
+	c := proto.Clone(md).(*pulsarpb.MessageMetadata)
+	f(c)
+	return c
+}
+
 // TestPeekEntryFields pins what PeekEntry reads, independently of Entry.Refs.
 func TestPeekEntryFields(t *testing.T) {
 	md := sampleMD()
@@ -113,11 +120,22 @@ func TestPeekEntryFields(t *testing.T) {
 			Checksum:       crc32cBitwise(append([]byte{0, 0, 0, byte(len(sampleMDBytes))}, append(sampleMDBytes, "pl"...)...)),
 			ChecksumOK:     true,
 			MetadataOffset: 6 + len(sampleBMBytes) + 6,
+			Payload:        []byte("pl"),
 		}},
-		{"hand frame, bare", handFrame(false, false, nil), EntryRefs{PublishTime: 2, NumMessages: 1}},
+		{"hand frame, bare", handFrame(false, false, nil), EntryRefs{PublishTime: 2, NumMessages: 1, Payload: []byte{}}},
 		{"schema version and batch", buildSeed(t, nil, false, md, "x"), EntryRefs{
 			PublishTime: 2, NumMessages: 4, SchemaVersion: EncodeSchemaVersion(3),
+			Payload: []byte("x"), BatchFramingCheckable: true,
 		}},
+		{"compressed batch", buildSeed(t, nil, false, withMD(md, func(m *pulsarpb.MessageMetadata) {
+			m.Compression = pulsarpb.CompressionType_ZLIB.Enum()
+		}), "x"), EntryRefs{PublishTime: 2, NumMessages: 4, SchemaVersion: EncodeSchemaVersion(3), Payload: []byte("x")}},
+		{"encrypted batch", buildSeed(t, nil, false, withMD(md, func(m *pulsarpb.MessageMetadata) {
+			m.EncryptionAlgo = proto.String("RSA")
+		}), "x"), EntryRefs{PublishTime: 2, NumMessages: 4, SchemaVersion: EncodeSchemaVersion(3), Payload: []byte("x")}},
+		{"chunk of a batch", buildSeed(t, nil, false, withMD(md, func(m *pulsarpb.MessageMetadata) {
+			m.NumChunksFromMsg = proto.Int32(3)
+		}), "x"), EntryRefs{PublishTime: 2, NumMessages: 4, SchemaVersion: EncodeSchemaVersion(3), Payload: []byte("x")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -31,6 +30,13 @@ type CheckOptions struct {
 	FirstEntryIndexKey string
 	// Sources run after the core scan; their findings join the core's.
 	Sources []FindingSource
+	// SchemaUsage counts the schema references of every stored message in the
+	// core scan's pass (SchemaUsage over every topic) and adds the findings
+	// SchemaUsageFindings would, after the Sources' findings.
+	SchemaUsage bool
+	// Workers read the ledger store in parallel; 0 means GOMAXPROCS. The result
+	// does not depend on it.
+	Workers int
 }
 
 // CheckStats counts what Check looked at.
@@ -175,12 +181,11 @@ type checker struct {
 	// Owners whose metadata does not decode: their ledgers are not called orphans.
 	badMLs     map[string]bool
 	badSchemas map[string]bool
-	badCursors map[string]bool // ml name + "/" + cursor name as stored
-	// Per-entry findings of the ledger being scanned, by kind.
-	entryListed   map[string]int
-	entryUnlisted map[string]int64
-	strings       map[string]string // see intern
-	refs          formats.EntryRefs // topicEntry's, reused
+	badCursors map[string]bool   // ml name + "/" + cursor name as stored
+	strings    map[string]string // see intern
+	// The schema-usage count of the pass, with opts.SchemaUsage.
+	usage       *usageScan
+	usageTopics []usageTopic
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -205,6 +210,13 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 		}
 		c.findings = append(c.findings, fs...)
 	}
+	if c.usage != nil {
+		fs, err := c.usageFindings(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		c.findings = append(c.findings, fs...)
+	}
 	c.findings = append(c.findings, StoreDamageFindings(dd)...)
 	MarkStoreDamage(c.findings, dd)
 	sortFindings(c.findings)
@@ -214,13 +226,11 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *checker {
 	return &checker{
 		dd: dd, opts: opts, prog: prog,
-		ledgers:       map[int64]*ledgerFacts{},
-		badMLs:        map[string]bool{},
-		badSchemas:    map[string]bool{},
-		badCursors:    map[string]bool{},
-		entryListed:   map[string]int{},
-		entryUnlisted: map[string]int64{},
-		strings:       map[string]string{},
+		ledgers:    map[int64]*ledgerFacts{},
+		badMLs:     map[string]bool{},
+		badSchemas: map[string]bool{},
+		badCursors: map[string]bool{},
+		strings:    map[string]string{},
 	}
 }
 
@@ -442,73 +452,47 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 	}
 }
 
-// scanLedgers reads every entry once, in one pass over the ledger store: counts
-// per ledger, CRC and frame checks of topic entries, whether entry 0 carries a
-// broker index, and truncated values.
+// scanLedgers reads every entry once, in one pass over the ledger store
+// (entryPass): counts per ledger, CRC and frame checks of topic entries, whether
+// entry 0 carries a broker index, and truncated values; with opts.SchemaUsage,
+// the schema-usage count of every stored message in the same pass.
 func (c *checker) scanLedgers(ctx context.Context) error {
-	var total int64
-	if _, quiet := c.prog.(report.NoProgress); !quiet {
-		// A key-only pass, only for a bar's ETA: it costs about a sixth of the scan.
-		err := c.dd.Ledgers.LedgerIDs(ctx, func(_, n int64) error { total += n; return nil })
+	p := &entryPass{dd: c.dd, workers: scanWorkers(c.opts.Workers), prog: c.prog, check: c}
+	p.ranges = wholeStoreRanges(c.dd, p.workers)
+	if c.opts.SchemaUsage {
+		topics, ledgers, _, err := usageTargets(ctx, c.dd.Metadata, nil)
 		if err != nil {
-			return fmt.Errorf("check ledgers: %w", err)
+			return fmt.Errorf("check: %w", err)
 		}
+		c.usageTopics = topics
+		p.usage = newUsageScan(topics, ledgers, DefaultMaxListedBadEntries)
 	}
-	c.prog.Start("entries", total)
+	// The total comes from the store's own figures, not a counting pass.
+	if n, ok := c.dd.EstimateEntries(); ok {
+		report.StartEstimate(c.prog, "entries", n)
+	} else {
+		c.prog.Start("entries", 0)
+	}
 	defer c.prog.Done()
-	var (
-		e       formats.Entry
-		md      pulsarpb.MessageMetadata
-		bm      pulsarpb.BrokerEntryMetadata
-		f       *ledgerFacts
-		cur     int64
-		topic   bool
-		pending int64
-	)
-	// ledger accounts for one stored entry, good or truncated, of ledger id.
-	ledger := func(id int64) {
-		if f == nil || id != cur {
-			if f != nil {
-				c.flushUnlisted(cur)
-			}
-			cur, f = id, c.fact(id)
-			topic = f.topicLedger()
-			c.stats.Ledgers++
-		}
-		f.stored++
-		c.stats.Entries++
-		if pending++; pending == 1024 {
-			c.prog.Add(pending)
-			pending = 0
-		}
-	}
-	err := c.dd.RawLedgerIterationSkipping(ctx, func(k, v []byte) error {
-		id, entryID, err := store.ParseEntryKey(k)
-		if err != nil {
-			return err
-		}
-		ledger(id)
-		c.stats.EntryBytes += int64(len(v))
-		if topic {
-			c.topicEntry(id, entryID, v, f, &e, &md, &bm)
-		}
-		return nil
-	}, func(te *store.TruncatedError) error {
-		ledger(te.LedgerID)
-		fd := newFinding(KindValueTruncated, entryLoc(te.LedgerID, te.EntryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
-			"%s", truncatedDetail(te))
-		fd.LedgerID, fd.EntryID = report.Int64(te.LedgerID), report.Int64(te.EntryID)
-		c.addEntryFinding(fd)
-		return nil
-	})
-	c.prog.Add(pending)
-	if err != nil {
+	if err := p.run(ctx); err != nil {
 		return fmt.Errorf("check ledgers: %w", err)
 	}
-	if f != nil {
-		c.flushUnlisted(cur)
-	}
+	c.usage = p.usage
 	return nil
+}
+
+// mergeRange takes in what one range of the pass found, in key order.
+func (c *checker) mergeRange(r *rangeResult) {
+	for _, s := range r.segs {
+		f := c.fact(s.id)
+		f.stored += s.stored
+		f.entry0Indexed = f.entry0Indexed || s.entry0Indexed
+		c.stats.Ledgers++
+	}
+	c.stats.Entries += r.entries
+	c.stats.EntryBytes += r.entryBytes
+	c.stats.TopicEntries += r.topicEntries
+	c.findings = append(c.findings, r.findings...)
 }
 
 // maxEntryFindingsPerLedger bounds the per-entry findings of one kind listed for
@@ -518,74 +502,66 @@ const maxEntryFindingsPerLedger = 20
 
 // addEntryFinding lists fd unless its ledger already has the maximum of its kind;
 // then it is only counted, for flushUnlisted.
-func (c *checker) addEntryFinding(fd report.Finding) {
-	if c.entryListed[fd.Kind] < maxEntryFindingsPerLedger {
-		c.entryListed[fd.Kind]++
-		c.add(fd)
+func (w *passWorker) addEntryFinding(fd report.Finding) {
+	if w.entryListed[fd.Kind] < maxEntryFindingsPerLedger {
+		w.entryListed[fd.Kind]++
+		w.out.findings = append(w.out.findings, fd)
 		return
 	}
-	c.entryUnlisted[fd.Kind]++
+	w.entryUnlisted[fd.Kind]++
 }
 
 // flushUnlisted adds one summary finding per kind whose findings in ledger id
 // were not all listed, and resets the per-ledger counts.
-func (c *checker) flushUnlisted(id int64) {
+func (w *passWorker) flushUnlisted(id int64) {
 	for _, kind := range []string{KindEntryUndecodable, KindEntryCRCMismatch, KindValueTruncated} {
-		if n := c.entryUnlisted[kind]; n > 0 {
+		if n := w.entryUnlisted[kind]; n > 0 {
 			fd := newFinding(kind, ledgerLoc(id), "inspect the ledger with: ledgermedic inspect entries --ledger "+strconv.FormatInt(id, 10),
 				"%s of this ledger had this problem too (only the first %d are listed)", plural(n, "more entry", "more entries"), maxEntryFindingsPerLedger)
 			fd.LedgerID = report.Int64(id)
-			c.add(fd)
+			w.out.findings = append(w.out.findings, fd)
 		}
 	}
-	clear(c.entryListed)
-	clear(c.entryUnlisted)
+	clear(w.entryListed)
+	clear(w.entryUnlisted)
 }
 
-func (c *checker) topicEntry(ledgerID, entryID int64, v []byte, f *ledgerFacts, e *formats.Entry, md *pulsarpb.MessageMetadata, bm *pulsarpb.BrokerEntryMetadata) {
-	c.stats.TopicEntries++
-	// The fast path reads what Check needs without decoding; when it declines,
-	// the full parser says what is wrong.
-	r := &c.refs
-	if !formats.PeekEntry(v, r) {
-		if err := formats.ParseEntryInto(v, e, md, bm); err != nil {
-			fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
-				"%v", err)
-			fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
-			c.addEntryFinding(fd)
-			return
-		}
-		*r = e.Refs()
+// topicEntry checks one entry of a topic ledger; r and err are what decode made of it.
+func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.EntryRefs, err error) {
+	w.out.topicEntries++
+	if err != nil {
+		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
+			"%v", err)
+		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
+		w.addEntryFinding(fd)
+		return
 	}
-	if !r.HasChecksum && c.batchFramingBroken(ledgerID, entryID, v, e, md, bm) {
+	if !r.HasChecksum && r.BatchFramingCheckable && batchFramingBroken(w, ledgerID, entryID, v, r) {
 		return
 	}
 	if r.HasChecksum && !r.ChecksumOK {
 		fd := newFinding(KindEntryCRCMismatch, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
 			"stored CRC32C %08x does not match the entry's %d bytes from offset %d", r.Checksum, len(v)-r.MetadataOffset, r.MetadataOffset)
 		fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
-		c.addEntryFinding(fd)
+		w.addEntryFinding(fd)
 	}
 	if entryID == 0 && r.HasIndex {
-		f.entry0Indexed = true
+		w.seg.entry0Indexed = true
 	}
 }
 
 // batchFramingBroken checks an entry without a checksum, whose damage nothing else
 // would show, against its batch framing (message count and sizes), and reports an
 // undecodable entry when the records do not consume the payload exactly.
-func (c *checker) batchFramingBroken(ledgerID, entryID int64, v []byte, e *formats.Entry, md *pulsarpb.MessageMetadata, bm *pulsarpb.BrokerEntryMetadata) bool {
-	if err := formats.ParseEntryInto(v, e, md, bm); err != nil || !formats.BatchFramingCheckable(md) {
-		return false // a frame that does not parse was reported by topicEntry's caller path
-	}
-	err := formats.CheckBatchFraming(e.Payload, int(md.GetNumMessagesInBatch()))
+func batchFramingBroken(w *passWorker, ledgerID, entryID int64, v []byte, r *formats.EntryRefs) bool {
+	err := formats.CheckBatchFraming(r.Payload, int(r.NumMessages))
 	if err == nil {
 		return false
 	}
 	fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "the entry has no checksum and its batch is cut or overwritten; inspect it with: "+entriesHint(ledgerID, entryID),
-		"%d-byte entry: payload at offset %d (%d bytes): %v", len(v), len(v)-len(e.Payload), len(e.Payload), err)
+		"%d-byte entry: payload at offset %d (%d bytes): %v", len(v), len(v)-len(r.Payload), len(r.Payload), err)
 	fd.LedgerID, fd.EntryID = report.Int64(ledgerID), report.Int64(entryID)
-	c.addEntryFinding(fd)
+	w.addEntryFinding(fd)
 	return true
 }
 

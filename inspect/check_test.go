@@ -12,7 +12,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -327,25 +326,29 @@ func FuzzEntryRow(f *testing.F) {
 		if row.EntryID != 7 || (row.Error == "") == (row.CRC == "") {
 			t.Fatalf("row %+v: want entry 7 with a CRC state or an error, not both", row)
 		}
+		// One worker of a pass that checks and counts, as check runs it.
 		c := newChecker(nil, CheckOptions{}, report.NoProgress{})
-		var md pulsarpb.MessageMetadata
-		var bm pulsarpb.BrokerEntryMetadata
-		c.topicEntry(7, 0, v, &ledgerFacts{}, &e, &md, &bm)
+		p := &entryPass{prog: report.NoProgress{}, check: c, usage: &usageScan{topics: 1, maxBad: 2}}
+		w := p.newWorker()
+		w.out = &rangeResult{}
+		w.ledger(7)
+		r, err := w.decode(v)
+		w.usage.account(0, Position{LedgerID: 7, EntryID: 0}, v, r, err)
+		w.topicEntry(7, 0, v, r, err)
+		findings := w.out.findings
 		// One entry gives at most one finding, at that entry.
-		if len(c.findings) > 1 {
-			t.Fatalf("%d findings for one entry: %+v", len(c.findings), c.findings)
+		if len(findings) > 1 {
+			t.Fatalf("%d findings for one entry: %+v", len(findings), findings)
 		}
-		for _, fd := range c.findings {
+		for _, fd := range findings {
 			if fd.LedgerID == nil || *fd.LedgerID != 7 || fd.EntryID == nil || *fd.EntryID != 0 {
 				t.Fatalf("finding not at ledger 7 entry 0: %+v", fd)
 			}
 		}
-		// schema-usage's decoder counts the entry once, and as bad exactly when
+		// schema-usage's count takes the entry once, and as bad exactly when
 		// check found it bad.
-		st := newUsageState(1, 2)
-		st.decode(0, Position{LedgerID: 7, EntryID: 0}, v)
-		if tot := st.totals[0]; tot.entries != 1 || tot.bad != int64(len(c.findings)) {
-			t.Fatalf("usage totals %+v, check findings %d", tot, len(c.findings))
+		if tot := w.usage.totals[0]; tot.entries != 1 || tot.bad != int64(len(findings)) {
+			t.Fatalf("usage totals %+v, check findings %d", tot, len(findings))
 		}
 	})
 }

@@ -146,6 +146,12 @@ func (d *fullDecoder) decode(v []byte) {
 	}
 }
 
+// Batches of the full-parallel scan (as SchemaUsage's were before entryPass).
+const (
+	usageBatchEntries = 512
+	usageBatchBytes   = 1 << 20
+)
+
 // valueBatch carries copied values from the iterating goroutine to a decoder.
 type valueBatch struct {
 	data []byte

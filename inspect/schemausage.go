@@ -5,18 +5,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/schemaid"
@@ -190,14 +187,7 @@ func SchemaUsageFindings(ctx context.Context, dd *store.DataDir) ([]report.Findi
 	if err != nil {
 		return nil, err
 	}
-	var out []report.Finding
-	for _, f := range r.Findings {
-		switch f.Kind {
-		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindSchemaVersionCollision:
-			out = append(out, f)
-		}
-	}
-	return out, nil
+	return checkUsageFindings(r), nil
 }
 
 // usageTopic is one base topic being scanned.
@@ -216,10 +206,11 @@ type usageLedger struct {
 // per topic and schema reference, the messages and entries that carry it; then
 // it joins the registry versions with the topic's schema locator.
 //
-// One goroutine reads Badger and hands copies of the values, in batches, to
-// Workers decoders; each keeps its own counters (a few per topic and schema
-// reference, never entries), merged at the end, so memory stays flat however
-// many entries there are.
+// Without a topic it is one pass over the whole ledger store (entryPass), cut
+// into ranges that Workers read and decode in parallel; with one, the topic's
+// ledgers are read one by one the same way. Each worker keeps its own counters (a
+// few per topic and schema reference, never entries), added up at the end, so
+// memory stays flat however many entries there are.
 func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, progress report.Progress) (*UsageReport, error) {
 	if progress == nil {
 		progress = report.NoProgress{}
@@ -228,20 +219,33 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 	if err != nil {
 		return nil, err
 	}
-	workers := opts.Workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	maxBad := opts.MaxListedBadEntries
 	if maxBad <= 0 {
 		maxBad = DefaultMaxListedBadEntries
 	}
-	progress.Start("schema usage", 0)
-	states, err := scanUsage(ctx, dd.Ledgers, topics, ledgers, workers, maxBad, progress)
+	p := &entryPass{dd: dd, workers: scanWorkers(opts.Workers), prog: progress, usage: newUsageScan(topics, ledgers, maxBad)}
+	if opts.Topic == nil {
+		p.ranges = wholeStoreRanges(dd, p.workers)
+		if n, ok := dd.EstimateEntries(); ok {
+			report.StartEstimate(progress, "schema usage", n)
+		} else {
+			progress.Start("schema usage", 0)
+		}
+	} else {
+		p.ranges = ledgerRanges(ledgers)
+		progress.Start("schema usage", 0)
+	}
+	err = p.run(ctx)
 	progress.Done()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("schema usage: %w", err)
 	}
+	return finishUsage(ctx, dd, topics, p.usage.states, maxBad, findings)
+}
+
+// finishUsage adds up the workers' counters and joins them with the locators.
+// findings are the ones made before the pass; the report's come after them.
+func finishUsage(ctx context.Context, dd *store.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
 	r := mergeUsage(topics, states, maxBad)
 	for i := range r.Topics {
 		fs, err := joinLocator(dd, &r.Topics[i], topics[i].name)
@@ -261,6 +265,29 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 	MarkStoreDamage(r.Findings, dd)
 	report.SortFindings(r.Findings)
 	return r, nil
+}
+
+// usageFindings are the schema-usage findings of Check's pass, as
+// SchemaUsageFindings gives them.
+func (c *checker) usageFindings(ctx context.Context) ([]report.Finding, error) {
+	r, err := finishUsage(ctx, c.dd, c.usageTopics, c.usage.states, c.usage.maxBad, nil)
+	if err != nil {
+		return nil, err
+	}
+	return checkUsageFindings(r), nil
+}
+
+// checkUsageFindings are the findings of a usage report that Check's own scan
+// does not make (it already reports unreadable entries).
+func checkUsageFindings(r *UsageReport) []report.Finding {
+	var out []report.Finding
+	for _, f := range r.Findings {
+		switch f.Kind {
+		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindSchemaVersionCollision:
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // usageTargets lists the topics (by base name) and the ledgers of their managed
@@ -354,105 +381,6 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 	return sorted, ledgers, findings, nil
 }
 
-// Batches carry copies of entry values from the reader to the decoders.
-const (
-	usageBatchEntries = 512
-	usageBatchBytes   = 1 << 20
-)
-
-type usageItem struct {
-	topic  int32
-	pos    Position
-	offset int // end of the value in data
-}
-
-type usageBatch struct {
-	data  []byte
-	items []usageItem
-}
-
-// scanUsage reads the ledgers and decodes their entries on workers goroutines,
-// returning each worker's counters.
-func scanUsage(ctx context.Context, ls store.LedgerStore, topics []usageTopic, ledgers []usageLedger, workers, maxBad int, progress report.Progress) ([]*usageState, error) {
-	// A fixed set of batches circulates between reader and decoders: memory is
-	// bounded by their number, whatever the data dir holds.
-	nBatches := 2 * workers
-	free := make(chan *usageBatch, nBatches)
-	for range nBatches {
-		free <- &usageBatch{data: make([]byte, 0, usageBatchBytes), items: make([]usageItem, 0, usageBatchEntries)}
-	}
-	work := make(chan *usageBatch, nBatches)
-	// One more state than decoders: the reader's, for the truncated values it
-	// meets, bounded like the decoders' lists.
-	states := make([]*usageState, workers, workers+1)
-	var wg sync.WaitGroup
-	for w := range workers {
-		st := newUsageState(len(topics), maxBad)
-		states[w] = st
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for b := range work {
-				st.decodeBatch(b)
-				progress.Add(int64(len(b.items)))
-				b.data, b.items = b.data[:0], b.items[:0]
-				free <- b
-			}
-		}()
-	}
-
-	reader := newUsageState(len(topics), maxBad)
-	err := readUsage(ctx, ls, reader, ledgers, free, work)
-	close(work)
-	wg.Wait()
-	if err != nil {
-		return nil, err
-	}
-	return append(states, reader), nil
-}
-
-// readUsage is the reader: it copies values into batches and sends them on, and
-// counts the truncated values it meets in st.
-func readUsage(ctx context.Context, ls store.LedgerStore, st *usageState, ledgers []usageLedger, free <-chan *usageBatch, work chan<- *usageBatch) error {
-	var b *usageBatch
-	next := func() error {
-		select {
-		case b = <-free:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	if err := next(); err != nil {
-		return err
-	}
-	for _, l := range ledgers {
-		err := streamLedger(ctx, ls, l.id, 0, func(entryID int64, v []byte) error {
-			if len(b.items) == cap(b.items) || len(b.data)+len(v) > cap(b.data) && len(b.items) > 0 {
-				work <- b
-				if err := next(); err != nil {
-					return err
-				}
-			}
-			b.data = append(b.data, v...)
-			b.items = append(b.items, usageItem{topic: l.topic, pos: Position{LedgerID: l.id, EntryID: entryID}, offset: len(b.data)})
-			return nil
-		}, func(te *store.TruncatedError) error {
-			st.totals[l.topic].entries++
-			st.addBad(badEntry{topic: l.topic, pos: Position{LedgerID: l.id, EntryID: te.EntryID}, kind: KindValueTruncated,
-				detail: fmt.Sprintf("entry value is truncated: %v", te)})
-			return nil
-		})
-		if err != nil {
-			return fmt.Errorf("schema usage: ledger %d: %w", l.id, err)
-		}
-	}
-	if len(b.items) > 0 {
-		work <- b
-	}
-	return nil
-}
-
 // useCounter is what a decoder keeps per topic and schema reference.
 type useCounter struct {
 	messages, entries int64
@@ -509,11 +437,7 @@ type usageState struct {
 	bad    []badEntry // the lowest positions, at most 2*maxBad before trimming
 	maxBad int
 
-	refs  formats.EntryRefs
-	entry formats.Entry // the slow path's
-	md    pulsarpb.MessageMetadata
-	bm    pulsarpb.BrokerEntryMetadata
-	key   []byte
+	key []byte
 }
 
 func newUsageState(topics, maxBad int) *usageState {
@@ -524,26 +448,14 @@ func newUsageState(topics, maxBad int) *usageState {
 	return st
 }
 
-func (st *usageState) decodeBatch(b *usageBatch) {
-	start := 0
-	for _, it := range b.items {
-		st.decode(it.topic, it.pos, b.data[start:it.offset])
-		start = it.offset
-	}
-}
-
-func (st *usageState) decode(topic int32, pos Position, v []byte) {
+// account counts one entry of a topic; r and err are what passWorker.decode
+// made of it.
+func (st *usageState) account(topic int32, pos Position, v []byte, r *formats.EntryRefs, err error) {
 	tot := &st.totals[topic]
 	tot.entries++
-	r := &st.refs
-	if !formats.PeekEntry(v, r) {
-		// The fast path declined: the full parser says what is wrong, or reads
-		// what the fast path did not accept.
-		if err := formats.ParseEntryInto(v, &st.entry, &st.md, &st.bm); err != nil {
-			st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
-			return
-		}
-		*r = st.entry.Refs()
+	if err != nil {
+		st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
+		return
 	}
 	if r.HasChecksum && !r.ChecksumOK {
 		// The metadata parsed, so the entry still counts; the bytes are damaged.

@@ -148,15 +148,16 @@ func TestSchemaUsageTruncatedValues(t *testing.T) {
 		}
 	}
 
-	// The reader alone meets truncated values: its list is trimmed as it grows.
+	// One worker meets every truncated value: its list is trimmed as it grows.
 	topics, ledgers, _, err := usageTargets(context.Background(), dd.Metadata, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	states, err := scanUsage(context.Background(), dd.Ledgers, topics, ledgers, 1, maxBad, report.NoProgress{})
-	if err != nil {
+	p := &entryPass{dd: dd, ranges: wholeStoreRanges(dd, 1), workers: 1, prog: report.NoProgress{}, usage: newUsageScan(topics, ledgers, maxBad)}
+	if err := p.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	states := p.usage.states
 	held := 0
 	for i, st := range states {
 		held += len(st.bad)

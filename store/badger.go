@@ -41,8 +41,8 @@ const (
 	// writableMemTables: one memtable takes writes while one is flushed; a bulk
 	// load that outruns the flusher waits instead of holding more in memory.
 	writableMemTables = 2
-	// compactors: Badger's minimum. Compactions of the tool's small writes are
-	// rare, and each compactor builds tables in memory.
+	// compactors: Badger's minimum for bulk loads (Create); sessions run none
+	// (sessionOptions). Each compactor builds tables in memory.
 	compactors = 2
 )
 
@@ -70,13 +70,69 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 	return opts.WithMemTableSize(memTableSize(dir, int64(mem)))
 }
 
-// sessionOptions adjust badgerOptions for a writable open of an existing dir (a
-// repair or back-fill session): tables it flushes are not compressed, because
-// Snappy adds a compressed copy of every block to the table builder's buffers.
-// Compression is recorded per table, so these tables read back as usual and are
-// compressed when a later compaction rewrites them. Bulk loads (Create) keep Snappy.
+// Writable sessions (a repair or back-fill on an existing dir) keep their
+// memory flat as the dir grows (issue 14). Badger's memory beyond the budget
+// above is compaction: a writable open compacted whatever level 0 held (a bulk
+// load leaves several tables there, in a ledger store a back-fill never
+// writes), in up to about six table builders per compaction, each as large as
+// the target level's tables, which double per level as the store grows. So a
+// session compacts nothing while it runs:
+//   - no background compactors; writes never stall on level 0, which holds what
+//     the session flushed until it closes;
+//   - tables of one size at every level, and smaller caches: a session reads
+//     each node and entry 0 of each ledger about once;
+//   - at close, the metadata store is flattened into its last level (one
+//     compaction at a time) when the session wrote it and level 0 holds
+//     flattenAtL0 tables or more with the session's last flush; the next
+//     session then pays nothing at open. Metadata stores are small (Pulsar's
+//     metadata service holds them in memory). The ledger store is never
+//     flattened by a session: that would rewrite the entries, for the few a
+//     schema repair writes; each session that writes entries leaves one small
+//     level-0 table (its last memtable), which reads skip by their bloom
+//     filters and bulk loads compact.
+const (
+	sessionTableSize = 2 << 20
+	sessionCacheSize = 4 << 20
+	// sessionL0Stall: level 0 takes every flush of the session (it is
+	// compacted at close); Badger would otherwise stop writes at 15 tables.
+	sessionL0Stall = 1 << 30
+	// flattenAtL0: Badger's own level-0 compaction trigger (NumLevelZeroTables).
+	flattenAtL0 = 5
+)
+
+// sessionOptions adjust badgerOptions for a writable open of an existing dir.
+// Tables it flushes are not compressed, because Snappy adds a compressed copy of
+// every block to the table builder's buffers; compression is recorded per table,
+// so these read back as usual. Bulk loads (Create) keep Snappy and Badger's
+// compaction.
 func sessionOptions(opts badger.Options) badger.Options {
-	return opts.WithCompression(options.None)
+	opts = opts.WithCompression(options.None).
+		WithNumCompactors(0).
+		WithNumLevelZeroTablesStall(sessionL0Stall).
+		WithBaseTableSize(sessionTableSize).
+		WithBlockCacheSize(sessionCacheSize).
+		WithIndexCacheSize(sessionCacheSize)
+	opts.TableSizeMultiplier = 1 // no With method in Badger v4
+	return opts
+}
+
+// flattenWritten flattens a session's metadata store at close (see
+// sessionOptions) when the session wrote to it since it opened at version
+// since and level 0, with the last flush still to come, reaches flattenAtL0.
+func flattenWritten(db *badger.DB, since uint64) error {
+	if db.MaxVersion() == since {
+		return nil
+	}
+	l0 := 1 // the memtable Close flushes
+	for _, t := range db.Tables() {
+		if t.Level == 0 {
+			l0++
+		}
+	}
+	if l0 < flattenAtL0 {
+		return nil
+	}
+	return db.Flatten(1)
 }
 
 // memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)

@@ -61,6 +61,14 @@ type DataDir struct {
 	remote  []io.Closer
 	logger  io.Writer
 	ro      *readOnlySession
+	// sessions are the metadata databases opened writable on an existing dir,
+	// with the version they opened at: Close may flatten them (flattenWritten).
+	sessions []session
+}
+
+type session struct {
+	db    *badger.DB
+	since uint64
 }
 
 // Open opens an existing data dir, or the stores opts.Metadata and opts.Ledgers
@@ -245,6 +253,12 @@ func (d *DataDir) Close() error {
 		}
 	}
 	d.remote = nil
+	for _, s := range d.sessions {
+		if err := flattenWritten(s.db, s.since); err != nil {
+			errs = append(errs, fmt.Errorf("compact the tables this session wrote: %w", err))
+		}
+	}
+	d.sessions = nil
 	for _, db := range []**badger.DB{&d.meta, &d.ledgers} {
 		if *db == nil {
 			continue

@@ -460,6 +460,9 @@ func (d *DataDir) openWritableVerified(name string) (*badger.DB, error) {
 	deadline := time.Now().Add(lockWait)
 	for {
 		db, err := openBadger(src, false, sessionOptions, verifiedReads)
+		if err == nil && name == MetadataDirName {
+			d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
+		}
 		if err == nil || !errors.Is(err, ErrLocked) || time.Now().After(deadline) {
 			return db, err
 		}

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Regenerates the figures of docs/benchmarks.md: each section runs the benchmark
+# (or memory test) a table there comes from, with the same flags, and prints the
+# machine load (uptime) before and after it, as the doc reports with every figure.
+# Ratios are always taken within one run against the baseline in the same run.
+#
+#   bench/ratios.sh                 every section (takes about an hour)
+#   bench/ratios.sh scan check-tty  only these sections
+#   bench/ratios.sh -l              list the sections
+#
+# BENCH_DIR is the 1.5M-entry fixture the scan, report and verify figures use
+# (`fixtures generate --topics 50 --ledgers 20 --entries 1000`); it is generated
+# there when missing. LOGDIR (default: a new temp dir) keeps every section's output.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bench_dir=${BENCH_DIR:-/tmp/ledgermedic-bench-1.5m}
+logs=${LOGDIR:-$(mktemp -d)}
+mkdir -p "$logs"
+bin="$logs/ledgermedic"
+
+sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
+  zkdata bookie zk-live report etcd verify live)
+
+fixture() {
+  [ -e "$bench_dir/fixture-manifest.json" ] && return
+  go build -o "$bin" .
+  "$bin" fixtures generate --out "$bench_dir" --topics 50 --ledgers 20 --entries 1000 >/dev/null
+}
+
+run() { # name, then the command
+  local name=$1
+  shift
+  echo "## $name: $*"
+  echo "load before: $(uptime)"
+  "$@" 2>&1 | tee "$logs/$name.log"
+  echo "load after: $(uptime)"
+  echo
+}
+
+# check on a terminal and piped, alternately, three times each (wall seconds).
+check_tty() {
+  go build -o "$bin" .
+  for i in 1 2 3; do
+    /usr/bin/time -f "piped: %e s" "$bin" -d "$bench_dir" check >/dev/null 2>"$logs/piped.err" || true
+    tail -1 "$logs/piped.err"
+    script -qfec "/usr/bin/time -f 'tty: %e s' $bin -d $bench_dir check >/dev/null" /dev/null | tr '\r' '\n' | grep '^tty:' || true
+  done
+}
+
+# Peak memory of the check binary (VmHWM from /usr/bin/time).
+check_memory() {
+  go build -o "$bin" .
+  /usr/bin/time -f "check: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check >/dev/null || true
+  /usr/bin/time -f "check --skip-message-scan: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check --skip-message-scan >/dev/null || true
+}
+
+section() {
+  case $1 in
+  scan)
+    fixture
+    run scan env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./inspect -run '^$' -bench '^BenchmarkScanRatio$' -benchtime 3x -cpu 1,2 ;;
+  entryscan)
+    run entryscan env LEDGERMEDIC_BENCH_ENTRIES=1000000 LEDGERMEDIC_BENCH_DIR="$logs/bench1m" go test ./inspect -run '^$' -bench 'EntryScan/ratio' -benchtime 1x ;;
+  check-tty)
+    fixture
+    run check-tty check_tty ;;
+  check-memory)
+    fixture
+    run check-memory check_memory ;;
+  find-offset)
+    run find-offset go test ./index -run '^$' -bench '^BenchmarkFindOffset$' -benchtime 3000x ;;
+  backfill-throughput)
+    run backfill-throughput go test ./index -run '^$' -bench '^BenchmarkBackfillThroughput$' -benchtime 1x -count 2 ;;
+  backfill-memory)
+    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,1000,10000,20000 LEDGERMEDIC_MEMBENCH_MODES=apply \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+  backfill-memory-plan)
+    run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 LEDGERMEDIC_MEMBENCH_MODES=plan \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+  zkdata)
+    run zkdata go test ./formats/zkdisk -run '^$' -bench ZKDataRead -benchtime 5x ;;
+  bookie)
+    run bookie go test ./store -run XXX -bench BenchmarkBookie -benchtime 5x ;;
+  zk-live)
+    run zk-live go test ./store -run '^$' -bench 'BenchmarkZKWalk|BenchmarkZKCompareAndSetNodes' -benchtime 100x ;;
+  report)
+    fixture
+    run report env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./app -run '^$' -bench BenchmarkReport -benchtime 3x -count 2 ;;
+  etcd)
+    run etcd go test ./store -run XXX -bench 'EtcdDBRead|EtcdLiveWalk|EtcdCAS' -benchtime 5x ;;
+  verify)
+    fixture
+    run verify env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./store -run '^$' -bench VerifyOpen -benchtime 3x -count 3 ;;
+  live)
+    run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
+    run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 1x -count 2 ;;
+  *)
+    echo "unknown section $1 (bench/ratios.sh -l lists them)" >&2
+    exit 2 ;;
+  esac
+}
+
+if [ "${1:-}" = "-l" ]; then
+  printf '%s\n' "${sections[@]}"
+  exit 0
+fi
+[ $# -gt 0 ] && sections=("$@")
+for s in "${sections[@]}"; do
+  section "$s"
+done
+echo "logs: $logs"

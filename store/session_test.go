@@ -1,0 +1,85 @@
+package store
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"testing"
+)
+
+// level0Tables opens one database of a closed dir read-only and counts its
+// level-0 tables.
+func level0Tables(t *testing.T, dir string) int {
+	t.Helper()
+	db, err := openBadger(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	n := 0
+	for _, ti := range db.Tables() {
+		if ti.Level == 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// TestSessionLeavesLevelZeroFlat: a writing session that flushes many tables
+// leaves its metadata store flattened (at most the last flush on level 0), one
+// that writes a few nodes leaves one small table and no compaction, and every
+// node reads back either way.
+func TestSessionLeavesLevelZeroFlat(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+	meta := filepath.Join(dir, MetadataDirName)
+	value := func(i, round int) []byte { return bytes.Repeat([]byte{byte(i), byte(round)}, 5000) }
+	const big = 6000 // 60 MB of values: several 8 MB memtables flushed
+	write := func(n, round int) {
+		d := mustOpen(t, dir, Options{})
+		var batch []NodeWrite
+		for i := range n {
+			path := fmt.Sprintf("/n/%05d", i)
+			var expect uint64
+			if cur, err := d.Metadata.Get(path); err == nil {
+				expect = cur.Version
+			}
+			batch = append(batch, NodeWrite{Path: path, Expect: expect, Value: value(i, round)})
+			if len(batch) == 100 || i == n-1 {
+				if _, err := d.Metadata.(NodeBatcher).CompareAndSetNodes(batch); err != nil {
+					t.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if err := d.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(big, 1)
+	if n := level0Tables(t, meta); n > 1 {
+		t.Errorf("after a session that flushed: %d level-0 tables, want at most 1", n)
+	}
+	write(3, 2)
+	after := level0Tables(t, meta)
+	if after > 2 {
+		t.Errorf("after a session of three nodes: %d level-0 tables, want at most 2 (no pile-up)", after)
+	}
+	d = mustOpen(t, dir, Options{ReadOnly: true, NoSandbox: true})
+	for i := range big {
+		want := value(i, 1)
+		if i < 3 {
+			want = value(i, 2)
+		}
+		n, err := d.Metadata.Get(fmt.Sprintf("/n/%05d", i))
+		if err != nil || !bytes.Equal(n.Value, want) {
+			t.Fatalf("node %d: %v (value %d bytes)", i, err, len(n.Value))
+		}
+	}
+}
