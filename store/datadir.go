@@ -48,6 +48,8 @@ type DataDir struct {
 	ReadOnly bool
 	// SandboxPath is non-empty when at least one database is served from a sandbox copy.
 	SandboxPath string
+	// releaseSandbox gives up the lock that marks SandboxPath as in use.
+	releaseSandbox func()
 	// Notes are things the user must be told, such as a sandbox copy being inspected.
 	Notes []string
 	// Sources describe the metadata and ledger stores in use, in that order.
@@ -271,6 +273,9 @@ func (d *DataDir) Close() error {
 	if d.SandboxPath != "" {
 		if err := os.RemoveAll(d.SandboxPath); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox copy: %w", err))
+		}
+		if d.releaseSandbox != nil {
+			d.releaseSandbox()
 		}
 	}
 	if err := d.closeReadOnly(); err != nil {

@@ -45,12 +45,13 @@ const etcdDBLockWait = 500 * time.Millisecond
 // read-only, and one read transaction stays open for the store's life, so node
 // values are served from bbolt's read-only mmap (copied before a caller sees them).
 type etcdDB struct {
-	file   string // the file read (a temp copy when a server held the lock)
-	db     *bolt.DB
-	tx     *bolt.Tx
-	tmpDir string
-	nodes  []etcdDBNode // sorted by path
-	source SourceInfo
+	file       string // the file read (a temp copy when a server held the lock)
+	db         *bolt.DB
+	tx         *bolt.Tx
+	tmpDir     string
+	releaseTmp func()       // gives up the lock that marks tmpDir as in use
+	nodes      []etcdDBNode // sorted by path
+	source     SourceInfo
 }
 
 type etcdDBNode struct {
@@ -83,7 +84,7 @@ func openEtcdDB(u URL, opts Options) (MetadataBackend, error) {
 	if errors.Is(err, bolt.ErrTimeout) {
 		// A running etcd holds the flock: read a copy. bbolt keeps two meta pages, so a
 		// copy taken mid-commit still opens at the older one; damage is reported.
-		s.tmpDir, err = os.MkdirTemp(opts.SandboxDir, "ledgermedic-etcd-db-")
+		s.tmpDir, s.releaseTmp, err = newTempDir(opts.SandboxDir, "ledgermedic-etcd-db-")
 		if err != nil {
 			return nil, fmt.Errorf("%s is locked by a running etcd; a temp copy failed: %w", file, err)
 		}
@@ -452,6 +453,7 @@ func (s *etcdDB) Close() error {
 	}
 	if s.tmpDir != "" {
 		errs = append(errs, os.RemoveAll(s.tmpDir))
+		s.releaseTmp()
 		s.tmpDir = ""
 	}
 	return errors.Join(errs...)

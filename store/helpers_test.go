@@ -32,6 +32,14 @@ func TestMain(m *testing.M) {
 // "crash:<dir>" opens dir writable, writes, and waits to be killed.
 func runHelper(mode string) int {
 	kind, dir, _ := strings.Cut(mode, ":")
+	if kind == "readonly" { // a read-only session (its sandbox in TMPDIR) until killed
+		if _, err := Open(dir, Options{ReadOnly: true}); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		fmt.Println("ready")
+		select {}
+	}
 	if kind == "bigmem" { // opens Badger itself, with its default options
 		if err := writeBigMemtable(dir); err != nil {
 			fmt.Fprintln(os.Stderr, err)

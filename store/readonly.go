@@ -393,9 +393,11 @@ func (d *DataDir) openVerified(name string, opts Options) (*badger.DB, error) {
 		d.Notes = append(d.Notes, "store damaged: "+dm.String())
 	}
 	if d.ro.root == "" {
-		if d.ro.root, err = os.MkdirTemp(opts.SandboxDir, "ledgermedic-ro-"); err != nil {
+		var release func()
+		if d.ro.root, release, err = newTempDir(opts.SandboxDir, "ledgermedic-ro-"); err != nil {
 			return nil, fmt.Errorf("%s: make a read-only sandbox: %w", src, err)
 		}
+		d.ro.unlocks = append(d.ro.unlocks, release) // after the removal at close
 	}
 	dst := filepath.Join(d.ro.root, name)
 	if err := p.buildSandbox(dst, false); err != nil {

@@ -25,11 +25,11 @@ const badgerLockFile = "LOCK"
 func (d *DataDir) openSandboxed(p *dbPlan, opts Options) (*badger.DB, error) {
 	src := p.src
 	if d.SandboxPath == "" {
-		sb, err := os.MkdirTemp(opts.SandboxDir, "ledgermedic-sandbox-")
+		sb, release, err := newTempDir(opts.SandboxDir, "ledgermedic-sandbox-")
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w; making a sandbox copy: %w", src, ErrUncleanShutdown, err)
 		}
-		d.SandboxPath = sb
+		d.SandboxPath, d.releaseSandbox = sb, release
 	}
 	dst := filepath.Join(d.SandboxPath, p.name)
 	if err := checkFreeSpace(src, d.SandboxPath); err != nil {

@@ -1,0 +1,92 @@
+package store
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The prefixes of the temp dirs a session makes (read-only link sandboxes,
+// unclean-shutdown copies, copies of a locked etcd db).
+var tempDirPrefixes = []string{"ledgermedic-ro-", "ledgermedic-sandbox-", "ledgermedic-etcd-db-"}
+
+// tempOwnerFile marks a temp dir whose owner holds an exclusive flock on the dir
+// for as long as it runs. Dirs without it (made by older versions) are never swept:
+// nothing says whether their owner is alive.
+const tempOwnerFile = ".ledgermedic-owner"
+
+// newTempDir makes a session's temp dir under parent ("" is os.TempDir()) and
+// holds an exclusive flock on it until release. First it removes the temp dirs
+// that killed sessions left there: their owner's lock went with the process, so
+// a free lock means nobody uses the dir (a SIGKILLed or OOM-killed command never
+// reaches its own clean-up, and these dirs can be as large as a database copy).
+func newTempDir(parent, prefix string) (dir string, release func(), err error) {
+	sweepTempDirs(parent)
+	dir, err = os.MkdirTemp(parent, prefix)
+	if err != nil {
+		return "", nil, err
+	}
+	f, err := os.Open(dir)
+	if err == nil {
+		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err == nil {
+		err = os.WriteFile(filepath.Join(dir, tempOwnerFile), []byte(strings.TrimSpace(prefix)+"\n"), 0o600)
+		if err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return dir, func() { f.Close() }, nil
+}
+
+// sweepTempDirs removes the marked temp dirs under parent whose lock is free.
+// It is best effort: a dir it cannot open, lock or remove is left as it is.
+func sweepTempDirs(parent string) {
+	if parent == "" {
+		parent = os.TempDir()
+	}
+	entries, err := os.ReadDir(parent)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if e.IsDir() && hasTempPrefix(e.Name()) {
+			removeIfOrphaned(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+func hasTempPrefix(name string) bool {
+	for _, p := range tempDirPrefixes {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// removeIfOrphaned removes dir when it carries the owner mark and its lock can
+// be taken: its owner is gone.
+func removeIfOrphaned(dir string) {
+	if _, err := os.Lstat(filepath.Join(dir, tempOwnerFile)); err != nil {
+		return
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return // its owner is running
+	}
+	os.RemoveAll(dir)
+}
