@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"google.golang.org/protobuf/proto"
 
@@ -80,8 +81,11 @@ type TopicRow struct {
 	// IndexedBy is how the topic is known to be indexed: ml-property (the
 	// managed ledger's "index" property, whose value is IndexProperty) or
 	// entry-metadata (broker entry metadata with an index in a ledger's entry 0).
-	IndexedBy          string `json:"indexed_by,omitempty"`
-	IndexProperty      string `json:"index_property,omitempty"`
+	IndexedBy string `json:"indexed_by,omitempty"`
+	// IndexProperty is the property's value, the broker's last index; a value
+	// that is not a decimal integer is IndexPropertyText instead.
+	IndexProperty      *int64 `json:"index_property,omitempty"`
+	IndexPropertyText  string `json:"index_property_text,omitempty"`
 	Coverage           string `json:"-" table:"FIRST ENTRY INDEX"`
 	LedgersWithEntries *int   `json:"ledgers_with_entries,omitempty"`
 	LedgersWithIndex   *int   `json:"ledgers_with_first_entry_index,omitempty"`
@@ -100,7 +104,11 @@ func (r *TopicRow) setIndexed(by cluster.Indexed, property string) {
 	}
 	r.IndexedBy = by.String()
 	if by == cluster.IndexedByProperty {
-		r.IndexProperty = property
+		if v, err := strconv.ParseInt(property, 10, 64); err == nil {
+			r.IndexProperty = &v
+		} else {
+			r.IndexPropertyText = property
+		}
 		r.IndexedText += "(" + property + ")"
 	}
 }
