@@ -55,7 +55,7 @@ func parseCheckOptions(c *cli.Context) (checkOptions, error) {
 
 // checkSources are the finding sources of other features that join the core
 // check: append them here.
-func (e *env) checkSources(o checkOptions) []inspect.FindingSource {
+func (e *env) checkSources() []inspect.FindingSource {
 	// Bookie dirs: what the replicas of each entry say (none for other ledger stores).
 	return []inspect.FindingSource{inspect.ReplicaFindings}
 }
@@ -71,7 +71,7 @@ func (e *env) check(c *cli.Context) error {
 		return err
 	}
 	return e.withDataDir(c, func(dd *store.DataDir) error {
-		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(o),
+		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(),
 			// Which schema versions stored messages still need: counted in the same pass as the core scan.
 			SchemaUsage: !o.SkipMessageScan, Workers: o.Workers}
 		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))

@@ -20,8 +20,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// FindingSource adds findings to Check from outside the core scan (schema-usage,
-// back-fill coverage, ...). It must only read dd.
+// FindingSource adds findings to Check from outside the core scan (bookie
+// replicas, the report's schema-usage pass, ...). It must only read dd.
 type FindingSource func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error)
 
 // CheckOptions configures Check.
@@ -31,8 +31,8 @@ type CheckOptions struct {
 	// Sources run after the core scan; their findings join the core's.
 	Sources []FindingSource
 	// SchemaUsage counts the schema references of every stored message in the
-	// core scan's pass (SchemaUsage over every topic) and adds the findings
-	// SchemaUsageFindings would, after the Sources' findings.
+	// core scan's pass (SchemaUsage over every topic) and adds the findings it
+	// gives that the core scan does not make, after the Sources' findings.
 	SchemaUsage bool
 	// Workers read the ledger store in parallel; 0 means GOMAXPROCS. The result
 	// does not depend on it.

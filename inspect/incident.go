@@ -87,8 +87,9 @@ func Incident(ctx context.Context, dd *store.DataDir, opts IncidentOptions, prog
 	return r, nil
 }
 
-// usageSource is Check's schema-usage source (SchemaUsageFindings) that also
-// keeps the usage report, so the message counts come from the same one pass.
+// usageSource is a Check source giving the schema-usage findings the report
+// lists (lost, missing and unchecked versions) and keeping the usage report, so
+// the message counts come from the same pass.
 func usageSource(out **UsageReport) FindingSource {
 	return func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
 		u, err := SchemaUsage(ctx, dd, UsageOptions{}, report.NoProgress{})

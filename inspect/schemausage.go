@@ -180,16 +180,6 @@ func (r *UsageReport) TopicsTable() *report.Table {
 	return report.Rows("topics", "Topics", rows)
 }
 
-// SchemaUsageFindings is a Check finding source: the schema-usage findings that
-// Check's own scan does not make (it already reports unreadable entries).
-func SchemaUsageFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
-	r, err := SchemaUsage(ctx, dd, UsageOptions{}, report.NoProgress{})
-	if err != nil {
-		return nil, err
-	}
-	return checkUsageFindings(r), nil
-}
-
 // usageTopic is one base topic being scanned.
 type usageTopic struct {
 	name formats.TopicName // base
@@ -267,8 +257,8 @@ func finishUsage(ctx context.Context, dd *store.DataDir, topics []usageTopic, st
 	return r, nil
 }
 
-// usageFindings are the schema-usage findings of Check's pass, as
-// SchemaUsageFindings gives them.
+// usageFindings are the schema-usage findings of Check's pass (checkUsageFindings
+// of the report SchemaUsage would give).
 func (c *checker) usageFindings(ctx context.Context) ([]report.Finding, error) {
 	r, err := finishUsage(ctx, c.dd, c.usageTopics, c.usage.states, c.usage.maxBad, nil)
 	if err != nil {

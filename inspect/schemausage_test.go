@@ -321,14 +321,14 @@ func TestSchemaUsageLostVersions(t *testing.T) {
 	if len(findingsOf(r.Findings, KindUsedSchemaVersionMissing)) != 0 {
 		t.Errorf("no history was deleted, yet: %+v", findingsOf(r.Findings, KindUsedSchemaVersionMissing))
 	}
-	// The check source carries them too.
+	// Check's one pass carries them too.
 	dd := usageOpen(t, dir, true)
-	fs, err := SchemaUsageFindings(context.Background(), dd)
+	fs, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true}, report.NoProgress{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := len(findingsOf(fs, KindUsedSchemaVersionLost)); n != len(wantLost) {
-		t.Errorf("SchemaUsageFindings: %d lost-version findings, want %d", n, len(wantLost))
+		t.Errorf("check with schema usage: %d lost-version findings, want %d", n, len(wantLost))
 	}
 }
 
@@ -492,13 +492,9 @@ func TestSchemaUsageBadEntries(t *testing.T) {
 	if perTopic != 13 {
 		t.Errorf("per-topic bad entries add up to %d, want 13", perTopic)
 	}
-	// Check already reports unreadable entries: its source does not repeat them.
-	dd = usageOpen(t, dir, true)
-	src, err := SchemaUsageFindings(context.Background(), dd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range src {
+	// Check already reports unreadable entries: the usage findings it adds do not
+	// repeat them.
+	for _, f := range checkUsageFindings(r) {
 		if f.LedgerID != nil && f.EntryID != nil {
 			t.Errorf("check source repeats an entry finding: %+v", f)
 		}
@@ -521,15 +517,15 @@ func TestSchemaUsageTables(t *testing.T) {
 	}
 }
 
-// SchemaUsageFindings plugs into Check as a finding source.
-func TestSchemaUsageAsCheckSource(t *testing.T) {
+// Check with SchemaUsage adds the schema-usage findings to its own.
+func TestCheckCountsSchemaUsage(t *testing.T) {
 	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 11, LoseSchemaLedgers: 2})
 	dd := usageOpen(t, dir, true)
 	without, _, err := Check(context.Background(), dd, CheckOptions{}, report.NoProgress{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	with, _, err := Check(context.Background(), dd, CheckOptions{Sources: []FindingSource{SchemaUsageFindings}}, report.NoProgress{})
+	with, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true}, report.NoProgress{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -537,10 +533,10 @@ func TestSchemaUsageAsCheckSource(t *testing.T) {
 		t.Fatalf("core check already reports %s", KindUsedSchemaVersionLost)
 	}
 	if len(findingsOf(with, KindUsedSchemaVersionLost)) == 0 {
-		t.Errorf("check with the schema-usage source has no %s finding", KindUsedSchemaVersionLost)
+		t.Errorf("check with schema usage has no %s finding", KindUsedSchemaVersionLost)
 	}
 	if len(with) <= len(without) {
-		t.Errorf("the source added nothing: %d findings with it, %d without", len(with), len(without))
+		t.Errorf("schema usage added nothing: %d findings with it, %d without", len(with), len(without))
 	}
 }
 

@@ -24,28 +24,33 @@ const tempOwnerFile = ".ledgermedic-owner"
 // reaches its own clean-up, and these dirs can be as large as a database copy).
 func newTempDir(parent, prefix string) (dir string, release func(), err error) {
 	sweepTempDirs(parent)
-	dir, err = os.MkdirTemp(parent, prefix)
-	if err != nil {
+	if dir, err = os.MkdirTemp(parent, prefix); err != nil {
 		return "", nil, err
 	}
-	f, err := os.Open(dir)
-	if err == nil {
-		err = unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err != nil {
-			f.Close()
-		}
-	}
-	if err == nil {
-		err = os.WriteFile(filepath.Join(dir, tempOwnerFile), []byte(strings.TrimSpace(prefix)+"\n"), 0o600)
-		if err != nil {
-			f.Close()
-		}
-	}
+	f, err := holdTempDir(dir)
 	if err != nil {
 		os.RemoveAll(dir)
 		return "", nil, err
 	}
 	return dir, func() { f.Close() }, nil
+}
+
+// holdTempDir takes the exclusive lock on a new temp dir, then marks it: a sweep
+// that finds the mark finds the lock already held.
+func holdTempDir(dir string) (*os.File, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := os.WriteFile(filepath.Join(dir, tempOwnerFile), nil, 0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // sweepTempDirs removes the marked temp dirs under parent whose lock is free.
