@@ -34,6 +34,10 @@ type CheckOptions struct {
 	// core scan's pass (SchemaUsage over every topic) and adds the findings it
 	// gives that the core scan does not make, after the Sources' findings.
 	SchemaUsage bool
+	// OnUsage, with SchemaUsage, receives the pass's whole usage report (what
+	// `inspect schema-usage` would print), so a caller that shows message counts
+	// needs no second pass.
+	OnUsage func(*UsageReport)
 	// Workers read the ledger store in parallel; 0 means GOMAXPROCS. The result
 	// does not depend on it.
 	Workers int

@@ -56,7 +56,8 @@ func Incident(ctx context.Context, dd *store.DataDir, opts IncidentOptions, prog
 	if opts.SkipMessageScan {
 		r.Notes = append(r.Notes, "the message scan was skipped (--skip-message-scan): schema versions show no message counts")
 	} else {
-		copts.Sources = []FindingSource{usageSource(&usage)}
+		copts.SchemaUsage = true
+		copts.OnUsage = func(u *UsageReport) { usage = u }
 	}
 	fs, stats, err := Check(ctx, dd, copts, prog)
 	if err != nil {
@@ -85,27 +86,6 @@ func Incident(ctx context.Context, dd *store.DataDir, opts IncidentOptions, prog
 	r.Findings, r.HiddenFindings = g.filterFindings(fs)
 	r.Problems = append(r.Problems, g.emptiness(stats)...)
 	return r, nil
-}
-
-// usageSource is a Check source giving the schema-usage findings the report
-// lists (lost, missing and unchecked versions) and keeping the usage report, so
-// the message counts come from the same pass.
-func usageSource(out **UsageReport) FindingSource {
-	return func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
-		u, err := SchemaUsage(ctx, dd, UsageOptions{}, report.NoProgress{})
-		if err != nil {
-			return nil, err
-		}
-		*out = u
-		var fs []report.Finding
-		for _, f := range u.Findings {
-			switch f.Kind {
-			case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked:
-				fs = append(fs, f)
-			}
-		}
-		return fs, nil
-	}
 }
 
 func statLines(s *CheckStats) []htmlreport.Stat {

@@ -32,6 +32,35 @@ func laneLedger(r *htmlreport.Report, topic string, id int64) *htmlreport.Ledger
 	return nil
 }
 
+// The report reads the ledger store once: its message counts come from the
+// check's own pass, and skipping the message scan still reads entries once.
+func TestIncidentReadsLedgersOnce(t *testing.T) {
+	dir, _ := testutil.Fixture(t, incidentFaults)
+	dd := openRO(t, dir)
+	for _, skip := range []bool{false, true} {
+		before := passesRun.Load()
+		r, err := Incident(context.Background(), dd, IncidentOptions{Now: time.Unix(0, 0), SkipMessageScan: skip}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := passesRun.Load() - before; n != 1 {
+			t.Errorf("skip-message-scan=%v: %d passes over the ledger store, want 1", skip, n)
+		}
+		counted := false
+		for _, tp := range r.Topics {
+			if tp.Schema == nil {
+				continue
+			}
+			for _, v := range tp.Schema.Versions {
+				counted = counted || v.Messages > 0
+			}
+		}
+		if counted == skip {
+			t.Errorf("skip-message-scan=%v: message counts shown = %v", skip, counted)
+		}
+	}
+}
+
 func hasFault(fs []htmlreport.Fault, kind string) bool {
 	for _, f := range fs {
 		if f.Kind == kind {

@@ -139,8 +139,13 @@ type rangeResult struct {
 	topicEntries int64
 }
 
+// passesRun counts entry passes started in this process: tests use it to prove
+// that a command reads the ledger store once.
+var passesRun atomic.Int64
+
 // run reads every range once and merges the results.
 func (p *entryPass) run(ctx context.Context) error {
+	passesRun.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	workers := min(p.workers, len(p.ranges))

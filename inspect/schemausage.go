@@ -264,6 +264,9 @@ func (c *checker) usageFindings(ctx context.Context) ([]report.Finding, error) {
 	if err != nil {
 		return nil, err
 	}
+	if c.opts.OnUsage != nil {
+		c.opts.OnUsage(r)
+	}
 	return checkUsageFindings(r), nil
 }
 
