@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -192,13 +191,8 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
-	// Decoding the nodes needs no order: it runs beside the sort.
-	var nodes []Node
-	var latest int64
-	var wg sync.WaitGroup
-	wg.Go(func() { nodes, latest = im.fileNodes() })
-	perm, dups := treeOrder(im.paths, im.names(), pt.result())
-	wg.Wait()
+	nodes, latest := im.nodes, im.newest
+	perm, dups := treeOrder(nodes, im.names(), pt.result())
 	if !im.sealsOK() {
 		return nil, nil, time.Time{}, false
 	}
@@ -247,7 +241,7 @@ func treeFromReader(sr *SnapshotReader, guess int) (*Tree, map[int64]int32, time
 		}
 		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
 		nodes = append(nodes, Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
-		pt.add(n.Path)
+		pt.add(n.Path, strings.LastIndexByte(n.Path, '/'))
 	}
 	return newTree(nodes, pt.result()), sessionMap(sr.Sessions), time.UnixMilli(newest), nil
 }

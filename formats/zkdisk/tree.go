@@ -48,11 +48,7 @@ func newTree(nodes []Node, parents []int32) *Tree {
 			names[i] = p[strings.LastIndexByte(p, '/')+1:]
 		}
 	}
-	paths := make([]string, len(nodes))
-	for i := range nodes {
-		paths[i] = nodes[i].Path
-	}
-	perm, dups := treeOrder(paths, names, parents)
+	perm, dups := treeOrder(nodes, names, parents)
 	permute(nodes, perm)
 	return sortedTree(nodes, dups)
 }
@@ -91,13 +87,17 @@ func orderedTree(nodes []Node, order []int32) *Tree {
 	return t
 }
 
-// treeOrder is the permutation sorting paths (byte order; equal paths in index
-// order), and whether two paths are equal. With parents (and names,
+// treeOrder is the permutation sorting nodes by path (byte order; equal paths
+// in index order), and whether two paths are equal. With parents (and names,
 // each path's last component) it orders each parent's children by name
 // instead of all paths globally.
-func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool) {
+func treeOrder(nodes []Node, names []string, parents []int32) (perm []int32, dups bool) {
 	if perm, ok := childOrder(names, parents); ok {
 		return perm, false
+	}
+	paths := make([]string, len(nodes))
+	for i := range nodes {
+		paths[i] = nodes[i].Path
 	}
 	idx := make([]int32, len(paths))
 	for i := range idx {
@@ -145,8 +145,9 @@ func newParentTracker(capacity int) *parentTracker {
 	return &parentTracker{parents: make([]int32, 0, capacity), ok: true}
 }
 
-// add records the parent of the next node, whose path is p.
-func (pt *parentTracker) add(p string) {
+// add records the parent of the next node, whose path is p; slash is the
+// position of p's last '/' (-1: none).
+func (pt *parentTracker) add(p string, slash int) {
 	if !pt.ok {
 		return
 	}
@@ -156,7 +157,6 @@ func (pt *parentTracker) add(p string) {
 		pt.parents, pt.stack, pt.paths = append(pt.parents, -1), append(pt.stack, i), append(pt.paths, p)
 		return
 	}
-	slash := strings.LastIndexByte(p, '/')
 	parent := p[:max(slash, 0)]
 	if slash == 0 {
 		parent = "/"
@@ -244,7 +244,7 @@ func childOrder(names []string, parents []int32) ([]int32, bool) {
 // order is not quite that: "/a-1" sorts between "/a" and "/a/x" because '-' <
 // '/'. So after a child c, the following siblings that extend c's name with a
 // byte below '/' come before c's subtree; pending holds the children whose
-// subtrees are still to be written.
+// subtrees are still to be written (leaves, most nodes, never wait there).
 type emitter struct {
 	names   []string
 	kids    []int32
@@ -267,7 +267,9 @@ func (e *emitter) children(p int32) {
 			e.children(top)
 		}
 		e.out = append(e.out, c)
-		e.pending = append(e.pending, c)
+		if e.start[c] != e.start[c+1] { // a leaf has no subtree to defer
+			e.pending = append(e.pending, c)
+		}
 	}
 	for len(e.pending) > base {
 		top := e.pending[len(e.pending)-1]
