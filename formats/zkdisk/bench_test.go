@@ -238,7 +238,7 @@ func TestTreeOrderProperty(t *testing.T) {
 			n := last[p]
 			want = append(want, &Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
 		}
-		wantTree := &Tree{nodes: derefNodes(want)}
+		wantTree := newTree(derefNodes(want), nil)
 		img, _, _, ok := treeFromImage(b)
 		if !ok {
 			t.Fatalf("seed %d: the scan refused a well-formed snapshot", seed)

@@ -187,20 +187,27 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 	buf := im.buf
 	// A node takes at least 76 bytes on disk; reserve sizes the rest.
 	pt := newParentTracker(min(len(buf)/256, 1<<20))
-	if !im.scan(pt) {
+	if len(buf) >= maxImage || !im.scan(pt) {
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
-	nodes, latest := im.nodes, im.newest
-	perm, dups := treeOrder(nodes, im.names(), pt.result())
+	perm, dups := treeOrder(func() []string {
+		paths := make([]string, len(im.ents))
+		for i, off := range im.ents {
+			paths[i] = imgPath(buf, int(off))
+		}
+		return paths
+	}, im.names(), pt.result())
 	if !im.sealsOK() {
 		return nil, nil, time.Time{}, false
 	}
-	if dups { // a damaged file: sort for real, and keep each path's last node
-		permute(nodes, perm)
-		return sortedTree(nodes, true), sessionMap(im.sessions), time.UnixMilli(latest), true
+	t = orderedTree(buf, nil, im.ents, perm, dups)
+	if dups { // a damaged file: some of the ephemerals listed may be dropped copies
+		t.findOwners()
+	} else {
+		t.owners = im.owners
 	}
-	return orderedTree(nodes, perm), sessionMap(im.sessions), time.UnixMilli(latest), true
+	return t, sessionMap(im.sessions), time.UnixMilli(im.newest), true
 }
 
 func sessionMap(list []Session) map[int64]int32 {

@@ -469,12 +469,11 @@ func ReadSnapshotFile(path string) (*SnapshotReader, []SnapNode, error) {
 type snapshotImage struct {
 	buf      []byte
 	sessions []Session
-	// nodes are decoded by the scan in the order the file holds them, while
-	// each record is in the cache: one pass over the file. The tree keeps them
-	// so, with their path order beside (Tree.order): writing each node to its
-	// sorted place instead missed the cache on nearly every node.
-	nodes  []Node
-	newest int64 // the latest node ctime/mtime
+	// ents holds where each node's record starts, in file order: the tree
+	// decodes a node when asked for it, so the scan writes 4 bytes a node.
+	ents   []uint32
+	newest int64              // the latest node ctime/mtime
+	owners map[int64][]string // ephemeral nodes by session
 	sum    *prefixAdler
 	seals  [][2]int64 // offset and stored value of each seal, checked by sealsOK
 	off    int
@@ -563,7 +562,9 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 	if !ok || !im.skipACLs() {
 		return false
 	}
+	im.owners = map[int64][]string{}
 	for {
+		at := im.off
 		p, ok := im.str()
 		if !ok {
 			return false
@@ -582,12 +583,17 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		if !ok {
 			return false
 		}
-		if len(im.nodes) == 1024 {
+		// The stat after the data and ACL ref: ctime and mtime for the
+		// newest time, the owner for the ephemerals' list.
+		st := b[len(b)-60:]
+		im.newest = max(im.newest, be64(st[16:]), be64(st[24:]))
+		if o := be64(st[44:]); KindOf(o) == Ephemeral {
+			im.owners[o] = append(im.owners[o], p)
+		}
+		if len(im.ents) == 1024 {
 			im.reserve()
 		}
-		im.nodes = append(im.nodes, snapNodeOf(p, b, int(dlen)))
-		n := &im.nodes[len(im.nodes)-1]
-		im.newest = max(im.newest, n.Stat.Mtime, n.Stat.Ctime)
+		im.ents = append(im.ents, uint32(at))
 		slash := strings.LastIndexByte(p, '/')
 		im.nameBuf = append(im.nameBuf, p[slash+1:]...)
 		im.nameEnd = append(im.nameEnd, int32(len(im.nameBuf)))
@@ -596,13 +602,14 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 }
 
 // reserve sizes the per-node slices for the whole file from the first nodes'
-// average size, so they grow about once instead of doubling their way up.
+// average size (and a quarter more), so they grow about once instead of
+// doubling their way up.
 func (im *snapshotImage) reserve() {
-	per := max(im.off/len(im.nodes), 76)
-	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/8
-	im.nodes = slices.Grow(im.nodes, more)
+	per := max(im.off/len(im.ents), 76)
+	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/4
+	im.ents = slices.Grow(im.ents, more)
 	im.nameEnd = slices.Grow(im.nameEnd, more)
-	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.nodes)+1))
+	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.ents)+1))
 }
 
 // sealsOK reports whether every seal holds the Adler-32 of the bytes before it.
@@ -616,7 +623,7 @@ func (im *snapshotImage) sealsOK() bool {
 }
 
 // snapNodeOf is the node whose path is p from its record b after the data
-// length dlen (checked by scan): the data (aliasing b), ACL ref and stat.
+// length dlen (checked by the scan): the data (aliasing b), ACL ref and stat.
 func snapNodeOf(p string, b []byte, dlen int) Node {
 	n := Node{Path: p}
 	if dlen >= 0 {

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ledgermedic/ledgermedic/internal/radix"
 )
@@ -21,21 +22,30 @@ type Node struct {
 // Kind says whether the node is persistent, ephemeral, a container or a TTL node.
 func (n *Node) Kind() NodeKind { return KindOf(n.Stat.EphemeralOwner) }
 
-// Tree is a ZooKeeper tree held as one slice in path order (byte order): about
-// 130 bytes per node plus its path and data, and no per-node map. Nodes created
-// during replay sit in a small side list until Compact merges them in.
+// Tree is a ZooKeeper tree as one list of entries in path order (byte order).
+// A node read from a plain snapshot file is an entry of 4 bytes, the offset of
+// its record in the file's image, decoded when asked for: loading writes 4
+// bytes a node instead of a 120-byte Node, and the collector has no pointer to
+// follow in 200k of them. A node read by the stream reader, or changed or
+// created by replay, is held whole (alts). Nodes created during replay sit in
+// a small side list until Compact merges them in.
 type Tree struct {
-	nodes []Node
-	// order, when not nil, is the path order of nodes, which are then in the
-	// order a snapshot holds them: placing each 120-byte node at its sorted
-	// position was most of the cost of loading one. nil: nodes are sorted.
-	order []int32
+	img   []byte   // the snapshot file image entries point into
+	ents  []uint32 // the nodes in path order: an offset into img, or altBit|index into alts
+	alts  []*Node
 	added []Node         // created by replay, unsorted
 	index map[string]int // path -> position in added
 	// owners lists ephemeral nodes by session, for closeSession.
 	owners map[int64][]string
 	dirty  bool
 }
+
+// altBit marks an entry held whole; the rest of an entry is an offset into an
+// image of less than maxImage bytes (a larger file is streamed).
+const (
+	altBit   = 1 << 31
+	maxImage = altBit
+)
 
 // newTree sorts nodes into a tree. parents, when not nil, gives each node's
 // parent index (-1 for the root) as a pre-order snapshot yields them.
@@ -48,57 +58,62 @@ func newTree(nodes []Node, parents []int32) *Tree {
 			names[i] = p[strings.LastIndexByte(p, '/')+1:]
 		}
 	}
-	perm, dups := treeOrder(nodes, names, parents)
-	permute(nodes, perm)
-	return sortedTree(nodes, dups)
-}
-
-// sortedTree makes a tree of nodes already in path order (equal paths in file
-// order); dups says whether any path is there twice.
-func sortedTree(nodes []Node, dups bool) *Tree {
-	if dups {
-		// A snapshot never holds a path twice; if a damaged one does, keep the
-		// last, as ZooKeeper's deserialize does.
-		out := nodes[:0]
-		for i := range nodes {
-			if len(out) > 0 && out[len(out)-1].Path == nodes[i].Path {
-				out[len(out)-1] = nodes[i]
-				continue
-			}
-			out = append(out, nodes[i])
-		}
-		clear(nodes[len(out):]) // drop references to overwritten duplicates
-		nodes = out
-	}
-	t := &Tree{nodes: nodes, index: map[string]int{}, owners: map[int64][]string{}}
+	alts := make([]*Node, len(nodes))
+	ents := make([]uint32, len(nodes))
 	for i := range nodes {
-		if o := nodes[i].Stat.EphemeralOwner; KindOf(o) == Ephemeral {
-			t.owners[o] = append(t.owners[o], nodes[i].Path)
+		alts[i], ents[i] = &nodes[i], altBit|uint32(i)
+	}
+	perm, dups := treeOrder(func() []string {
+		paths := make([]string, len(nodes))
+		for i := range nodes {
+			paths[i] = nodes[i].Path
 		}
+		return paths
+	}, names, parents)
+	t := orderedTree(nil, alts, ents, perm, dups)
+	t.findOwners()
+	return t
+}
+
+// orderedTree makes a tree of entries in file order (offsets into img, or
+// indexes into alts) and perm, the permutation sorting them by path, equal
+// paths in file order. dups says whether a path is there twice: a snapshot
+// never holds a path twice; if a damaged one does, the last is kept, as
+// ZooKeeper's deserialize does.
+func orderedTree(img []byte, alts []*Node, ents []uint32, perm []int32, dups bool) *Tree {
+	t := &Tree{img: img, alts: alts, index: map[string]int{}, owners: map[int64][]string{}}
+	t.ents = make([]uint32, 0, len(perm))
+	for k, i := range perm {
+		e := ents[i]
+		if dups && k+1 < len(perm) && t.pathOf(ents[perm[k+1]]) == t.pathOf(e) {
+			continue
+		}
+		t.ents = append(t.ents, e)
 	}
 	return t
 }
 
-// orderedTree makes a tree of nodes in any order and their path order (no path
-// twice).
-func orderedTree(nodes []Node, order []int32) *Tree {
-	t := sortedTree(nodes, false)
-	t.order = order
-	return t
+// findOwners lists the tree's ephemeral nodes by session.
+func (t *Tree) findOwners() {
+	var tmp Node
+	for k := range t.ents {
+		n := t.nodeAt(k, &tmp)
+		if o := n.Stat.EphemeralOwner; KindOf(o) == Ephemeral {
+			t.owners[o] = append(t.owners[o], n.Path)
+		}
+	}
 }
 
 // treeOrder is the permutation sorting nodes by path (byte order; equal paths
 // in index order), and whether two paths are equal. With parents (and names,
 // each path's last component) it orders each parent's children by name
-// instead of all paths globally.
-func treeOrder(nodes []Node, names []string, parents []int32) (perm []int32, dups bool) {
+// instead of all paths globally; allPaths is called only when it must sort
+// whole paths.
+func treeOrder(allPaths func() []string, names []string, parents []int32) (perm []int32, dups bool) {
 	if perm, ok := childOrder(names, parents); ok {
 		return perm, false
 	}
-	paths := make([]string, len(nodes))
-	for i := range nodes {
-		paths[i] = nodes[i].Path
-	}
+	paths := allPaths()
 	idx := make([]int32, len(paths))
 	for i := range idx {
 		idx[i] = int32(i)
@@ -106,27 +121,6 @@ func treeOrder(nodes []Node, names []string, parents []int32) (perm []int32, dup
 	rs := radix.New(paths, len(idx), false)
 	rs.Sort(idx, 0, 0)
 	return idx, rs.Dups()
-}
-
-// permute puts nodes[perm[k]] at k, moving each ~130-byte node once by
-// following the permutation's cycles (perm is consumed).
-func permute(nodes []Node, perm []int32) {
-	for i := range perm {
-		if perm[i] < 0 {
-			continue
-		}
-		tmp, j := nodes[i], i
-		for {
-			k := int(perm[j])
-			perm[j] = -1
-			if k == i {
-				nodes[j] = tmp
-				break
-			}
-			nodes[j] = nodes[k]
-			j = k
-		}
-	}
 }
 
 // parentTracker finds each node's parent while a snapshot is read: ZooKeeper
@@ -278,32 +272,70 @@ func (e *emitter) children(p int32) {
 	}
 }
 
-// count is the number of nodes in path order (deleted ones included).
-func (t *Tree) count() int {
-	if t.order != nil {
-		return len(t.order)
+// imgPath is the path of the node whose record starts at off in img (the root
+// is stored as "").
+func imgPath(img []byte, off int) string {
+	n := int(be32(img[off:]))
+	if n <= 0 {
+		return "/"
 	}
-	return len(t.nodes)
+	return unsafe.String(&img[off+4], n)
 }
 
-// at is the k-th node in path order.
-func (t *Tree) at(k int) *Node {
-	if t.order != nil {
-		return &t.nodes[t.order[k]]
+// imgNode decodes the node whose record starts at off in img (checked by the
+// scan); its data aliases img.
+func imgNode(img []byte, off int) Node {
+	p := imgPath(img, off)
+	off += 4 + max(int(be32(img[off:])), 0)
+	return snapNodeOf(p, img[off+4:], int(be32(img[off:])))
+}
+
+// pathOf is the path of entry e.
+func (t *Tree) pathOf(e uint32) string {
+	if e&altBit != 0 {
+		return t.alts[e&^altBit].Path
 	}
-	return &t.nodes[k]
+	return imgPath(t.img, int(e))
+}
+
+// pathAt is the path of the k-th node in path order.
+func (t *Tree) pathAt(k int) string { return t.pathOf(t.ents[k]) }
+
+// nodeAt is the k-th node in path order, for reading: the node held, or one
+// decoded into *tmp.
+func (t *Tree) nodeAt(k int, tmp *Node) *Node {
+	e := t.ents[k]
+	if e&altBit != 0 {
+		return t.alts[e&^altBit]
+	}
+	*tmp = imgNode(t.img, int(e))
+	return tmp
+}
+
+// hold is the k-th node in path order, held whole from now on so that it can
+// be changed.
+func (t *Tree) hold(k int) *Node {
+	e := t.ents[k]
+	if e&altBit != 0 {
+		return t.alts[e&^altBit]
+	}
+	n := new(Node)
+	*n = imgNode(t.img, int(e))
+	t.ents[k] = altBit | uint32(len(t.alts))
+	t.alts = append(t.alts, n)
+	return n
 }
 
 // search is the position in path order of the first node whose path is >= path.
 func (t *Tree) search(path string) (int, bool) {
-	k := sort.Search(t.count(), func(k int) bool { return t.at(k).Path >= path })
-	return k, k < t.count() && t.at(k).Path == path
+	k := sort.Search(len(t.ents), func(k int) bool { return t.pathAt(k) >= path })
+	return k, k < len(t.ents) && t.pathAt(k) == path
 }
 
-// lookup finds a node, deleted ones included (the caller checks gone).
-func (t *Tree) lookup(path string) *Node {
+// peek finds a node to read, deleted ones included (the caller checks gone).
+func (t *Tree) peek(path string) *Node {
 	if k, ok := t.search(path); ok {
-		return t.at(k)
+		return t.nodeAt(k, new(Node))
 	}
 	if i, ok := t.index[path]; ok {
 		return &t.added[i]
@@ -311,9 +343,29 @@ func (t *Tree) lookup(path string) *Node {
 	return nil
 }
 
-// Get returns the live node at path.
+// edit finds a node to change, deleted ones included (the caller checks gone).
+func (t *Tree) edit(path string) *Node {
+	if k, ok := t.search(path); ok {
+		return t.hold(k)
+	}
+	if i, ok := t.index[path]; ok {
+		return &t.added[i]
+	}
+	return nil
+}
+
+// Get returns the live node at path. The caller must not change it.
 func (t *Tree) Get(path string) (*Node, bool) {
-	n := t.lookup(path)
+	n := t.peek(path)
+	if n == nil || n.gone {
+		return nil, false
+	}
+	return n, true
+}
+
+// change returns the live node at path, to be changed in place (replay).
+func (t *Tree) change(path string) (*Node, bool) {
+	n := t.edit(path)
 	if n == nil || n.gone {
 		return nil, false
 	}
@@ -322,7 +374,7 @@ func (t *Tree) Get(path string) (*Node, bool) {
 
 // put creates or revives a node.
 func (t *Tree) put(n Node) {
-	if old := t.lookup(n.Path); old != nil {
+	if old := t.edit(n.Path); old != nil {
 		*old = n
 		return
 	}
@@ -332,7 +384,7 @@ func (t *Tree) put(n Node) {
 }
 
 func (t *Tree) remove(path string) bool {
-	n := t.lookup(path)
+	n := t.edit(path)
 	if n == nil || n.gone {
 		return false
 	}
@@ -341,47 +393,52 @@ func (t *Tree) remove(path string) bool {
 	return true
 }
 
-// Compact merges created nodes into the sorted slice and drops deleted ones, so
-// Walk and Len see one sorted list.
+// Compact merges created nodes into the sorted entries and drops deleted ones,
+// so Walk and Len see one sorted list.
 func (t *Tree) Compact() {
 	if !t.dirty {
 		return
 	}
 	slices.SortFunc(t.added, func(a, b Node) int { return strings.Compare(a.Path, b.Path) })
-	count := t.count()
-	out := make([]Node, 0, count+len(t.added))
+	out := make([]uint32, 0, len(t.ents)+len(t.added))
 	i, j := 0, 0
-	for i < count || j < len(t.added) {
-		var n *Node
-		if j >= len(t.added) || (i < count && t.at(i).Path < t.added[j].Path) {
-			n, i = t.at(i), i+1
-		} else {
-			n, j = &t.added[j], j+1
+	for i < len(t.ents) || j < len(t.added) {
+		if j >= len(t.added) || (i < len(t.ents) && t.pathAt(i) < t.added[j].Path) {
+			e := t.ents[i]
+			i++
+			if e&altBit != 0 && t.alts[e&^altBit].gone {
+				continue // only a held node can have been deleted
+			}
+			out = append(out, e)
+			continue
 		}
+		n := t.added[j]
+		j++
 		if !n.gone {
-			out = append(out, *n)
+			out = append(out, altBit|uint32(len(t.alts)))
+			t.alts = append(t.alts, &n)
 		}
 	}
-	t.nodes, t.order, t.added, t.index, t.dirty = out, nil, nil, map[string]int{}, false
+	t.ents, t.added, t.index, t.dirty = out, nil, map[string]int{}, false
 }
 
 // Len is the number of live nodes (after Compact).
 func (t *Tree) Len() int {
 	t.Compact()
-	return t.count()
+	return len(t.ents)
 }
 
 // Walk calls fn for every live node whose path starts with prefix and is >=
-// start, in path byte order. fn must not keep n past the call.
+// start, in path byte order. fn must not keep n past the call, nor change it.
 func (t *Tree) Walk(prefix, start string, fn func(n *Node) error) error {
 	t.Compact()
-	i, _ := t.search(max(prefix, start))
-	for ; i < t.count(); i++ {
-		n := t.at(i)
-		if !strings.HasPrefix(n.Path, prefix) {
+	var tmp Node
+	k, _ := t.search(max(prefix, start))
+	for ; k < len(t.ents); k++ {
+		if !strings.HasPrefix(t.pathAt(k), prefix) {
 			break
 		}
-		if err := fn(n); err != nil {
+		if err := fn(t.nodeAt(k, &tmp)); err != nil {
 			return err
 		}
 	}
