@@ -192,16 +192,16 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 		return nil, nil, time.Time{}, false
 	}
 	perm, dups := treeOrder(func() []string {
-		paths := make([]string, len(im.ents))
-		for i, off := range im.ents {
-			paths[i] = imgPath(buf, int(off))
+		paths := make([]string, len(im.recs))
+		for i := range im.recs {
+			paths[i] = recPath(buf, &im.recs[i])
 		}
 		return paths
 	}, im.names(), pt.result())
 	if !im.sealsOK() {
 		return nil, nil, time.Time{}, false
 	}
-	t = orderedTree(buf, nil, im.ents, perm, dups)
+	t = orderedTree(buf, im.recs, nil, perm, dups)
 	if dups { // a damaged file: some of the ephemerals listed may be dropped copies
 		t.findOwners()
 	} else {

@@ -469,9 +469,9 @@ func ReadSnapshotFile(path string) (*SnapshotReader, []SnapNode, error) {
 type snapshotImage struct {
 	buf      []byte
 	sessions []Session
-	// ents holds where each node's record starts, in file order: the tree
-	// decodes a node when asked for it, so the scan writes 4 bytes a node.
-	ents   []uint32
+	// recs are the nodes in file order, decoded by the scan while each record
+	// is in the cache (one pass over the file).
+	recs   []rec
 	newest int64              // the latest node ctime/mtime
 	owners map[int64][]string // ephemeral nodes by session
 	sum    *prefixAdler
@@ -569,6 +569,7 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		if !ok {
 			return false
 		}
+		plen := im.off - at - 4 // 0 for the root, stored as "" (or null)
 		if p == "/" {
 			return im.trailer()
 		}
@@ -583,17 +584,15 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		if !ok {
 			return false
 		}
-		// The stat after the data and ACL ref: ctime and mtime for the
-		// newest time, the owner for the ephemerals' list.
-		st := b[len(b)-60:]
-		im.newest = max(im.newest, be64(st[16:]), be64(st[24:]))
-		if o := be64(st[44:]); KindOf(o) == Ephemeral {
+		r := recOf(at, plen, b, int(dlen))
+		im.newest = max(im.newest, r.Stat.Mtime, r.Stat.Ctime)
+		if o := r.Stat.EphemeralOwner; KindOf(o) == Ephemeral {
 			im.owners[o] = append(im.owners[o], p)
 		}
-		if len(im.ents) == 1024 {
+		if len(im.recs) == 1024 {
 			im.reserve()
 		}
-		im.ents = append(im.ents, uint32(at))
+		im.recs = append(im.recs, r)
 		slash := strings.LastIndexByte(p, '/')
 		im.nameBuf = append(im.nameBuf, p[slash+1:]...)
 		im.nameEnd = append(im.nameEnd, int32(len(im.nameBuf)))
@@ -605,11 +604,11 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 // average size (and a quarter more), so they grow about once instead of
 // doubling their way up.
 func (im *snapshotImage) reserve() {
-	per := max(im.off/len(im.ents), 76)
+	per := max(im.off/len(im.recs), 76)
 	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/4
-	im.ents = slices.Grow(im.ents, more)
+	im.recs = slices.Grow(im.recs, more)
 	im.nameEnd = slices.Grow(im.nameEnd, more)
-	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.ents)+1))
+	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.recs)+1))
 }
 
 // sealsOK reports whether every seal holds the Adler-32 of the bytes before it.
@@ -622,21 +621,18 @@ func (im *snapshotImage) sealsOK() bool {
 	return true
 }
 
-// snapNodeOf is the node whose path is p from its record b after the data
-// length dlen (checked by the scan): the data (aliasing b), ACL ref and stat.
-func snapNodeOf(p string, b []byte, dlen int) Node {
-	n := Node{Path: p}
-	if dlen >= 0 {
-		n.Data, b = b[:dlen:dlen], b[dlen:]
-	}
-	b = b[:snapRecordFixed]
-	n.ACLRef = be64(b)
-	n.Stat = Stat{
+// recOf is the rec of a node whose path of plen bytes was read at off and
+// whose record after the data length dlen (checked by the scan) is b.
+func recOf(off, plen int, b []byte, dlen int) rec {
+	r := rec{path: uint32(off + 4), plen: uint32(plen), data: uint32(off + 4 + plen + 4), dlen: int32(dlen)}
+	b = b[max(dlen, 0):][:snapRecordFixed]
+	r.ACLRef = be64(b)
+	r.Stat = Stat{
 		Czxid: be64(b[8:]), Mzxid: be64(b[16:]), Ctime: be64(b[24:]), Mtime: be64(b[32:]),
 		Version: be32(b[40:]), Cversion: be32(b[44:]), Aversion: be32(b[48:]),
 		EphemeralOwner: be64(b[52:]), Pzxid: be64(b[60:]),
 	}
-	return n
+	return r
 }
 
 func (im *snapshotImage) skipACLs() bool {

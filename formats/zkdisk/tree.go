@@ -23,15 +23,16 @@ type Node struct {
 func (n *Node) Kind() NodeKind { return KindOf(n.Stat.EphemeralOwner) }
 
 // Tree is a ZooKeeper tree as one list of entries in path order (byte order).
-// A node read from a plain snapshot file is an entry of 4 bytes, the offset of
-// its record in the file's image, decoded when asked for: loading writes 4
-// bytes a node instead of a 120-byte Node, and the collector has no pointer to
-// follow in 200k of them. A node read by the stream reader, or changed or
-// created by replay, is held whole (alts). Nodes created during replay sit in
-// a small side list until Compact merges them in.
+// A node read from a plain snapshot file is a rec, in file order: its path and
+// data as offsets into the file's image, no pointers, so the collector has
+// none to follow in 200k of them and the scan writes 88 bytes a node without
+// write barriers. A node read by the stream reader, or changed or created by
+// replay, is held whole (alts). Nodes created during replay sit in a small
+// side list until Compact merges them in.
 type Tree struct {
-	img   []byte   // the snapshot file image entries point into
-	ents  []uint32 // the nodes in path order: an offset into img, or altBit|index into alts
+	img   []byte   // the snapshot file image recs point into
+	recs  []rec    // the image's nodes, in file order
+	ents  []uint32 // the nodes in path order: an index into recs, or altBit|index into alts
 	alts  []*Node
 	added []Node         // created by replay, unsorted
 	index map[string]int // path -> position in added
@@ -40,8 +41,18 @@ type Tree struct {
 	dirty  bool
 }
 
-// altBit marks an entry held whole; the rest of an entry is an offset into an
-// image of less than maxImage bytes (a larger file is streamed).
+// rec is a node of a snapshot image: its path and data are offsets into it.
+type rec struct {
+	path   uint32 // offset of the path's bytes
+	plen   uint32 // 0: the root, stored as ""
+	data   uint32
+	dlen   int32 // -1: null data
+	ACLRef int64
+	Stat   Stat
+}
+
+// altBit marks an entry held whole; recs address an image of less than
+// maxImage bytes (a larger file is streamed).
 const (
 	altBit   = 1 << 31
 	maxImage = altBit
@@ -59,9 +70,8 @@ func newTree(nodes []Node, parents []int32) *Tree {
 		}
 	}
 	alts := make([]*Node, len(nodes))
-	ents := make([]uint32, len(nodes))
 	for i := range nodes {
-		alts[i], ents[i] = &nodes[i], altBit|uint32(i)
+		alts[i] = &nodes[i]
 	}
 	perm, dups := treeOrder(func() []string {
 		paths := make([]string, len(nodes))
@@ -70,22 +80,25 @@ func newTree(nodes []Node, parents []int32) *Tree {
 		}
 		return paths
 	}, names, parents)
-	t := orderedTree(nil, alts, ents, perm, dups)
+	t := orderedTree(nil, nil, alts, perm, dups)
 	t.findOwners()
 	return t
 }
 
-// orderedTree makes a tree of entries in file order (offsets into img, or
-// indexes into alts) and perm, the permutation sorting them by path, equal
-// paths in file order. dups says whether a path is there twice: a snapshot
-// never holds a path twice; if a damaged one does, the last is kept, as
-// ZooKeeper's deserialize does.
-func orderedTree(img []byte, alts []*Node, ents []uint32, perm []int32, dups bool) *Tree {
-	t := &Tree{img: img, alts: alts, index: map[string]int{}, owners: map[int64][]string{}}
+// orderedTree makes a tree of recs from img, or else of alts, and perm, the
+// permutation sorting them by path, equal paths in file order. dups says
+// whether a path is there twice: a snapshot never holds a path twice; if a
+// damaged one does, the last is kept, as ZooKeeper's deserialize does.
+func orderedTree(img []byte, recs []rec, alts []*Node, perm []int32, dups bool) *Tree {
+	t := &Tree{img: img, recs: recs, alts: alts, index: map[string]int{}, owners: map[int64][]string{}}
+	var held uint32
+	if recs == nil {
+		held = altBit
+	}
 	t.ents = make([]uint32, 0, len(perm))
 	for k, i := range perm {
-		e := ents[i]
-		if dups && k+1 < len(perm) && t.pathOf(ents[perm[k+1]]) == t.pathOf(e) {
+		e := held | uint32(i)
+		if dups && k+1 < len(perm) && t.pathOf(held|uint32(perm[k+1])) == t.pathOf(e) {
 			continue
 		}
 		t.ents = append(t.ents, e)
@@ -272,22 +285,22 @@ func (e *emitter) children(p int32) {
 	}
 }
 
-// imgPath is the path of the node whose record starts at off in img (the root
-// is stored as "").
-func imgPath(img []byte, off int) string {
-	n := int(be32(img[off:]))
-	if n <= 0 {
+// recPath is the path of a rec of img.
+func recPath(img []byte, r *rec) string {
+	if r.plen == 0 {
 		return "/"
 	}
-	return unsafe.String(&img[off+4], n)
+	return unsafe.String(&img[r.path], r.plen)
 }
 
-// imgNode decodes the node whose record starts at off in img (checked by the
-// scan); its data aliases img.
-func imgNode(img []byte, off int) Node {
-	p := imgPath(img, off)
-	off += 4 + max(int(be32(img[off:])), 0)
-	return snapNodeOf(p, img[off+4:], int(be32(img[off:])))
+// recNode is the node a rec of img describes; its data aliases img.
+func recNode(img []byte, r *rec) Node {
+	n := Node{Path: recPath(img, r), ACLRef: r.ACLRef, Stat: r.Stat}
+	if r.dlen >= 0 {
+		end := r.data + uint32(r.dlen)
+		n.Data = img[r.data:end:end]
+	}
+	return n
 }
 
 // pathOf is the path of entry e.
@@ -295,7 +308,7 @@ func (t *Tree) pathOf(e uint32) string {
 	if e&altBit != 0 {
 		return t.alts[e&^altBit].Path
 	}
-	return imgPath(t.img, int(e))
+	return recPath(t.img, &t.recs[e])
 }
 
 // pathAt is the path of the k-th node in path order.
@@ -308,7 +321,7 @@ func (t *Tree) nodeAt(k int, tmp *Node) *Node {
 	if e&altBit != 0 {
 		return t.alts[e&^altBit]
 	}
-	*tmp = imgNode(t.img, int(e))
+	*tmp = recNode(t.img, &t.recs[e])
 	return tmp
 }
 
@@ -320,7 +333,7 @@ func (t *Tree) hold(k int) *Node {
 		return t.alts[e&^altBit]
 	}
 	n := new(Node)
-	*n = imgNode(t.img, int(e))
+	*n = recNode(t.img, &t.recs[e])
 	t.ents[k] = altBit | uint32(len(t.alts))
 	t.alts = append(t.alts, n)
 	return n
