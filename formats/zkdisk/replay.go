@@ -188,7 +188,7 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 	// A node takes at least 76 bytes on disk; reserve sizes the rest.
 	pt := newParentTracker(min(len(buf)/256, 1<<20))
 	if len(buf) >= maxImage || !im.scan(pt) {
-		im.stop()
+		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
 	perm, dups := treeOrder(func() []string {
