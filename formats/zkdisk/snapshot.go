@@ -565,19 +565,19 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 	im.owners = map[int64][]string{}
 	for {
 		at := im.off
-		p, ok := im.str()
+		p, dlen, ok := im.nodeHead()
 		if !ok {
 			return false
 		}
-		plen := im.off - at - 4 // 0 for the root, stored as "" (or null)
+		plen := im.off - at - 8 // 0 for the root, stored as "" (or null)
 		if p == "/" {
+			im.off -= 4 // not a node: the end marker, followed by the seal
 			return im.trailer()
 		}
 		if p == "" {
 			p = "/"
 		}
-		dlen, ok := im.i32()
-		if !ok || dlen < -1 {
+		if dlen < -1 {
 			return false
 		}
 		b, ok := im.take(max(int(dlen), 0) + snapRecordFixed)
@@ -598,6 +598,26 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		im.nameEnd = append(im.nameEnd, int32(len(im.nameBuf)))
 		pt.add(p, slash)
 	}
+}
+
+// nodeHead reads a node's path and data length (or the end marker "/" and
+// the 4 bytes after it); when both are in buf already, without going through
+// take for each.
+func (im *snapshotImage) nodeHead() (p string, dlen int32, ok bool) {
+	at, buf := im.off, im.buf[:im.avail]
+	if at+4 <= len(buf) {
+		if n := int(be32(buf[at:])); n >= 0 && at+8+n <= len(buf) {
+			if n > 0 {
+				p = unsafe.String(&buf[at+4], n)
+			}
+			im.off = at + 8 + n
+			return p, be32(buf[at+4+n:]), true
+		}
+	}
+	if p, ok = im.str(); ok {
+		dlen, ok = im.i32()
+	}
+	return p, dlen, ok
 }
 
 // reserve sizes the per-node slices for the whole file from the first nodes'
