@@ -589,7 +589,7 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 		if o := r.Stat.EphemeralOwner; KindOf(o) == Ephemeral {
 			im.owners[o] = append(im.owners[o], p)
 		}
-		if len(im.recs) == 1024 {
+		if n := len(im.recs); n == 1024 || (n > 1024 && n == cap(im.recs)) {
 			im.reserve()
 		}
 		im.recs = append(im.recs, r)
@@ -620,9 +620,9 @@ func (im *snapshotImage) nodeHead() (p string, dlen int32, ok bool) {
 	return p, dlen, ok
 }
 
-// reserve sizes the per-node slices for the whole file from the first nodes'
-// average size (and a quarter more), so they grow about once instead of
-// doubling their way up.
+// reserve sizes the per-node slices for the rest of the file from the
+// average size of the nodes so far (and a quarter more), so they grow about
+// once instead of doubling their way up (88 bytes a node).
 func (im *snapshotImage) reserve() {
 	per := max(im.off/len(im.recs), 76)
 	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/4

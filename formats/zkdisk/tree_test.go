@@ -87,3 +87,41 @@ func TestReplayOverImageTreeProperty(t *testing.T) {
 		}
 	}
 }
+
+// A snapshot whose first nodes are large and the rest small outgrows the
+// node count reserve guessed from the first ones: the scan sizes up again and
+// loads the same tree the stream reader does.
+func TestScanOutgrowsItsReserve(t *testing.T) {
+	var buf bytes.Buffer
+	sw, err := NewSnapshotWriter(&buf, nil, map[int64][]ACL{1: OpenACL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw.WriteNode(SnapNode{Path: "/", ACLRef: 1})
+	sw.WriteNode(SnapNode{Path: "/big", ACLRef: 1})
+	for i := range 1100 {
+		sw.WriteNode(SnapNode{Path: fmt.Sprintf("/big/n%d", i), Data: bytes.Repeat([]byte{byte(i)}, 2000), ACLRef: 1})
+	}
+	sw.WriteNode(SnapNode{Path: "/small", ACLRef: 1})
+	for i := range 30000 {
+		sw.WriteNode(SnapNode{Path: fmt.Sprintf("/small/%d", i), ACLRef: 1, Stat: Stat{Czxid: int64(i)}})
+	}
+	if err := sw.Finish(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	img, _, _, ok := treeFromImage(buf.Bytes())
+	if !ok {
+		t.Fatal("the scan refused a well-formed snapshot")
+	}
+	sr, err := NewSnapshotReader(bytes.NewReader(buf.Bytes()), "grow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _, _, err := treeFromReader(sr, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if img.Len() != 1100+30000+3 || !slices.Equal(treeDump(img), treeDump(streamed)) {
+		t.Fatalf("image tree of %d nodes differs from the streamed one of %d", img.Len(), streamed.Len())
+	}
+}
