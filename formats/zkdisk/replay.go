@@ -187,7 +187,7 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 	buf := im.buf
 	// A node takes at least 76 bytes on disk; reserve sizes the rest.
 	pt := newParentTracker(min(len(buf)/256, 1<<20))
-	if len(buf) >= maxImage || !im.scan(pt) {
+	if uint64(len(buf)) >= maxImage || !im.scan(pt) {
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}

@@ -35,7 +35,7 @@ func TestReplayOverImageTreeProperty(t *testing.T) {
 		}
 		paths := slices.Sorted(maps.Keys(model))
 		for step := range 300 {
-			h := TxnHeader{ClientID: 9, Zxid: int64(1000 + step), Time: int64(2e12 + step)}
+			h := TxnHeader{ClientID: 9, Zxid: 1000 + int64(step), Time: 2e12 + int64(step)}
 			p := paths[rng.IntN(len(paths))]
 			var rec Record
 			switch rng.IntN(4) {
