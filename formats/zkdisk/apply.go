@@ -12,12 +12,12 @@ func apply(t *Tree, sessions map[int64]int32, h TxnHeader, rec Record) {
 	case *DeleteTxn:
 		t.remove(r.Path)
 	case *SetDataTxn:
-		if n, ok := t.Get(r.Path); ok {
+		if n, ok := t.change(r.Path); ok {
 			n.Data, n.Stat.Version = r.Data, r.Version
 			n.Stat.Mzxid, n.Stat.Mtime = h.Zxid, h.Time
 		}
 	case *SetACLTxn:
-		if n, ok := t.Get(r.Path); ok {
+		if n, ok := t.change(r.Path); ok {
 			n.Stat.Aversion = r.Version
 		}
 	case *MultiTxn:
@@ -42,7 +42,7 @@ func create(t *Tree, h TxnHeader, r *CreateTxn) {
 		return
 	}
 	parentPath := parentOf(r.Path)
-	parent, ok := t.Get(parentPath)
+	parent, ok := t.change(parentPath)
 	if !ok {
 		return
 	}

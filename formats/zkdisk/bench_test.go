@@ -141,6 +141,25 @@ func BenchmarkZKDataRead(b *testing.B) {
 			return err
 		})
 	})
+	// What opening zk-data: and reading every node costs: the load, then one
+	// walk over the whole tree touching each node's data and stat.
+	b.Run("tree+walk", func(b *testing.B) {
+		run(b, func() error {
+			v, err := Load(dir, LoadOptions{})
+			if err != nil {
+				return err
+			}
+			seen, bytes := 0, 0
+			err = v.Tree.Walk("", "", func(n *Node) error {
+				seen, bytes = seen+1, bytes+len(n.Data)+int(n.Stat.Version)
+				return nil
+			})
+			if err == nil && (seen != nodes || bytes == 0) {
+				err = fmt.Errorf("walked %d nodes (%d data bytes), want %d", seen, bytes, nodes)
+			}
+			return err
+		})
+	})
 }
 
 // processCPU is the user+system CPU time of this process so far.
@@ -238,7 +257,7 @@ func TestTreeOrderProperty(t *testing.T) {
 			n := last[p]
 			want = append(want, &Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
 		}
-		wantTree := &Tree{nodes: derefNodes(want)}
+		wantTree := newTree(derefNodes(want), nil)
 		img, _, _, ok := treeFromImage(b)
 		if !ok {
 			t.Fatalf("seed %d: the scan refused a well-formed snapshot", seed)

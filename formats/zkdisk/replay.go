@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -188,25 +187,27 @@ func treeOfImage(im *snapshotImage) (t *Tree, sessions map[int64]int32, newest t
 	buf := im.buf
 	// A node takes at least 76 bytes on disk; reserve sizes the rest.
 	pt := newParentTracker(min(len(buf)/256, 1<<20))
-	if !im.scan(pt) {
+	if uint64(len(buf)) >= maxImage || !im.scan(pt) {
 		im.sum.halt()
 		return nil, nil, time.Time{}, false
 	}
-	// Decoding the nodes needs no order: it runs beside the sort.
-	var nodes []Node
-	var latest int64
-	var wg sync.WaitGroup
-	wg.Go(func() { nodes, latest = im.fileNodes() })
-	perm, dups := treeOrder(im.paths, im.names(), pt.result())
-	wg.Wait()
+	perm, dups := treeOrder(func() []string {
+		paths := make([]string, len(im.recs))
+		for i := range im.recs {
+			paths[i] = recPath(buf, &im.recs[i])
+		}
+		return paths
+	}, im.names(), pt.result())
 	if !im.sealsOK() {
 		return nil, nil, time.Time{}, false
 	}
-	if dups { // a damaged file: sort for real, and keep each path's last node
-		permute(nodes, perm)
-		return sortedTree(nodes, true), sessionMap(im.sessions), time.UnixMilli(latest), true
+	t = orderedTree(buf, im.recs, nil, perm, dups)
+	if dups { // a damaged file: some of the ephemerals listed may be dropped copies
+		t.findOwners()
+	} else {
+		t.owners = im.owners
 	}
-	return orderedTree(nodes, perm), sessionMap(im.sessions), time.UnixMilli(latest), true
+	return t, sessionMap(im.sessions), time.UnixMilli(im.newest), true
 }
 
 func sessionMap(list []Session) map[int64]int32 {
@@ -247,7 +248,7 @@ func treeFromReader(sr *SnapshotReader, guess int) (*Tree, map[int64]int32, time
 		}
 		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
 		nodes = append(nodes, Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
-		pt.add(n.Path)
+		pt.add(n.Path, strings.LastIndexByte(n.Path, '/'))
 	}
 	return newTree(nodes, pt.result()), sessionMap(sr.Sessions), time.UnixMilli(newest), nil
 }

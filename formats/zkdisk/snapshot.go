@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"unsafe"
 )
@@ -470,11 +469,14 @@ func ReadSnapshotFile(path string) (*SnapshotReader, []SnapNode, error) {
 type snapshotImage struct {
 	buf      []byte
 	sessions []Session
-	paths    []string
-	recs     []int // where each node's record (its data length) starts
-	sum      *prefixAdler
-	seals    [][2]int64 // offset and stored value of each seal, checked by sealsOK
-	off      int
+	// recs are the nodes in file order, decoded by the scan while each record
+	// is in the cache (one pass over the file).
+	recs   []rec
+	newest int64              // the latest node ctime/mtime
+	owners map[int64][]string // ephemeral nodes by session
+	sum    *prefixAdler
+	seals  [][2]int64 // offset and stored value of each seal, checked by sealsOK
+	off    int
 	// avail bytes of buf hold the file; with feed, a reader is still filling
 	// the rest (see feed.go).
 	avail int
@@ -482,7 +484,7 @@ type snapshotImage struct {
 	// Each node's last path component, copied side by side: sorting siblings
 	// by name then reads a few MB that stay in cache, not the whole file.
 	nameBuf []byte
-	nameEnd []int
+	nameEnd []int32
 }
 
 // names is each node's last path component ("" for the root).
@@ -490,10 +492,10 @@ func (im *snapshotImage) names() []string {
 	out := make([]string, len(im.nameEnd))
 	start := 0
 	for i, end := range im.nameEnd {
-		if end > start {
+		if end := int(end); end > start {
 			out[i] = unsafe.String(&im.nameBuf[start], end-start)
+			start = end
 		}
-		start = end
 	}
 	return out
 }
@@ -560,44 +562,73 @@ func (im *snapshotImage) scan(pt *parentTracker) bool {
 	if !ok || !im.skipACLs() {
 		return false
 	}
+	im.owners = map[int64][]string{}
 	for {
-		p, ok := im.str()
+		at := im.off
+		p, dlen, ok := im.nodeHead()
 		if !ok {
 			return false
 		}
+		plen := im.off - at - 8 // 0 for the root, stored as "" (or null)
 		if p == "/" {
+			im.off -= 4 // not a node: the end marker, followed by the seal
 			return im.trailer()
 		}
 		if p == "" {
 			p = "/"
 		}
-		rec := im.off
-		dlen, ok := im.i32()
-		if !ok || dlen < -1 {
+		if dlen < -1 {
 			return false
 		}
-		if _, ok := im.take(max(int(dlen), 0) + snapRecordFixed); !ok {
+		b, ok := im.take(max(int(dlen), 0) + snapRecordFixed)
+		if !ok {
 			return false
 		}
-		if len(im.paths) == 1024 {
+		r := recOf(at, plen, b, int(dlen))
+		im.newest = max(im.newest, r.Stat.Mtime, r.Stat.Ctime)
+		if o := r.Stat.EphemeralOwner; KindOf(o) == Ephemeral {
+			im.owners[o] = append(im.owners[o], p)
+		}
+		if n := len(im.recs); n == 1024 || (n > 1024 && n == cap(im.recs)) {
 			im.reserve()
 		}
-		im.paths, im.recs = append(im.paths, p), append(im.recs, rec)
-		im.nameBuf = append(im.nameBuf, p[strings.LastIndexByte(p, '/')+1:]...)
-		im.nameEnd = append(im.nameEnd, len(im.nameBuf))
-		pt.add(p)
+		im.recs = append(im.recs, r)
+		slash := strings.LastIndexByte(p, '/')
+		im.nameBuf = append(im.nameBuf, p[slash+1:]...)
+		im.nameEnd = append(im.nameEnd, int32(len(im.nameBuf)))
+		pt.add(p, slash)
 	}
 }
 
-// reserve sizes the per-node slices for the whole file from the first nodes'
-// average size, so they grow about once instead of doubling their way up.
+// nodeHead reads a node's path and data length (or the end marker "/" and
+// the 4 bytes after it); when both are in buf already, without going through
+// take for each.
+func (im *snapshotImage) nodeHead() (p string, dlen int32, ok bool) {
+	at, buf := im.off, im.buf[:im.avail]
+	if at+4 <= len(buf) {
+		if n := int(be32(buf[at:])); n >= 0 && at+8+n <= len(buf) {
+			if n > 0 {
+				p = unsafe.String(&buf[at+4], n)
+			}
+			im.off = at + 8 + n
+			return p, be32(buf[at+4+n:]), true
+		}
+	}
+	if p, ok = im.str(); ok {
+		dlen, ok = im.i32()
+	}
+	return p, dlen, ok
+}
+
+// reserve sizes the per-node slices for the rest of the file from the
+// average size of the nodes so far (and a quarter more), so they grow about
+// once instead of doubling their way up (88 bytes a node).
 func (im *snapshotImage) reserve() {
-	per := max(im.off/len(im.paths), 76)
-	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/8
-	im.paths = slices.Grow(im.paths, more)
+	per := max(im.off/len(im.recs), 76)
+	more := (len(im.buf)-im.off)/per + (len(im.buf)-im.off)/per/4
 	im.recs = slices.Grow(im.recs, more)
 	im.nameEnd = slices.Grow(im.nameEnd, more)
-	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.paths)+1))
+	im.nameBuf = slices.Grow(im.nameBuf, more*(len(im.nameBuf)/len(im.recs)+1))
 }
 
 // sealsOK reports whether every seal holds the Adler-32 of the bytes before it.
@@ -610,51 +641,18 @@ func (im *snapshotImage) sealsOK() bool {
 	return true
 }
 
-// node decodes the record at off (checked by scan) of a node whose path is p.
-func (im *snapshotImage) node(p string, off int) Node {
-	b := im.buf[off:]
-	n := Node{Path: p}
-	if dlen := int(be32(b)); dlen >= 0 {
-		n.Data, b = b[4:4+dlen:4+dlen], b[4+dlen:]
-	} else {
-		b = b[4:]
+// recOf is the rec of a node whose path of plen bytes was read at off and
+// whose record after the data length dlen (checked by the scan) is b.
+func recOf(off, plen int, b []byte, dlen int) rec {
+	r := rec{path: uint32(off + 4), plen: uint32(plen), data: uint32(off + 4 + plen + 4), dlen: int32(dlen)}
+	b = b[max(dlen, 0):][:snapRecordFixed]
+	r.ACLRef = be64(b)
+	r.Stat = Stat{
+		Czxid: be64(b[8:]), Mzxid: be64(b[16:]), Ctime: be64(b[24:]), Mtime: be64(b[32:]),
+		Version: be32(b[40:]), Cversion: be32(b[44:]), Aversion: be32(b[48:]),
+		EphemeralOwner: be64(b[52:]), Pzxid: be64(b[60:]),
 	}
-	n.ACLRef = be64(b)
-	b = b[8:]
-	n.Stat = Stat{
-		Czxid: be64(b), Mzxid: be64(b[8:]), Ctime: be64(b[16:]), Mtime: be64(b[24:]),
-		Version: be32(b[32:]), Cversion: be32(b[36:]), Aversion: be32(b[40:]),
-		EphemeralOwner: be64(b[44:]), Pzxid: be64(b[52:]),
-	}
-	return n
-}
-
-// fileNodes decodes the nodes in the order the file holds them, and returns the
-// latest node ctime/mtime. The tree keeps them so, with their path order
-// beside (Tree.order): writing each node to its sorted place instead missed the
-// cache on nearly every node. Two goroutines share the file.
-func (im *snapshotImage) fileNodes() ([]Node, int64) {
-	nodes := make([]Node, len(im.paths))
-	var newest [2]int64
-	decode := func(h, lo, hi int) {
-		var latest int64
-		for i := lo; i < hi; i++ {
-			n := &nodes[i]
-			*n = im.node(im.paths[i], im.recs[i])
-			latest = max(latest, n.Stat.Mtime, n.Stat.Ctime)
-		}
-		newest[h] = latest // once: the two halves' writes share a cache line
-	}
-	half := len(nodes) / 2
-	if half < 4096 {
-		decode(0, 0, len(nodes))
-		return nodes, newest[0]
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() { decode(1, half, len(nodes)) })
-	decode(0, 0, half)
-	wg.Wait()
-	return nodes, max(newest[0], newest[1])
+	return r
 }
 
 func (im *snapshotImage) skipACLs() bool {
@@ -764,14 +762,36 @@ func (pa *prefixAdler) halt() {
 	<-pa.done
 }
 
+// adlerChunk is the most adlerAVX2 sums at once (512 blocks of 32 bytes).
+const adlerChunk = 16 << 10
+
 // adlerUpdate continues an Adler-32 over p (RFC 1950: s1 = 1 + sum of the
-// bytes, s2 = sum of the successive s1 values, both mod 65521). Eight bytes
+// bytes, s2 = sum of the successive s1 values, both mod 65521): with AVX2, 32
+// bytes per step, the bytes of a chunk of n adding n*s1 + sum of
+// (n-i)*p[i] to s2; the rest (and every byte without AVX2) by adlerSWAR.
+func adlerUpdate(sum uint32, p []byte) uint32 {
+	const mod = 65521
+	if haveAdlerAVX2 && len(p) >= 32 {
+		s1, s2 := uint64(sum&0xffff), uint64(sum>>16)
+		for len(p) >= 32 {
+			n := min(len(p), adlerChunk) &^ 31
+			a, b := adlerAVX2(p[:n])
+			s2 = (s2 + uint64(n)*s1 + b) % mod
+			s1 = (s1 + a) % mod
+			p = p[n:]
+		}
+		sum = uint32(s2<<16 | s1)
+	}
+	return adlerSWAR(sum, p)
+}
+
+// adlerSWAR continues an Adler-32 over p in portable code. Eight bytes
 // b0..b7 at a time: s2 += 8*s1 + 8*b0 + 7*b1 + ... + 1*b7 and s1 += b0+...+b7,
 // the byte sums taken by multiplying 16-bit lanes (no lane can carry into
 // another), which runs about three times as fast as a byte at a time. The
 // sums are 64-bit, so they are reduced once per 64 KiB instead of per 5552
 // bytes.
-func adlerUpdate(sum uint32, p []byte) uint32 {
+func adlerSWAR(sum uint32, p []byte) uint32 {
 	const (
 		mod   = 65521
 		lanes = 0x00ff00ff00ff00ff

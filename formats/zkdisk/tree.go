@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/ledgermedic/ledgermedic/internal/radix"
 )
@@ -21,21 +22,41 @@ type Node struct {
 // Kind says whether the node is persistent, ephemeral, a container or a TTL node.
 func (n *Node) Kind() NodeKind { return KindOf(n.Stat.EphemeralOwner) }
 
-// Tree is a ZooKeeper tree held as one slice in path order (byte order): about
-// 130 bytes per node plus its path and data, and no per-node map. Nodes created
-// during replay sit in a small side list until Compact merges them in.
+// Tree is a ZooKeeper tree as one list of entries in path order (byte order).
+// A node read from a plain snapshot file is a rec, in file order: its path and
+// data as offsets into the file's image, no pointers, so the collector has
+// none to follow in 200k of them and the scan writes 88 bytes a node without
+// write barriers. A node read by the stream reader, or changed or created by
+// replay, is held whole (alts). Nodes created during replay sit in a small
+// side list until Compact merges them in.
 type Tree struct {
-	nodes []Node
-	// order, when not nil, is the path order of nodes, which are then in the
-	// order a snapshot holds them: placing each 120-byte node at its sorted
-	// position was most of the cost of loading one. nil: nodes are sorted.
-	order []int32
+	img   []byte   // the snapshot file image recs point into
+	recs  []rec    // the image's nodes, in file order
+	ents  []uint32 // the nodes in path order: an index into recs, or altBit|index into alts
+	alts  []*Node
 	added []Node         // created by replay, unsorted
 	index map[string]int // path -> position in added
 	// owners lists ephemeral nodes by session, for closeSession.
 	owners map[int64][]string
 	dirty  bool
 }
+
+// rec is a node of a snapshot image: its path and data are offsets into it.
+type rec struct {
+	path   uint32 // offset of the path's bytes
+	plen   uint32 // 0: the root, stored as ""
+	data   uint32
+	dlen   int32 // -1: null data
+	ACLRef int64
+	Stat   Stat
+}
+
+// altBit marks an entry held whole; recs address an image of less than
+// maxImage bytes (a larger file is streamed).
+const (
+	altBit   = 1 << 31
+	maxImage = altBit
+)
 
 // newTree sorts nodes into a tree. parents, when not nil, gives each node's
 // parent index (-1 for the root) as a pre-order snapshot yields them.
@@ -48,57 +69,64 @@ func newTree(nodes []Node, parents []int32) *Tree {
 			names[i] = p[strings.LastIndexByte(p, '/')+1:]
 		}
 	}
-	paths := make([]string, len(nodes))
+	alts := make([]*Node, len(nodes))
 	for i := range nodes {
-		paths[i] = nodes[i].Path
+		alts[i] = &nodes[i]
 	}
-	perm, dups := treeOrder(paths, names, parents)
-	permute(nodes, perm)
-	return sortedTree(nodes, dups)
-}
-
-// sortedTree makes a tree of nodes already in path order (equal paths in file
-// order); dups says whether any path is there twice.
-func sortedTree(nodes []Node, dups bool) *Tree {
-	if dups {
-		// A snapshot never holds a path twice; if a damaged one does, keep the
-		// last, as ZooKeeper's deserialize does.
-		out := nodes[:0]
+	perm, dups := treeOrder(func() []string {
+		paths := make([]string, len(nodes))
 		for i := range nodes {
-			if len(out) > 0 && out[len(out)-1].Path == nodes[i].Path {
-				out[len(out)-1] = nodes[i]
-				continue
-			}
-			out = append(out, nodes[i])
+			paths[i] = nodes[i].Path
 		}
-		clear(nodes[len(out):]) // drop references to overwritten duplicates
-		nodes = out
+		return paths
+	}, names, parents)
+	t := orderedTree(nil, nil, alts, perm, dups)
+	t.findOwners()
+	return t
+}
+
+// orderedTree makes a tree of recs from img, or else of alts, and perm, the
+// permutation sorting them by path, equal paths in file order. dups says
+// whether a path is there twice: a snapshot never holds a path twice; if a
+// damaged one does, the last is kept, as ZooKeeper's deserialize does.
+func orderedTree(img []byte, recs []rec, alts []*Node, perm []int32, dups bool) *Tree {
+	t := &Tree{img: img, recs: recs, alts: alts, index: map[string]int{}, owners: map[int64][]string{}}
+	var held uint32
+	if recs == nil {
+		held = altBit
 	}
-	t := &Tree{nodes: nodes, index: map[string]int{}, owners: map[int64][]string{}}
-	for i := range nodes {
-		if o := nodes[i].Stat.EphemeralOwner; KindOf(o) == Ephemeral {
-			t.owners[o] = append(t.owners[o], nodes[i].Path)
+	t.ents = make([]uint32, 0, len(perm))
+	for k, i := range perm {
+		e := held | uint32(i)
+		if dups && k+1 < len(perm) && t.pathOf(held|uint32(perm[k+1])) == t.pathOf(e) {
+			continue
 		}
+		t.ents = append(t.ents, e)
 	}
 	return t
 }
 
-// orderedTree makes a tree of nodes in any order and their path order (no path
-// twice).
-func orderedTree(nodes []Node, order []int32) *Tree {
-	t := sortedTree(nodes, false)
-	t.order = order
-	return t
+// findOwners lists the tree's ephemeral nodes by session.
+func (t *Tree) findOwners() {
+	var tmp Node
+	for k := range t.ents {
+		n := t.nodeAt(k, &tmp)
+		if o := n.Stat.EphemeralOwner; KindOf(o) == Ephemeral {
+			t.owners[o] = append(t.owners[o], n.Path)
+		}
+	}
 }
 
-// treeOrder is the permutation sorting paths (byte order; equal paths in index
-// order), and whether two paths are equal. With parents (and names,
+// treeOrder is the permutation sorting nodes by path (byte order; equal paths
+// in index order), and whether two paths are equal. With parents (and names,
 // each path's last component) it orders each parent's children by name
-// instead of all paths globally.
-func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool) {
+// instead of all paths globally; allPaths is called only when it must sort
+// whole paths.
+func treeOrder(allPaths func() []string, names []string, parents []int32) (perm []int32, dups bool) {
 	if perm, ok := childOrder(names, parents); ok {
 		return perm, false
 	}
+	paths := allPaths()
 	idx := make([]int32, len(paths))
 	for i := range idx {
 		idx[i] = int32(i)
@@ -106,27 +134,6 @@ func treeOrder(paths, names []string, parents []int32) (perm []int32, dups bool)
 	rs := radix.New(paths, len(idx), false)
 	rs.Sort(idx, 0, 0)
 	return idx, rs.Dups()
-}
-
-// permute puts nodes[perm[k]] at k, moving each ~130-byte node once by
-// following the permutation's cycles (perm is consumed).
-func permute(nodes []Node, perm []int32) {
-	for i := range perm {
-		if perm[i] < 0 {
-			continue
-		}
-		tmp, j := nodes[i], i
-		for {
-			k := int(perm[j])
-			perm[j] = -1
-			if k == i {
-				nodes[j] = tmp
-				break
-			}
-			nodes[j] = nodes[k]
-			j = k
-		}
-	}
 }
 
 // parentTracker finds each node's parent while a snapshot is read: ZooKeeper
@@ -145,8 +152,9 @@ func newParentTracker(capacity int) *parentTracker {
 	return &parentTracker{parents: make([]int32, 0, capacity), ok: true}
 }
 
-// add records the parent of the next node, whose path is p.
-func (pt *parentTracker) add(p string) {
+// add records the parent of the next node, whose path is p; slash is the
+// position of p's last '/' (-1: none).
+func (pt *parentTracker) add(p string, slash int) {
 	if !pt.ok {
 		return
 	}
@@ -156,7 +164,6 @@ func (pt *parentTracker) add(p string) {
 		pt.parents, pt.stack, pt.paths = append(pt.parents, -1), append(pt.stack, i), append(pt.paths, p)
 		return
 	}
-	slash := strings.LastIndexByte(p, '/')
 	parent := p[:max(slash, 0)]
 	if slash == 0 {
 		parent = "/"
@@ -244,7 +251,7 @@ func childOrder(names []string, parents []int32) ([]int32, bool) {
 // order is not quite that: "/a-1" sorts between "/a" and "/a/x" because '-' <
 // '/'. So after a child c, the following siblings that extend c's name with a
 // byte below '/' come before c's subtree; pending holds the children whose
-// subtrees are still to be written.
+// subtrees are still to be written (leaves, most nodes, never wait there).
 type emitter struct {
 	names   []string
 	kids    []int32
@@ -267,7 +274,9 @@ func (e *emitter) children(p int32) {
 			e.children(top)
 		}
 		e.out = append(e.out, c)
-		e.pending = append(e.pending, c)
+		if e.start[c] != e.start[c+1] { // a leaf has no subtree to defer
+			e.pending = append(e.pending, c)
+		}
 	}
 	for len(e.pending) > base {
 		top := e.pending[len(e.pending)-1]
@@ -276,32 +285,70 @@ func (e *emitter) children(p int32) {
 	}
 }
 
-// count is the number of nodes in path order (deleted ones included).
-func (t *Tree) count() int {
-	if t.order != nil {
-		return len(t.order)
+// recPath is the path of a rec of img.
+func recPath(img []byte, r *rec) string {
+	if r.plen == 0 {
+		return "/"
 	}
-	return len(t.nodes)
+	return unsafe.String(&img[r.path], r.plen)
 }
 
-// at is the k-th node in path order.
-func (t *Tree) at(k int) *Node {
-	if t.order != nil {
-		return &t.nodes[t.order[k]]
+// recNode is the node a rec of img describes; its data aliases img.
+func recNode(img []byte, r *rec) Node {
+	n := Node{Path: recPath(img, r), ACLRef: r.ACLRef, Stat: r.Stat}
+	if r.dlen >= 0 {
+		end := r.data + uint32(r.dlen)
+		n.Data = img[r.data:end:end]
 	}
-	return &t.nodes[k]
+	return n
+}
+
+// pathOf is the path of entry e.
+func (t *Tree) pathOf(e uint32) string {
+	if e&altBit != 0 {
+		return t.alts[e&^altBit].Path
+	}
+	return recPath(t.img, &t.recs[e])
+}
+
+// pathAt is the path of the k-th node in path order.
+func (t *Tree) pathAt(k int) string { return t.pathOf(t.ents[k]) }
+
+// nodeAt is the k-th node in path order, for reading: the node held, or one
+// decoded into *tmp.
+func (t *Tree) nodeAt(k int, tmp *Node) *Node {
+	e := t.ents[k]
+	if e&altBit != 0 {
+		return t.alts[e&^altBit]
+	}
+	*tmp = recNode(t.img, &t.recs[e])
+	return tmp
+}
+
+// hold is the k-th node in path order, held whole from now on so that it can
+// be changed.
+func (t *Tree) hold(k int) *Node {
+	e := t.ents[k]
+	if e&altBit != 0 {
+		return t.alts[e&^altBit]
+	}
+	n := new(Node)
+	*n = recNode(t.img, &t.recs[e])
+	t.ents[k] = altBit | uint32(len(t.alts))
+	t.alts = append(t.alts, n)
+	return n
 }
 
 // search is the position in path order of the first node whose path is >= path.
 func (t *Tree) search(path string) (int, bool) {
-	k := sort.Search(t.count(), func(k int) bool { return t.at(k).Path >= path })
-	return k, k < t.count() && t.at(k).Path == path
+	k := sort.Search(len(t.ents), func(k int) bool { return t.pathAt(k) >= path })
+	return k, k < len(t.ents) && t.pathAt(k) == path
 }
 
-// lookup finds a node, deleted ones included (the caller checks gone).
-func (t *Tree) lookup(path string) *Node {
+// peek finds a node to read, deleted ones included (the caller checks gone).
+func (t *Tree) peek(path string) *Node {
 	if k, ok := t.search(path); ok {
-		return t.at(k)
+		return t.nodeAt(k, new(Node))
 	}
 	if i, ok := t.index[path]; ok {
 		return &t.added[i]
@@ -309,9 +356,29 @@ func (t *Tree) lookup(path string) *Node {
 	return nil
 }
 
-// Get returns the live node at path.
+// edit finds a node to change, deleted ones included (the caller checks gone).
+func (t *Tree) edit(path string) *Node {
+	if k, ok := t.search(path); ok {
+		return t.hold(k)
+	}
+	if i, ok := t.index[path]; ok {
+		return &t.added[i]
+	}
+	return nil
+}
+
+// Get returns the live node at path. The caller must not change it.
 func (t *Tree) Get(path string) (*Node, bool) {
-	n := t.lookup(path)
+	n := t.peek(path)
+	if n == nil || n.gone {
+		return nil, false
+	}
+	return n, true
+}
+
+// change returns the live node at path, to be changed in place (replay).
+func (t *Tree) change(path string) (*Node, bool) {
+	n := t.edit(path)
 	if n == nil || n.gone {
 		return nil, false
 	}
@@ -320,7 +387,7 @@ func (t *Tree) Get(path string) (*Node, bool) {
 
 // put creates or revives a node.
 func (t *Tree) put(n Node) {
-	if old := t.lookup(n.Path); old != nil {
+	if old := t.edit(n.Path); old != nil {
 		*old = n
 		return
 	}
@@ -330,7 +397,7 @@ func (t *Tree) put(n Node) {
 }
 
 func (t *Tree) remove(path string) bool {
-	n := t.lookup(path)
+	n := t.edit(path)
 	if n == nil || n.gone {
 		return false
 	}
@@ -339,47 +406,52 @@ func (t *Tree) remove(path string) bool {
 	return true
 }
 
-// Compact merges created nodes into the sorted slice and drops deleted ones, so
-// Walk and Len see one sorted list.
+// Compact merges created nodes into the sorted entries and drops deleted ones,
+// so Walk and Len see one sorted list.
 func (t *Tree) Compact() {
 	if !t.dirty {
 		return
 	}
 	slices.SortFunc(t.added, func(a, b Node) int { return strings.Compare(a.Path, b.Path) })
-	count := t.count()
-	out := make([]Node, 0, count+len(t.added))
+	out := make([]uint32, 0, len(t.ents)+len(t.added))
 	i, j := 0, 0
-	for i < count || j < len(t.added) {
-		var n *Node
-		if j >= len(t.added) || (i < count && t.at(i).Path < t.added[j].Path) {
-			n, i = t.at(i), i+1
-		} else {
-			n, j = &t.added[j], j+1
+	for i < len(t.ents) || j < len(t.added) {
+		if j >= len(t.added) || (i < len(t.ents) && t.pathAt(i) < t.added[j].Path) {
+			e := t.ents[i]
+			i++
+			if e&altBit != 0 && t.alts[e&^altBit].gone {
+				continue // only a held node can have been deleted
+			}
+			out = append(out, e)
+			continue
 		}
+		n := t.added[j]
+		j++
 		if !n.gone {
-			out = append(out, *n)
+			out = append(out, altBit|uint32(len(t.alts)))
+			t.alts = append(t.alts, &n)
 		}
 	}
-	t.nodes, t.order, t.added, t.index, t.dirty = out, nil, nil, map[string]int{}, false
+	t.ents, t.added, t.index, t.dirty = out, nil, map[string]int{}, false
 }
 
 // Len is the number of live nodes (after Compact).
 func (t *Tree) Len() int {
 	t.Compact()
-	return t.count()
+	return len(t.ents)
 }
 
 // Walk calls fn for every live node whose path starts with prefix and is >=
-// start, in path byte order. fn must not keep n past the call.
+// start, in path byte order. fn must not keep n past the call, nor change it.
 func (t *Tree) Walk(prefix, start string, fn func(n *Node) error) error {
 	t.Compact()
-	i, _ := t.search(max(prefix, start))
-	for ; i < t.count(); i++ {
-		n := t.at(i)
-		if !strings.HasPrefix(n.Path, prefix) {
+	var tmp Node
+	k, _ := t.search(max(prefix, start))
+	for ; k < len(t.ents); k++ {
+		if !strings.HasPrefix(t.pathAt(k), prefix) {
 			break
 		}
-		if err := fn(n); err != nil {
+		if err := fn(t.nodeAt(k, &tmp)); err != nil {
 			return err
 		}
 	}
