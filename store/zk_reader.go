@@ -33,6 +33,8 @@ type zkReader struct {
 
 	zxid atomic.Int64 // the highest zxid any reply carried: what the server had applied
 	done chan struct{}
+
+	multiReads, syncs atomic.Int64 // requests sent, for the tests
 }
 
 // zkReply is one response: its ReplyHeader's zxid and error code, and its body.
@@ -325,6 +327,7 @@ func (c zkCall) wait() (zkReply, error) {
 
 // startMultiRead sends one multiRead of ops.
 func (r *zkReader) startMultiRead(ops []zkReadOp) (zkCall, error) {
+	r.multiReads.Add(1)
 	return r.start(zkOpMultiRead, zkMultiReadBody(ops))
 }
 
@@ -364,6 +367,7 @@ func (r *zkReader) multiRead(ops []zkReadOp) ([]zkReadResult, error) {
 // after it on this session, only once it has applied every write the leader had
 // committed when the sync reached it.
 func (r *zkReader) startSync(path string) (zkCall, error) {
+	r.syncs.Add(1)
 	return r.start(zkOpSync, func(w *juteWriter) { w.string(path) })
 }
 
