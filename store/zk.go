@@ -239,7 +239,7 @@ func (s *zkStore) Source() SourceInfo {
 func (s *zkStore) Close() error {
 	s.mu.Lock()
 	if s.reader != nil {
-		s.reader.close(errors.New("store closed"))
+		s.reader.shutdown()
 		s.reader = nil
 	}
 	s.readRetry = time.Now().Add(100 * 365 * 24 * time.Hour)

@@ -16,12 +16,13 @@ import (
 
 // Operation codes and reserved xids of the requests we send.
 const (
-	zkOpGetData     = 4
-	zkOpGetChildren = 8
-	zkOpSync        = 9
-	zkOpPing        = 11
-	zkOpMultiRead   = 22
-	zkOpAuth        = 100
+	zkOpGetData      = 4
+	zkOpGetChildren  = 8
+	zkOpSync         = 9
+	zkOpPing         = 11
+	zkOpMultiRead    = 22
+	zkOpAuth         = 100
+	zkOpCloseSession = -11
 
 	zkXidWatch = -1 // a watch event (we set no watches; ignored)
 	zkXidPing  = -2

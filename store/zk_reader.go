@@ -272,6 +272,15 @@ func (r *zkReader) close(cause error) {
 	}
 }
 
+// shutdown ends the session politely: a closeSession request (op -11), so the
+// server drops it now rather than after the session timeout.
+func (r *zkReader) shutdown() {
+	if r.failed() == nil {
+		_ = r.write(zkPacket(1<<30, zkOpCloseSession, nil))
+	}
+	r.close(errors.New("store closed"))
+}
+
 // failed is the reason the session ended, nil while it works.
 func (r *zkReader) failed() error {
 	r.mu.Lock()
