@@ -39,7 +39,7 @@ func readHostOrder(hosts []string, first string) []string {
 
 // dialReaderLocked opens the read session; on failure it notes the fallback once.
 func (s *zkStore) dialReaderLocked() {
-	r, err := dialZKReader(s.readHosts, s.readSession, min(s.timeout, 5*time.Second), s.digest, s.zkPath("/"))
+	r, err := dialZKReader(s.readHosts, s.readSession, min(s.timeout, 5*time.Second), s.timeout, s.digest, s.zkPath("/"))
 	if err != nil {
 		s.downLocked(err)
 		return
@@ -69,7 +69,7 @@ func (s *zkStore) activeReader() *zkReader {
 	if s.reader != nil && s.reader.failed() != nil {
 		s.downLocked(s.reader.failed())
 	}
-	if s.reader == nil && !s.noMultiRead && time.Now().After(s.readRetry) && s.conn != nil {
+	if s.reader == nil && !s.noMultiRead && time.Now().After(s.readRetry) {
 		s.dialReaderLocked()
 	}
 	return s.reader
@@ -243,10 +243,7 @@ func (s *zkStore) getNodesMulti(r *zkReader, paths []string) ([]Node, error) {
 		q = q[1:]
 		res, err := finishMultiRead(f.c, ops[f.lo:f.hi])
 		if err != nil {
-			if errors.Is(err, errReaderDown) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("read %d metadata node(s) from %q: zookeeper %s: %w", f.hi-f.lo, paths[f.lo], s.hosts, err)
+			return nil, err // errReaderDown: GetNodes reads them through go-zookeeper
 		}
 		for k, rr := range res {
 			i := f.lo + k

@@ -71,10 +71,10 @@ var errReaderDown = errors.New("multiRead session unavailable")
 // handshake, digest auth when given, then a multiRead of root, which tells a
 // server that does not implement it (it answers UNIMPLEMENTED and closes the
 // session) before any real read depends on it.
-func dialZKReader(hosts []string, session, timeout time.Duration, digest, root string) (*zkReader, error) {
+func dialZKReader(hosts []string, session, dial, timeout time.Duration, digest, root string) (*zkReader, error) {
 	var errs []error
 	for _, h := range hosts {
-		r, err := dialZKReaderHost(h, session, timeout, digest)
+		r, err := dialZKReaderHost(h, session, dial, timeout, digest)
 		if err == nil {
 			if _, err = r.multiRead([]zkReadOp{{path: root}}); err == nil {
 				return r, nil
@@ -86,12 +86,13 @@ func dialZKReader(hosts []string, session, timeout time.Duration, digest, root s
 	return nil, errors.Join(errs...)
 }
 
-func dialZKReaderHost(addr string, session, timeout time.Duration, digest string) (*zkReader, error) {
-	conn, err := net.DialTimeout("tcp", addr, timeout)
+// dial bounds connecting and the handshake; timeout each later request.
+func dialZKReaderHost(addr string, session, dial, timeout time.Duration, digest string) (*zkReader, error) {
+	conn, err := net.DialTimeout("tcp", addr, dial)
 	if err != nil {
 		return nil, err
 	}
-	_ = conn.SetDeadline(time.Now().Add(timeout))
+	_ = conn.SetDeadline(time.Now().Add(dial))
 	// ConnectRequest: protocol version, last zxid seen, timeout (ms), session id
 	// (0: new), password (16 zero bytes for a new session), read-only flag.
 	w := &juteWriter{b: make([]byte, 4, 64)}
@@ -354,7 +355,9 @@ func finishMultiRead(c zkCall, ops []zkReadOp) ([]zkReadResult, error) {
 		c.r.close(errZKUnimplemented)
 		return nil, fmt.Errorf("%w: %w", errReaderDown, errZKUnimplemented)
 	case rep.code != 0 && len(rep.body) == 0:
-		return nil, fmt.Errorf("multiRead of %d nodes from %q: %w", len(ops), ops[0].path, zkCodeError(rep.code))
+		// The whole request refused: read these through go-zookeeper, which
+		// answers per node.
+		return nil, fmt.Errorf("%w: multiRead of %d nodes from %q: %w", errReaderDown, len(ops), ops[0].path, zkCodeError(rep.code))
 	}
 	res, err := decodeMultiRead(rep.body, ops)
 	if err != nil {
@@ -386,7 +389,7 @@ func finishSync(c zkCall) error {
 		return err
 	}
 	if rep.code != 0 {
-		return fmt.Errorf("sync: %w", zkCodeError(rep.code))
+		return fmt.Errorf("%w: sync: %w", errReaderDown, zkCodeError(rep.code))
 	}
 	return nil
 }
