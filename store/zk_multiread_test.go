@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
@@ -266,5 +267,33 @@ func TestZKMultiReadFallback(t *testing.T) {
 	}
 	if len(notes) != 1 || !strings.Contains(notes[0], "one request per node") {
 		t.Errorf("notes about the fallback: %q", s.Source().Notes)
+	}
+}
+
+// TestZKMultiReadRateCap: a batched read still counts each node against the rate
+// cap: 40 nodes in one GetNodes at 40 reads/s take most of a second.
+func TestZKMultiReadRateCap(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	raw := zkRaw(t, srv.Addr)
+	var ps []string
+	for i := range 40 {
+		p := fmt.Sprintf("/rc/%02d", i)
+		zkCreateAll(t, raw, p, []byte("x"))
+		ps = append(ps, p)
+	}
+	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Rate: 40}})
+	if active, _, _ := store.ZKReadStatsForTest(s); !active {
+		t.Fatal("no multiRead session")
+	}
+	start := time.Now()
+	nodes, err := s.(store.NodeBatcher).GetNodes(ps)
+	if err != nil || len(nodes) != 40 {
+		t.Fatalf("GetNodes: %d nodes, %v", len(nodes), err)
+	}
+	if took := time.Since(start); took < 800*time.Millisecond {
+		t.Errorf("40 nodes at 40 reads/s took %v", took)
+	}
+	if _, reads, _ := store.ZKReadStatsForTest(s); reads > 3 {
+		t.Errorf("40 nodes took %d multiReads", reads)
 	}
 }
