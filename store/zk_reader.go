@@ -70,7 +70,8 @@ var errReaderDown = errors.New("multiRead session unavailable")
 // dialZKReader opens a session on the first host that accepts one: connect
 // handshake, digest auth when given, then a multiRead of root, which tells a
 // server that does not implement it (it answers UNIMPLEMENTED and closes the
-// session) before any real read depends on it.
+// session) before any real read depends on it. A failed probe is taken as such a
+// server: the store then never dials again (it reads through go-zookeeper).
 func dialZKReader(hosts []string, session, dial, timeout time.Duration, digest, root string) (*zkReader, error) {
 	var errs []error
 	for _, h := range hosts {
@@ -80,6 +81,9 @@ func dialZKReader(hosts []string, session, dial, timeout time.Duration, digest, 
 				return r, nil
 			}
 			r.close(err)
+			// A server that took the session but not the request: whether it said
+			// UNIMPLEMENTED or just closed the connection, it will not serve one later.
+			return nil, fmt.Errorf("%s: %w (%w)", h, errZKUnimplemented, err)
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", h, err))
 	}
