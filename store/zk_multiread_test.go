@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"slices"
 	"strings"
@@ -295,5 +297,100 @@ func TestZKMultiReadRateCap(t *testing.T) {
 	}
 	if _, reads, _ := store.ZKReadStatsForTest(s); reads > 3 {
 		t.Errorf("40 nodes took %d multiReads", reads)
+	}
+}
+
+// refuseMultiReadProxy forwards to target but closes a connection as soon as the
+// client sends a multiRead (op 22), as a server before 3.6 ends the session; it
+// counts the connections made.
+func refuseMultiReadProxy(t *testing.T, target string) (addr string, conns func() int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var open []net.Conn
+	n := 0
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial("tcp", target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, c, s)
+			n++
+			mu.Unlock()
+			go func() { _, _ = copyConn(c, s) }()
+			go func() {
+				defer c.Close()
+				defer s.Close()
+				for first := true; ; first = false {
+					hdr := make([]byte, 4)
+					if _, err := io.ReadFull(c, hdr); err != nil {
+						return
+					}
+					pkt := make([]byte, binary.BigEndian.Uint32(hdr))
+					if _, err := io.ReadFull(c, pkt); err != nil {
+						return
+					}
+					if !first && len(pkt) >= 8 && int32(binary.BigEndian.Uint32(pkt[4:8])) == 22 {
+						return
+					}
+					if _, err := s.Write(append(hdr, pkt...)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
+}
+
+// TestZKMultiReadRefused: a server that ends the session on a multiRead (before
+// 3.6) gets no second try: reads go through go-zookeeper, the store says so once.
+func TestZKMultiReadRefused(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	raw := zkRaw(t, srv.Addr)
+	zkCreateAll(t, raw, "/old/a", []byte("a"))
+	addr, conns := refuseMultiReadProxy(t, srv.Addr)
+	s := zkMustOpen(t, "zk://"+addr, store.Options{})
+	if active, _, _ := store.ZKReadStatsForTest(s); active {
+		t.Fatal("a multiRead session on a server that refuses multiRead")
+	}
+	time.Sleep(2500 * time.Millisecond) // past the retry delay
+	for range 2 {
+		if got := zkWalkAll(t, s, "/old/", ""); len(got) != 1 || string(got[0].Value) != "a" {
+			t.Fatalf("walk: %+v", got)
+		}
+		if nodes, err := s.(store.NodeBatcher).GetNodes([]string{"/old/a"}); err != nil || string(nodes[0].Value) != "a" {
+			t.Fatalf("GetNodes: %+v, %v", nodes, err)
+		}
+	}
+	if n := conns(); n != 3 {
+		t.Errorf("%d connections, want 3 (go-zookeeper's, the srvr probe, one read session)", n)
+	}
+	var notes []string
+	for _, n := range s.Source().Notes {
+		if strings.Contains(n, "multiRead") {
+			notes = append(notes, n)
+		}
+	}
+	if len(notes) != 1 || !strings.Contains(notes[0], "UNIMPLEMENTED") {
+		t.Errorf("notes: %q", s.Source().Notes)
 	}
 }
