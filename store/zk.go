@@ -50,8 +50,9 @@ type zkStore struct {
 	readSession time.Duration
 	digest      string
 	readRetry   time.Time // no new dial before this
-	readNoted   bool      // the fallback was told (once)
-	noMultiRead bool      // the server does not implement it: never dial again
+	readBackoff time.Duration
+	readNoted   bool // the fallback was told (once)
+	noMultiRead bool // the server does not implement it: never dial again
 
 	marks zkWriteMarks
 	sizes zkSizeEstimate

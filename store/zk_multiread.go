@@ -16,9 +16,14 @@ import (
 // could not be opened or was lost). The fallback is told once, as a note of the
 // store's Source.
 
-// zkReaderRetry is how long after a failure the store waits before it dials a new
-// read session (reads go through go-zookeeper meanwhile).
-const zkReaderRetry = 2 * time.Second
+// After a failure the store waits zkReaderRetry before it dials a new read session
+// (reads go through go-zookeeper meanwhile), twice as long after each further
+// failure up to zkReaderRetryMax: a dial to a host that does not answer costs its
+// timeout.
+const (
+	zkReaderRetry    = 2 * time.Second
+	zkReaderRetryMax = time.Minute
+)
 
 // readHostOrder puts the write session's server first: the read session then sees
 // what the writes committed as soon as that server applied them.
@@ -44,20 +49,21 @@ func (s *zkStore) dialReaderLocked() {
 		s.downLocked(err)
 		return
 	}
-	s.reader = r
+	s.reader, s.readBackoff = r, 0
 }
 
 // downLocked records that the read session is not usable.
 func (s *zkStore) downLocked(err error) {
 	s.reader = nil
-	s.readRetry = time.Now().Add(zkReaderRetry)
+	s.readBackoff = min(max(zkReaderRetry, 2*s.readBackoff), zkReaderRetryMax)
+	s.readRetry = time.Now().Add(s.readBackoff)
 	if errors.Is(err, errZKUnimplemented) {
 		s.noMultiRead = true
 	}
 	if !s.readNoted {
 		s.readNoted = true
 		s.source.Notes = append(s.source.Notes, fmt.Sprintf(
-			"bulk reads use one request per node: no multiRead session on zookeeper %s (%v)", s.hosts, err))
+			"bulk reads use one request per node while there is no multiRead session on zookeeper %s (%v)", s.hosts, err))
 	}
 }
 
@@ -162,8 +168,8 @@ func (s *zkStore) syncReader(r *zkReader) error {
 	return s.finishSync(c, gen)
 }
 
-// avgData estimates a node's data size for planning batches (bytes/node read so
-// far, 1 KiB before the first read).
+// zkSizeEstimate is a node's expected share of a response, for planning batches
+// (the mean data size read so far, 1 KiB before the first read).
 type zkSizeEstimate struct {
 	mu           sync.Mutex
 	bytes, nodes int64
