@@ -8,6 +8,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -38,7 +39,23 @@ type zkStore struct {
 	timeout  time.Duration // connecting and each request
 	conc     int           // reads in flight
 	limiter  *rate.Limiter // nil: no cap
-	source   SourceInfo
+
+	mu     sync.Mutex // guards source.Notes and the reader fields
+	source SourceInfo
+
+	// The multiRead session (zk_reader.go): nil while down. Reads go through
+	// go-zookeeper while it is.
+	reader      *zkReader
+	readHosts   []string
+	readSession time.Duration
+	digest      string
+	readRetry   time.Time // no new dial before this
+	readBackoff time.Duration
+	readNoted   bool // the fallback was told (once)
+	noMultiRead bool // the server does not implement it: never dial again
+
+	marks zkWriteMarks
+	sizes zkSizeEstimate
 }
 
 // zkOptions are the settings of one open, from RemoteOptions and the URL query.
@@ -122,6 +139,11 @@ func openZK(u URL, opts Options) (MetadataBackend, error) {
 		conn.Close()
 		return nil, err
 	}
+	s.readSession, s.digest = o.session, o.digest
+	s.readHosts = readHostOrder(u.Hosts, conn.Server())
+	s.mu.Lock()
+	s.dialReaderLocked()
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -207,9 +229,22 @@ func srvrZxid(addr string, timeout time.Duration) (int64, error) {
 	return 0, errors.New("no Zxid line (srvr not in 4lw.commands.whitelist?)")
 }
 
-func (s *zkStore) Source() SourceInfo { return s.source }
+func (s *zkStore) Source() SourceInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	src := s.source
+	src.Notes = append([]string(nil), s.source.Notes...)
+	return src
+}
 
 func (s *zkStore) Close() error {
+	s.mu.Lock()
+	if s.reader != nil {
+		s.reader.shutdown()
+		s.reader = nil
+	}
+	s.readRetry = time.Now().Add(100 * 365 * 24 * time.Hour)
+	s.mu.Unlock()
 	if s.conn != nil {
 		s.conn.Close()
 		s.conn = nil

@@ -1,6 +1,34 @@
 package store
 
+import "errors"
+
 // OpenMetadataURLForTest lets the external tests (package store_test: they use
 // internal/testutil, which imports store) open a backend through the dispatch
 // switch without a data dir. Shared by the ZooKeeper and etcd tests.
 var OpenMetadataURLForTest = openMetadataURL
+
+// ZKReadStatsForTest reports whether a ZooKeeper backend reads through its
+// multiRead session, and the multiRead and sync requests that session sent.
+func ZKReadStatsForTest(mb MetadataBackend) (active bool, multiReads, syncs int64) {
+	s := mb.(*zkStore)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader == nil || s.reader.failed() != nil {
+		return false, 0, 0
+	}
+	return true, s.reader.multiReads.Load(), s.reader.syncs.Load()
+}
+
+// ZKReadHostsForTest moves a ZooKeeper backend's read session to hosts (the
+// write session stays where it is), as when go-zookeeper picked another server.
+func ZKReadHostsForTest(mb MetadataBackend, hosts []string) {
+	s := mb.(*zkStore)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader != nil {
+		s.reader.close(errors.New("moved"))
+		s.reader = nil
+	}
+	s.readHosts = hosts
+	s.dialReaderLocked()
+}

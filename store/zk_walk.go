@@ -25,6 +25,7 @@ type walkItem struct {
 	path   string // node path (relative to the chroot)
 	list   bool   // a children listing
 	filter string // listing only: keep child names that start with this
+	kids   int32  // listing only: the children the node's Stat counted (-1: unknown)
 	done   bool
 	idx    [2]int // positions in the two heaps
 
@@ -59,12 +60,19 @@ func (h *walkHeap) Pop() any {
 	return it
 }
 
-type walkResult struct {
-	it       *walkItem
+// walkRead is the outcome of one item's read.
+type walkRead struct {
 	data     []byte
 	stat     *zk.Stat
 	children []string
 	err      error
+}
+
+// walkResult is one batch of reads: one multiRead, or one go-zookeeper read.
+type walkResult struct {
+	items []*walkItem
+	reads []walkRead
+	err   error // the whole batch (the rate cap's wait was cancelled)
 }
 
 // zkWalk is the state of one Walk.
@@ -80,6 +88,7 @@ type zkWalk struct {
 	buffered int // finished and not yet handed over
 	window   int
 	system   bool // the prefix asks for ZooKeeper's own /zookeeper subtree
+	reader   *zkReader
 }
 
 func (s *zkStore) Walk(ctx context.Context, prefix string, fn func(Node) error) error {
@@ -99,7 +108,7 @@ func (s *zkStore) WalkFrom(ctx context.Context, prefix, start string, fn func(No
 	w := &zkWalk{
 		s: s, ctx: ctx, prefix: prefix, start: start,
 		all: walkHeap{which: 0}, pending: walkHeap{which: 1},
-		results: make(chan walkResult, s.conc),
+		results: make(chan walkResult, max(s.conc, zkReadInflight)),
 		window:  max(1024, 64*s.conc),
 		system:  strings.HasPrefix(prefix, "/zookeeper"),
 	}
@@ -112,7 +121,15 @@ func (s *zkStore) WalkFrom(ctx context.Context, prefix, start string, fn func(No
 			base = "/"
 		}
 	}
-	w.push(&walkItem{key: listKey(base), path: base, list: true, filter: filter})
+	if r := s.activeReader(); r != nil {
+		// The walk may follow our own writes (on the other session).
+		if err := s.syncReader(r); err != nil {
+			s.readerDown(r, err)
+		} else {
+			w.reader = r
+		}
+	}
+	w.push(&walkItem{key: listKey(base), path: base, list: true, filter: filter, kids: -1})
 	return w.run(fn)
 }
 
@@ -160,30 +177,83 @@ func (w *zkWalk) run(fn func(Node) error) error {
 
 // dispatch sends pending reads in key order while fewer than the concurrency are
 // in flight, and while the window of undelivered reads has room (the smallest
-// pending item always goes: nothing can be handed over before it).
+// pending item always goes: nothing can be handed over before it). Through the
+// multiRead session a request carries a batch of reads and a few are in flight;
+// through go-zookeeper each read is one request and conc are in flight.
 func (w *zkWalk) dispatch() {
-	for w.pending.Len() > 0 && w.inflight < w.s.conc {
-		next := w.pending.items[0]
-		if w.buffered >= w.window && next != w.all.items[0] {
+	maxBatch, maxInflight := w.limits()
+	for w.pending.Len() > 0 && w.inflight < maxInflight {
+		var batch []*walkItem
+		req, resp := 4+8+9, 0
+		for w.pending.Len() > 0 && len(batch) < maxBatch {
+			next := w.pending.items[0]
+			if w.buffered+len(batch) >= w.window && next != w.all.items[0] {
+				break
+			}
+			req += 9 + 4 + len(w.s.zkPath(next.path)) + 1
+			resp += w.expect(next)
+			if len(batch) > 0 && (req > zkReadMaxRequest || resp > zkReadTargetBytes) {
+				break
+			}
+			heap.Pop(&w.pending)
+			batch = append(batch, next)
+		}
+		if len(batch) == 0 {
 			return
 		}
-		heap.Pop(&w.pending)
 		w.inflight++
-		go w.fetch(next)
+		go w.fetch(batch)
 	}
 }
 
-func (w *zkWalk) fetch(it *walkItem) {
-	r := walkResult{it: it}
-	if r.err = w.s.wait(w.ctx); r.err == nil {
+// limits are the batch size and the requests in flight of the current read path.
+func (w *zkWalk) limits() (maxBatch, maxInflight int) {
+	if w.reader != nil && w.reader.failed() == nil {
+		return zkReadMaxOps, zkReadInflight
+	}
+	return 1, w.s.conc
+}
+
+// expect is the response bytes a read is planned for: a listing by its Stat's
+// count of children (names of ~40 bytes), data by the sizes read so far.
+func (w *zkWalk) expect(it *walkItem) int {
+	if !it.list {
+		return w.s.sizes.node()
+	}
+	if it.kids < 0 {
+		return 64 << 10
+	}
+	return 9 + 4 + int(it.kids)*(4+40)
+}
+
+func (w *zkWalk) fetch(items []*walkItem) {
+	r := walkResult{items: items}
+	if r.err = w.s.waitN(w.ctx, len(items)); r.err == nil {
+		r.reads = w.read(items)
+	}
+	w.results <- r // never blocks: the channel holds every batch in flight
+}
+
+// read reads items through the multiRead session, or one by one through
+// go-zookeeper when there is none or it fails.
+func (w *zkWalk) read(items []*walkItem) []walkRead {
+	if r := w.reader; r != nil && r.failed() == nil {
+		reads, err := w.s.readBatch(r, items)
+		if err == nil {
+			return reads
+		}
+		w.s.readerDown(r, err)
+	}
+	reads := make([]walkRead, len(items))
+	for i, it := range items {
 		p := w.s.zkPath(it.path)
 		if it.list {
-			r.children, _, r.err = w.s.conn.Children(p)
+			reads[i].children, _, reads[i].err = w.s.conn.Children(p)
 		} else {
-			r.data, r.stat, r.err = w.s.conn.Get(p)
+			reads[i].data, reads[i].stat, reads[i].err = w.s.conn.Get(p)
 		}
 	}
-	w.results <- r // never blocks: the channel holds every read in flight
+	return reads
 }
 
 // collect waits for one read to finish and files its result: a node with children
@@ -191,7 +261,9 @@ func (w *zkWalk) fetch(it *walkItem) {
 func (w *zkWalk) collect() error {
 	stall := w.s.timeout
 	if w.s.limiter != nil {
-		stall += time.Duration(float64(time.Second) * float64(w.s.conc) / float64(w.s.limiter.Limit()))
+		maxBatch, maxInflight := w.limits()
+		inflight := max(w.s.conc, maxBatch*maxInflight)
+		stall += time.Duration(float64(time.Second) * float64(inflight) / float64(w.s.limiter.Limit()))
 	}
 	timer := time.NewTimer(stall)
 	defer timer.Stop()
@@ -204,9 +276,23 @@ func (w *zkWalk) collect() error {
 		return fmt.Errorf("walk %q: zookeeper %s: %w (%v)", w.prefix, w.s.hosts, errRequestTimeout, stall)
 	}
 	w.inflight--
-	it := r.it
-	it.done = true
-	w.buffered++
+	for i, it := range r.items {
+		it.done = true
+		w.buffered++
+		rd := walkRead{err: r.err}
+		if r.err == nil {
+			rd = r.reads[i]
+		}
+		if err := w.file(it, rd); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// file records one read: a node with children adds the listing of them, a listing
+// adds its children.
+func (w *zkWalk) file(it *walkItem, r walkRead) error {
 	switch {
 	case errors.Is(r.err, zk.ErrNoNode):
 		it.gone = true
@@ -217,7 +303,7 @@ func (w *zkWalk) collect() error {
 	default:
 		it.data, it.stat = r.data, r.stat
 		if r.stat.NumChildren > 0 && w.wanted(listKey(it.path)) {
-			w.push(&walkItem{key: listKey(it.path), path: it.path, list: true})
+			w.push(&walkItem{key: listKey(it.path), path: it.path, list: true, kids: r.stat.NumChildren})
 		}
 	}
 	return nil
@@ -238,7 +324,7 @@ func (w *zkWalk) addChildren(list *walkItem, names []string) {
 		case p >= w.start:
 			w.push(&walkItem{key: p, path: p})
 		case w.wanted(listKey(p)):
-			w.push(&walkItem{key: listKey(p), path: p, list: true})
+			w.push(&walkItem{key: listKey(p), path: p, list: true, kids: -1})
 		}
 	}
 }
@@ -249,11 +335,10 @@ func (w *zkWalk) wanted(key string) bool {
 	return key >= w.start || strings.HasPrefix(w.start, key)
 }
 
-// GetNodes reads every path with pipelined Gets (bounded by the concurrency and
-// the rate cap). ZooKeeper 3.8 has no multi-read over the Go client, so this is not
-// one snapshot; a write after it is still guarded by the versions it returned. One
-// timer covers the batch: it fails when no answer came for the request timeout.
-func (s *zkStore) GetNodes(paths []string) ([]Node, error) {
+// getNodesGets reads every path with pipelined go-zookeeper Gets (bounded by the
+// concurrency and the rate cap): GetNodes without a multiRead session. One timer
+// covers the batch: it fails when no answer came for the request timeout.
+func (s *zkStore) getNodesGets(paths []string) ([]Node, error) {
 	type result struct {
 		i    int
 		data []byte

@@ -55,6 +55,12 @@ func (s *zkStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 	}
 	for attempt := 1; ; attempt++ {
 		resps, err := s.multi(ops)
+		// What the read session must see before it verifies (zk_multiread.go).
+		if err == nil {
+			s.marks.wrote(multiZxid(resps))
+		} else {
+			s.marks.wrote(0)
+		}
 		if err == nil {
 			return newVersions(writes, resps), nil
 		}
@@ -241,6 +247,7 @@ func (s *zkStore) createParents(writes []NodeWrite) error {
 
 func (s *zkStore) createParent(path string) error {
 	p := s.zkPath(path)
+	defer s.marks.wrote(0)
 	err := s.within(func() error {
 		_, err := s.conn.CreateContainer(p, []byte{}, zk.FlagContainer, zkOpenACL)
 		return err
