@@ -102,9 +102,12 @@ const (
 	sessionMemTableSize = 2 << 20
 	// sessionTableSize: one size at every level (see above). It sets the
 	// builders' buffers: a flush starts with twice this and doubles until the
-	// memtable fits (6 MB for 2 MB), and the flatten at close runs up to
-	// about a dozen builders of tables this size at once.
-	sessionTableSize = 1 << 20
+	// memtable fits (about 7 MB for 2 MB), and the flatten at close runs up to
+	// about a dozen builders of tables this size at once, so its peak follows
+	// this size (1M ledgers, docs/benchmarks.md: 2 MB tables 270-285 MB, 1 MB
+	// 214, 512 KB 144-187, 256 KB 126). Below 512 KB the tables get many (a
+	// file descriptor and a mapping each: 100 per 50 MB of metadata) for little.
+	sessionTableSize = 512 << 10
 	// sessionCacheSize bounds each of the block and index caches of a session's
 	// databases: a session reads each node and entry 0 of each ledger about once.
 	sessionCacheSize = 1 << 20

@@ -40,6 +40,8 @@ const (
 	// trimPoll: how often RssFile is read (/proc/self/statm, one small read).
 	// A run that reads 100 MB/s overshoots trimAfter by about 5 MB.
 	trimPoll = 50 * time.Millisecond
+	// reclaimPoll: the flatten reads and writes tables faster than a run does.
+	reclaimPoll = 10 * time.Millisecond
 )
 
 // mappingsMu orders trims against closes of Badger databases (which unmap tables).
@@ -84,7 +86,11 @@ func pathSet(dirs []string) map[string]bool {
 
 func (t *mapTrimmer) run(dirs map[string]bool) {
 	defer close(t.done)
-	tick := time.NewTicker(trimPoll)
+	poll := trimPoll
+	if t.reclaim {
+		poll = reclaimPoll
+	}
+	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	// Opening the databases read every table's index and bloom filter.
 	if !t.trim(dirs) {
