@@ -31,12 +31,11 @@ const (
 	// memtable to replay a write-ahead log left behind (see memTableSize). 8 MB is
 	// about Badger's minimum: a transaction (15% of it) must hold a 1 MB value.
 	readOnlyMemTableSize = 8 << 20
-	// writableMemTableSize: repairs write a few MB at most, and the memtable's arena
-	// is allocated whole at open. A back-fill writes every managed-ledger node, so its
-	// memtables fill and flush: each flush builds an L0 table in buffers that double
-	// up to several times the memtable, and Badger pools up to 8 of them. 8 MB keeps
-	// each near 12 MB and allows transactions of 1.2 MB (the mutation engine steps
-	// at 1 MB and splits on ErrBatchTooBig; Pulsar keeps metadata nodes under 1 MB).
+	// writableMemTableSize: the memtable of bulk loads (Create: import,
+	// fixtures), whose arena is allocated whole at open. Each flush builds an L0
+	// table in buffers that double up to several times the memtable, and Badger
+	// pools up to 8 of them; 8 MB keeps each near 12 MB and allows transactions of
+	// 1.2 MB. Writable sessions on an existing dir use less (sessionMemTableSize).
 	writableMemTableSize = 8 << 20
 	// writableMemTables: one memtable takes writes while one is flushed; a bulk
 	// load that outruns the flusher waits instead of holding more in memory.
@@ -79,8 +78,8 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 // session compacts nothing while it runs:
 //   - no background compactors; writes never stall on level 0, which holds what
 //     the session flushed until it closes;
-//   - tables of one size at every level, and smaller caches: a session reads
-//     each node and entry 0 of each ledger about once;
+//   - small memtables, tables of one size at every level, and small caches
+//     (a session reads each node and entry 0 of each ledger about once);
 //   - at close, the metadata store is flattened into its last level (one
 //     compaction at a time) when the session wrote it and level 0 holds
 //     flattenAtL0 tables or more with the session's last flush; the next
@@ -91,14 +90,36 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 //     level-0 table (its last memtable), which reads skip by their bloom
 //     filters and bulk loads compact.
 const (
-	sessionTableSize = 2 << 20
-	sessionCacheSize = 4 << 20
+	// sessionMemTableSize: a session's memtables fill and flush (a back-fill
+	// writes every managed-ledger node), so everything that scales with the
+	// memtable is paid in full once the run is large enough: two arenas of about
+	// 1.3 times it (the one taking writes and the one being flushed), the
+	// flush's table builder, and the memtable log's mapped pages. 2 MB keeps those
+	// near 12 MB in all. A transaction holds 15% of it (300 KB): the mutation
+	// engine steps at 1 MB and halves a step on ErrBatchTooBig, and values from
+	// sessionValueThreshold up are written to the value log, where a transaction
+	// counts a 12-byte pointer for them, so a node of any size stays writable.
+	sessionMemTableSize = 2 << 20
+	// sessionTableSize: one size at every level (see above). It sets the
+	// builders' buffers: a flush starts with twice this and doubles until the
+	// memtable fits (about 7 MB for 2 MB), and the flatten at close runs up to
+	// about a dozen builders of tables this size at once, so its peak follows
+	// this size (1M ledgers, docs/benchmarks.md: 2 MB tables 270-285 MB, 1 MB
+	// 214, 512 KB 144-187, 256 KB 126). Below 512 KB the tables get many (a
+	// file descriptor and a mapping each: 100 per 50 MB of metadata) for little.
+	sessionTableSize = 512 << 10
+	// sessionCacheSize bounds each of the block and index caches of a session's
+	// databases: a session reads each node and entry 0 of each ledger about once.
+	sessionCacheSize = 1 << 20
 	// sessionL0Stall: level 0 takes every flush of the session (it is
 	// compacted at close); Badger would otherwise stop writes at 15 tables.
 	sessionL0Stall = 1 << 30
 	// flattenAtL0: Badger's own level-0 compaction trigger (NumLevelZeroTables).
 	flattenAtL0 = 5
 )
+
+// maxTxnShare is Badger's transaction limit as a share of the memtable (15%).
+const maxTxnShare = 0.15
 
 // sessionOptions adjust badgerOptions for a writable open of an existing dir.
 // Tables it flushes are not compressed, because Snappy adds a compressed copy of
@@ -111,17 +132,27 @@ func sessionOptions(opts badger.Options) badger.Options {
 		WithNumLevelZeroTablesStall(sessionL0Stall).
 		WithBaseTableSize(sessionTableSize).
 		WithBlockCacheSize(sessionCacheSize).
-		WithIndexCacheSize(sessionCacheSize)
+		WithIndexCacheSize(sessionCacheSize).
+		WithMemTableSize(memTableSize(opts.Dir, sessionMemTableSize))
 	opts.TableSizeMultiplier = 1 // no With method in Badger v4
-	return opts
+	return opts.WithValueThreshold(sessionValueThreshold(opts.MemTableSize))
 }
 
-// flattenWritten flattens a session's metadata store at close (see
-// sessionOptions) when the session wrote to it since it opened at version
-// since and level 0, with the last flush still to come, reaches flattenAtL0.
-func flattenWritten(db *badger.DB, since uint64) error {
+// sessionValueThreshold is the value size from which a session writes values to
+// the value log: Badger's default (1 MB), or less when a transaction holds less,
+// since Badger refuses a threshold above its transaction limit (and a value of
+// the LSM tree must fit in one transaction). Reads follow each value's own
+// record, so any open reads what any other wrote.
+func sessionValueThreshold(memTable int64) int64 {
+	return min(badger.DefaultOptions("").ValueThreshold, int64(maxTxnShare*float64(memTable))-1)
+}
+
+// needsFlatten says whether a session's metadata store is flattened at close
+// (see sessionOptions): the session wrote to it since it opened at version since,
+// and level 0, with the last flush still to come, reaches flattenAtL0.
+func needsFlatten(db *badger.DB, since uint64) bool {
 	if db.MaxVersion() == since {
-		return nil
+		return false
 	}
 	l0 := 1 // the memtable Close flushes
 	for _, t := range db.Tables() {
@@ -129,10 +160,7 @@ func flattenWritten(db *badger.DB, since uint64) error {
 			l0++
 		}
 	}
-	if l0 < flattenAtL0 {
-		return nil
-	}
-	return db.Flatten(1)
+	return l0 >= flattenAtL0
 }
 
 // memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)

@@ -64,8 +64,10 @@ type DataDir struct {
 	logger  io.Writer
 	ro      *readOnlySession
 	// sessions are the metadata databases opened writable on an existing dir,
-	// with the version they opened at: Close may flatten them (flattenWritten).
+	// with the version they opened at: Close may flatten them (needsFlatten).
 	sessions []session
+	// trimmer bounds the resident pages of the databases' table mappings (trim.go).
+	trimmer *mapTrimmer
 }
 
 type session struct {
@@ -102,7 +104,24 @@ func Open(path string, opts Options) (*DataDir, error) {
 		d.Close()
 		return nil, err
 	}
+	d.trimmer = startTrimmer(d.tableDirs(), false)
 	return d, nil
+}
+
+// tableDirs are the folders the table files of the data dir's own databases are
+// mapped from: the databases' folders, and the sandbox folders Badger opened in
+// their place (whose links resolve to the former).
+func (d *DataDir) tableDirs() []string {
+	var dirs []string
+	for _, db := range []struct {
+		name string
+		db   *badger.DB
+	}{{MetadataDirName, d.meta}, {LedgersDirName, d.ledgers}} {
+		if db.db != nil {
+			dirs = append(dirs, filepath.Join(d.Path, db.name), db.db.Opts().Dir)
+		}
+	}
+	return dirs
 }
 
 // openStores opens the metadata store and then the ledger store, each from its
@@ -255,8 +274,20 @@ func (d *DataDir) Close() error {
 		}
 	}
 	d.remote = nil
+	// No table may be unmapped while the trimmer runs (trim.go).
+	d.trimmer.Stop()
+	d.trimmer = nil
+	mappingsMu.Lock()
 	for _, s := range d.sessions {
-		if err := flattenWritten(s.db, s.since); err != nil {
+		if !needsFlatten(s.db, s.since) {
+			continue
+		}
+		// The flatten reads every table and writes new ones: bound their pages
+		// with the trimmer's reclaim mode, which a compaction cannot make unsafe.
+		reclaim := startTrimmer([]string{s.db.Opts().Dir}, true)
+		err := s.db.Flatten(1)
+		reclaim.Stop()
+		if err != nil {
 			errs = append(errs, fmt.Errorf("compact the tables this session wrote: %w", err))
 		}
 	}
@@ -270,6 +301,7 @@ func (d *DataDir) Close() error {
 		}
 		*db = nil
 	}
+	mappingsMu.Unlock()
 	if d.SandboxPath != "" {
 		if err := os.RemoveAll(d.SandboxPath); err != nil {
 			errs = append(errs, fmt.Errorf("remove sandbox copy: %w", err))

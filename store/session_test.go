@@ -40,7 +40,7 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 	}
 	meta := filepath.Join(dir, MetadataDirName)
 	value := func(i, round int) []byte { return bytes.Repeat([]byte{byte(i), byte(round)}, 5000) }
-	const big = 6000 // 60 MB of values: several 8 MB memtables flushed
+	const big = 6000 // 60 MB of values: many memtables flushed
 	write := func(n, round int) {
 		d := mustOpen(t, dir, Options{})
 		var batch []NodeWrite
@@ -51,7 +51,7 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 				expect = cur.Version
 			}
 			batch = append(batch, NodeWrite{Path: path, Expect: expect, Value: value(i, round)})
-			if len(batch) == 100 || i == n-1 {
+			if len(batch) == 20 || i == n-1 { // 200 kB: under a session's transaction limit
 				if _, err := d.Metadata.(NodeBatcher).CompareAndSetNodes(batch); err != nil {
 					t.Fatal(err)
 				}
