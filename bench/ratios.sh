@@ -72,7 +72,7 @@ section() {
   backfill-throughput)
     run backfill-throughput go test ./index -run '^$' -bench '^BenchmarkBackfillThroughput$' -benchtime 1x -count 2 ;;
   backfill-memory)
-    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,1000,10000,20000 LEDGERMEDIC_MEMBENCH_MODES=apply \
+    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,1000,10000 LEDGERMEDIC_MEMBENCH_MODES=apply \
       go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
   backfill-memory-plan)
     run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 LEDGERMEDIC_MEMBENCH_MODES=plan \
