@@ -567,11 +567,9 @@ func (b *backfiller) planNode(ctx context.Context, node store.Node, bad error) *
 	}
 	tp.version, tp.before = node.Version, node.Value
 	tp.result.Encoding = enc.String()
-	refs, err := ledgerRefs(info, b.dd.Ledgers, b.opts.Key)
-	if err != nil {
-		tp.err = fmt.Errorf("%s: %w", path, err)
-		return tp
-	}
+	// The open ledger's count is looked up only when its entry 0 does not settle
+	// that it has entries (probeLedger): the lookup costs an iterator seek.
+	refs := cluster.MetadataLedgers(info, b.opts.Key)
 	tp.result.Ledgers = len(refs)
 	if err := b.planLedgers(ctx, tp, info, refs); err != nil {
 		tp.err = fmt.Errorf("%s: %w", path, err)
@@ -615,6 +613,14 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 	for i, r := range refs {
 		if b.needsRead(r) {
 			work = append(work, i)
+		}
+		if r.CountUnknown && r.NotLocal {
+			// An offloaded open ledger's count is needed to infer: look it up now.
+			n, err := cluster.OpenLedgerEntries(b.dd.Ledgers, r.ID)
+			if err != nil {
+				return err
+			}
+			refs[i].Entries, refs[i].CountUnknown = n, false
 		}
 	}
 	if len(work) == 0 {
@@ -672,7 +678,7 @@ func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo) (bool, error) {
 // probeLedger reads entry 0 (and with wantLast the last entry) of one ledger.
 func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
 	f := ledgerFacts{read: true}
-	if r.Entries == 0 {
+	if r.Entries == 0 && !r.CountUnknown {
 		f.state = SkipEmpty
 		return f
 	}
@@ -682,6 +688,18 @@ func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
 	}
 	b, err := dd.Ledgers.Entry(r.ID, 0)
 	if errors.Is(err, store.ErrNotFound) {
+		if r.CountUnknown {
+			// The open ledger: empty, unless the store holds later entries.
+			n, err := cluster.OpenLedgerEntries(dd.Ledgers, r.ID)
+			if err != nil {
+				f.probeErr = err
+				return f
+			}
+			if n == 0 {
+				f.state = SkipEmpty
+				return f
+			}
+		}
 		f.state, f.detail = missingState(dd, r), err.Error()
 		return f
 	}
