@@ -187,17 +187,15 @@ func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*Ba
 // noteUnfinished warns a dry run that the journal holds a run the next writable
 // open will roll back: the plan may then differ.
 func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
-	runs, err := mutate.List(mutate.JournalDir(dd.Path))
+	runs, err := mutate.Unfinished(mutate.JournalDir(dd.Path))
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if !r.State.Finished() {
-			res.Findings = append(res.Findings, report.Finding{
-				Kind: KindUnfinished, Severity: report.SeverityWarning, Location: "run " + r.RunID,
-				Message: fmt.Sprintf("journal run %s (%s) is %s; the next --apply rolls it back first", r.RunID, r.Command, r.State),
-			})
-		}
+		res.Findings = append(res.Findings, report.Finding{
+			Kind: KindUnfinished, Severity: report.SeverityWarning, Location: "run " + r.RunID,
+			Message: fmt.Sprintf("journal run %s (%s) is %s; the next --apply rolls it back first", r.RunID, r.Command, r.State),
+		})
 	}
 	return nil
 }

@@ -205,23 +205,20 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 	if err := removeTemps(e.dir); err != nil {
 		return nil, err
 	}
-	recs, err := readRecords(e.dir)
+	runs, err := readRuns(e.dir)
 	if err != nil {
 		return nil, err
 	}
 	var maxEpoch uint64
 	var unfinished []*RunRecord
-	for _, r := range recs {
-		maxEpoch = max(maxEpoch, r.Epoch)
-		for _, h := range r.History {
-			maxEpoch = max(maxEpoch, h.Epoch)
-		}
-		if !r.State.Finished() {
-			if err := e.checkStore(r, "recover"); err != nil {
+	for _, r := range runs {
+		maxEpoch = max(maxEpoch, r.maxEpoch)
+		if !r.state.Finished() {
+			if err := e.checkStore(r.rec, "recover"); err != nil {
 				// Rolling it back here would write this store with another's before-images.
 				return nil, fmt.Errorf("an unfinished run must be recovered first: %w", err)
 			}
-			unfinished = append(unfinished, r)
+			unfinished = append(unfinished, r.rec)
 		}
 	}
 	cur, err := readEpoch(e.dir)
