@@ -305,10 +305,26 @@ func (b *backfiller) run(ctx context.Context) error {
 		return err
 	}
 	type pending struct{ done chan *topicPlan }
+	type job struct {
+		n    store.Node
+		bad  error
+		done chan *topicPlan
+	}
 	queue := make(chan pending, b.opts.Workers)
+	// Workers planners, long-lived: a goroutine per node paid for growing its
+	// stack each time.
+	jobs := make(chan job)
+	for range b.opts.Workers {
+		go func() {
+			for j := range jobs {
+				j.done <- b.planNode(planCtx, j.n, j.bad) // buffered: never blocks
+			}
+		}()
+	}
 	var readErr error
 	go func() {
 		defer close(queue)
+		defer close(jobs)
 		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, bad error) error {
 			pd := pending{make(chan *topicPlan, 1)}
 			select {
@@ -316,7 +332,8 @@ func (b *backfiller) run(ctx context.Context) error {
 			case <-planCtx.Done():
 				return planCtx.Err()
 			}
-			go func() { pd.done <- b.planNode(planCtx, n, bad) }()
+			// A planner is free soon: none waits on anything but entry reads.
+			jobs <- job{n, bad, pd.done}
 			return nil
 		})
 	}()
