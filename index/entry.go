@@ -41,8 +41,12 @@ func (e EntryInfo) Time() uint64 {
 // ParseEntryInfo decodes the index and times of an entry frame. An entry without a
 // broker index is not an error: HasIndex says so.
 func ParseEntryInfo(b []byte) (EntryInfo, error) {
+	var r formats.EntryRefs // on the stack: the full parser's messages are not
+	if formats.PeekEntry(b, &r) {
+		return infoOfRefs(&r), nil
+	}
 	var p entryParser
-	return p.parse(b)
+	return p.parseFull(b)
 }
 
 // entryParser reuses its messages across entries, so scans do not allocate per entry.
@@ -59,7 +63,10 @@ func (p *entryParser) parse(b []byte) (EntryInfo, error) {
 	if !formats.PeekEntry(b, &p.refs) {
 		return p.parseFull(b)
 	}
-	r := &p.refs
+	return infoOfRefs(&p.refs), nil
+}
+
+func infoOfRefs(r *formats.EntryRefs) EntryInfo {
 	info := EntryInfo{PublishTime: r.PublishTime}
 	if r.HasBrokerMeta {
 		info.BrokerTime = r.BrokerTimestamp
@@ -67,7 +74,7 @@ func (p *entryParser) parse(b []byte) (EntryInfo, error) {
 			info.Base, info.Last, info.HasIndex = base, int64(r.Index), true
 		}
 	}
-	return info, nil
+	return info
 }
 
 // parseFull is parse by formats.ParseEntryInto.
