@@ -236,5 +236,18 @@ func set(kvs []*mlpb.KeyValue, key, value string) []*mlpb.KeyValue {
 			return kvs
 		}
 	}
-	return append(kvs, &mlpb.KeyValue{Key: proto.String(key), Value: proto.String(value)})
+	return append(kvs, newKeyValue(key, value))
+}
+
+// keyValue is a KeyValue with the two strings it points to, so that adding a
+// property (back-fill adds one to nearly every ledger) is one allocation.
+type keyValue struct {
+	kv         mlpb.KeyValue
+	key, value string
+}
+
+func newKeyValue(key, value string) *mlpb.KeyValue {
+	b := &keyValue{key: key, value: value}
+	b.kv.Key, b.kv.Value = &b.key, &b.value
+	return &b.kv
 }

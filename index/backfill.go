@@ -539,7 +539,7 @@ func (tp *topicPlan) find(sev report.Severity, kind string, ledgerID int64, form
 	}
 	f.Location = tp.result.Topic
 	if ledgerID >= 0 {
-		f.Location = fmt.Sprintf("%s ledger %d", tp.result.Topic, ledgerID)
+		f.Location = tp.result.Topic + " ledger " + strconv.FormatInt(ledgerID, 10)
 		f.LedgerID = report.Int64(ledgerID)
 	}
 	tp.findings = append(tp.findings, f)
