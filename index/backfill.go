@@ -402,14 +402,17 @@ func (b *backfiller) cut() []*topicPlan {
 	return batch
 }
 
-// writer hands full batches to the engine as runs of one mutate.Series, which
-// journals the next batch and verifies the last while one is written. A failure
-// (other than a refused batch) cancels planning; later batches are dropped.
+// writer hands full batches (through a queue of writeQueue) to the engine as
+// runs of one mutate.Series, which journals the next batch and verifies the last
+// while one is written. A failure (other than a refused batch) cancels planning;
+// later batches are dropped.
 type writer struct {
 	b      *backfiller
 	ctx    context.Context
 	cancel context.CancelFunc
 	series *mutate.Series // nil in a dry run
+	queue  chan []*topicPlan
+	fed    chan struct{} // closed when feed has handed over every batch
 	// Guarded by b.mu:
 	batches map[*mutate.Plan][]*topicPlan
 	err     error
@@ -428,21 +431,39 @@ func (b *backfiller) startWriter(ctx context.Context, cancel context.CancelFunc)
 		return nil, err
 	}
 	w.series = series
+	w.queue, w.fed = make(chan []*topicPlan, writeQueue), make(chan struct{})
+	go w.feed()
 	return w, nil
 }
 
-// send writes one batch as a journaled run (nothing in a dry run or once the
-// context ended or a batch failed).
+// writeQueue full batches may wait for the series, so planning goes on while a
+// slow write or journal fsync holds the series.
+const writeQueue = 2
+
+// send queues one batch to be written as a journaled run (nothing in a dry run
+// or once the context ended or a batch failed). It blocks while the queue is full.
 func (w *writer) send(batch []*topicPlan) {
 	if len(batch) == 0 || w.series == nil || w.ctx.Err() != nil || w.failed() {
 		return
 	}
-	plan := w.b.plan(batch)
-	w.b.mu.Lock()
-	w.batches[plan] = batch
-	w.b.mu.Unlock()
-	if err := w.series.Apply(plan); err != nil {
-		w.cancel()
+	w.queue <- batch
+}
+
+// feed hands the queued batches to the series, in order. A batch still queued
+// when the context ends or a batch fails is not written.
+func (w *writer) feed() {
+	defer close(w.fed)
+	for batch := range w.queue {
+		if w.ctx.Err() != nil || w.failed() {
+			continue
+		}
+		plan := w.b.plan(batch)
+		w.b.mu.Lock()
+		w.batches[plan] = batch
+		w.b.mu.Unlock()
+		if err := w.series.Apply(plan); err != nil {
+			w.cancel()
+		}
 	}
 }
 
@@ -455,6 +476,8 @@ func (w *writer) failed() bool {
 // close waits for every batch sent and returns the first failure.
 func (w *writer) close() error {
 	if w.series != nil {
+		close(w.queue)
+		<-w.fed
 		w.series.Close() // its failure was seen by ended
 	}
 	w.b.mu.Lock()
