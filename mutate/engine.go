@@ -417,6 +417,25 @@ type runEnd struct {
 // writes the backup and journals the run as applying, durably, before anything is
 // written. nil: the run is journaled and goes on to writeRun.
 func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
+	if end := e.prepareRun(ctx, rec, opts); end != nil {
+		return end
+	}
+	return e.journalApplying(rec)
+}
+
+// journalApplying journals a prepared run as applying, durably. It touches only
+// rec and the journal files, so a Series journals two runs at once.
+func (e *Engine) journalApplying(rec *RunRecord) *runEnd {
+	if err := e.setState(rec, StateApplying, rec.Epoch, ""); err != nil {
+		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
+	}
+	e.crashPoint("journaled")
+	return nil
+}
+
+// prepareRun is journalRun up to the applying record: epoch, preflight (a
+// refused run is journaled as refused here) and backup.
+func (e *Engine) prepareRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
 	epoch, err := e.runEpoch()
 	if err != nil {
 		return &runEnd{nil, err}
@@ -443,10 +462,6 @@ func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptio
 		rec.Backup = opts.Backup
 		e.crashPoint("backup")
 	}
-	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
-		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
-	}
-	e.crashPoint("journaled")
 	return nil
 }
 

@@ -252,9 +252,9 @@ func recordFiles(dir string) ([]string, error) {
 	return files, nil
 }
 
-// journalRun is one run as recovery sees it: every run's state and highest
+// journaledRun is one run as recovery sees it: every run's state and highest
 // epoch, and the whole record (rec) of a run that may need recovery.
-type journalRun struct {
+type journaledRun struct {
 	runID    string
 	state    RunState
 	maxEpoch uint64 // the highest epoch the record names: its own and its history's
@@ -265,15 +265,15 @@ type journalRun struct {
 // run is read by its head (readHead) where that suffices, so the cost of start-up
 // does not grow with the items of every run ever journaled; any other record is
 // read and checked whole.
-func readRuns(dir string) ([]journalRun, error) {
+func readRuns(dir string) ([]journaledRun, error) {
 	files, err := recordFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	runs := make([]journalRun, 0, len(files))
+	runs := make([]journaledRun, 0, len(files))
 	for _, path := range files {
 		if h, ok := readHead(path); ok && h.State.Finished() {
-			runs = append(runs, journalRun{runID: h.RunID, state: h.State, maxEpoch: h.maxEpoch()})
+			runs = append(runs, journaledRun{runID: h.RunID, state: h.State, maxEpoch: h.maxEpoch()})
 			continue
 		}
 		rec, err := readRecord(path)
@@ -281,7 +281,7 @@ func readRuns(dir string) ([]journalRun, error) {
 			return nil, err
 		}
 		h := recordHead{Epoch: rec.Epoch, History: rec.History}
-		runs = append(runs, journalRun{runID: rec.RunID, state: rec.State, maxEpoch: h.maxEpoch(), rec: rec})
+		runs = append(runs, journaledRun{runID: rec.RunID, state: rec.State, maxEpoch: h.maxEpoch(), rec: rec})
 	}
 	return runs, nil
 }
