@@ -201,8 +201,9 @@ func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
 }
 
 // nodeFunc receives one managed-ledger node to plan, or (bad != nil) a node whose
-// bytes cannot be read.
-type nodeFunc func(n store.Node, bad error) error
+// bytes cannot be read. topic is its topicLabel when the caller parsed the path
+// already, else "".
+type nodeFunc func(n store.Node, topic string, bad error) error
 
 // readTopics hands over every managed-ledger node to visit, in path order: the
 // nodes of opts.Paths read in batches, or a walk of the managed-ledger tree. Values
@@ -224,19 +225,20 @@ func readTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptio
 	}
 	prefix := formats.ManagedLedgersRoot + "/"
 	visit := func(n store.Node) error {
-		if _, ok := formats.ParseManagedLedgerPath(n.Path); !ok || !opts.Shard.Has(n.Path) {
+		t, ok := formats.ParseManagedLedgerPath(n.Path)
+		if !ok || !opts.Shard.Has(n.Path) {
 			return nil
 		}
 		n.Value = bytes.Clone(n.Value) // a Badger walk's value is only valid in the callback
 		if n.Value == nil {
 			n.Value = []byte{}
 		}
-		return fn(n, nil)
+		return fn(n, t.String(), nil)
 	}
 	// A value truncated by a damaged value log is reported and the walk goes on after it.
 	err := cluster.WalkNodes(ctx, ms, prefix, visit, func(te *store.TruncatedError) error {
 		if _, ok := formats.ParseManagedLedgerPath(te.Path); ok && opts.Shard.Has(te.Path) {
-			return fn(store.Node{Path: te.Path}, te)
+			return fn(store.Node{Path: te.Path}, "", te)
 		}
 		return nil
 	})
@@ -255,7 +257,7 @@ func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
 				if n.Version == 0 {
 					return fmt.Errorf("metadata node %q: %w", n.Path, store.ErrNotFound)
 				}
-				if err := fn(n, nil); err != nil {
+				if err := fn(n, "", nil); err != nil {
 					return err
 				}
 			}
@@ -266,11 +268,11 @@ func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
 		n, err := ms.Get(p)
 		switch {
 		case errors.Is(err, store.ErrTruncatedValue):
-			err = fn(store.Node{Path: p}, err)
+			err = fn(store.Node{Path: p}, "", err)
 		case err != nil:
 			return err
 		default:
-			err = fn(n, nil)
+			err = fn(n, "", nil)
 		}
 		if err != nil {
 			return err
@@ -306,9 +308,10 @@ func (b *backfiller) run(ctx context.Context) error {
 	}
 	type pending struct{ done chan *topicPlan }
 	type job struct {
-		n    store.Node
-		bad  error
-		done chan *topicPlan
+		n     store.Node
+		topic string
+		bad   error
+		done  chan *topicPlan
 	}
 	queue := make(chan pending, b.opts.Workers)
 	// Workers planners, long-lived: a goroutine per node paid for growing its
@@ -317,7 +320,7 @@ func (b *backfiller) run(ctx context.Context) error {
 	for range b.opts.Workers {
 		go func() {
 			for j := range jobs {
-				j.done <- b.planNode(planCtx, j.n, j.bad) // buffered: never blocks
+				j.done <- b.planNode(planCtx, j.n, j.topic, j.bad) // buffered: never blocks
 			}
 		}()
 	}
@@ -325,7 +328,7 @@ func (b *backfiller) run(ctx context.Context) error {
 	go func() {
 		defer close(queue)
 		defer close(jobs)
-		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, bad error) error {
+		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, topic string, bad error) error {
 			pd := pending{make(chan *topicPlan, 1)}
 			select {
 			case queue <- pd:
@@ -333,7 +336,7 @@ func (b *backfiller) run(ctx context.Context) error {
 				return planCtx.Err()
 			}
 			// A planner is free soon: none waits on anything but entry reads.
-			jobs <- job{n, bad, pd.done}
+			jobs <- job{n, topic, bad, pd.done}
 			return nil
 		})
 	}()
@@ -590,9 +593,12 @@ func topicLabel(path string) string {
 
 // planNode reads the entries one managed-ledger node needs and computes the
 // node's new value. bad is why the node's bytes could not be read (nil: n holds them).
-func (b *backfiller) planNode(ctx context.Context, node store.Node, bad error) *topicPlan {
+func (b *backfiller) planNode(ctx context.Context, node store.Node, topic string, bad error) *topicPlan {
 	path := node.Path
-	tp := &topicPlan{result: TopicResult{Topic: topicLabel(path), Path: path}, skipped: make(map[string]int)}
+	if topic == "" {
+		topic = topicLabel(path)
+	}
+	tp := &topicPlan{result: TopicResult{Topic: topic, Path: path}, skipped: make(map[string]int)}
 	if bad != nil {
 		// The node's bytes are damaged: this topic is skipped, the rest goes on.
 		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, bad))
