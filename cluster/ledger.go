@@ -96,8 +96,12 @@ func Coverage(info *mlpb.ManagedLedgerInfo, key string) (withEntries, covered in
 // says about one ledger of a managed ledger. It reads no entry.
 type Ledger struct {
 	ID int64
-	// Entries is LedgerInfo.entries; for the open last ledger, what the store holds.
+	// Entries is LedgerInfo.entries; for the open last ledger, what the store holds
+	// (OpenLedgerEntries), unless CountUnknown.
 	Entries int64
+	// CountUnknown: the open ledger's count was not looked up (MetadataLedgers);
+	// Entries is then 0.
+	CountUnknown bool
 	// Timestamp is the LedgerInfo timestamp (close time, ms); 0 for the open ledger.
 	Timestamp int64
 	First     int64 // firstEntryIndex, when HasFirst
@@ -112,6 +116,23 @@ type Ledger struct {
 // Ledgers lists the ledgers of a managed ledger in order. The open last ledger's
 // count comes from the store's last entry id (a key lookup, not an entry read).
 func Ledgers(info *mlpb.ManagedLedgerInfo, ls store.LedgerStore, key string) ([]Ledger, error) {
+	out := MetadataLedgers(info, key)
+	for i := range out {
+		if l := &out[i]; l.CountUnknown {
+			n, err := OpenLedgerEntries(ls, l.ID)
+			if err != nil {
+				return nil, err
+			}
+			l.Entries, l.CountUnknown = n, false
+		}
+	}
+	return out, nil
+}
+
+// MetadataLedgers is Ledgers from metadata alone: the open ledger is
+// CountUnknown. For callers that need its count only sometimes (back-fill reads
+// its entry 0 anyway, which settles that it is not empty).
+func MetadataLedgers(info *mlpb.ManagedLedgerInfo, key string) []Ledger {
 	lis := info.GetLedgerInfo()
 	out := make([]Ledger, 0, len(lis))
 	for i, li := range lis {
@@ -127,18 +148,23 @@ func Ledgers(info *mlpb.ManagedLedgerInfo, ls store.LedgerStore, key string) ([]
 		} else if has {
 			l.BadFirst, _ = formats.LedgerProperty(li, KeyFor(key))
 		}
-		if l.Open {
-			last, err := ls.LastEntry(l.ID)
-			switch {
-			case err == nil:
-				l.Entries = last + 1
-			case !errors.Is(err, store.ErrNotFound):
-				return nil, fmt.Errorf("open ledger %d: %w", l.ID, err)
-			}
-		}
+		l.CountUnknown = l.Open
 		out = append(out, l)
 	}
-	return out, nil
+	return out
+}
+
+// OpenLedgerEntries is the open ledger's entry count: what the store holds (its
+// last entry id + 1), 0 when it holds none.
+func OpenLedgerEntries(ls store.LedgerStore, id int64) (int64, error) {
+	last, err := ls.LastEntry(id)
+	switch {
+	case err == nil:
+		return last + 1, nil
+	case errors.Is(err, store.ErrNotFound):
+		return 0, nil
+	}
+	return 0, fmt.Errorf("open ledger %d: %w", id, err)
 }
 
 // Presence is what the two stores hold of one ledger.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 
 	"github.com/golang/snappy"
@@ -43,37 +44,95 @@ var (
 // read: LZ4 raw block, zlib stream, zstd frame, snappy raw block. (Pulsar's
 // own zlib streams end with a sync flush; a finished stream reads the same.)
 func compress(codec int32, src []byte) ([]byte, error) {
+	if codec == codecNone {
+		return bytes.Clone(src), nil
+	}
+	return appendCompressed(nil, codec, src)
+}
+
+// appendCompressed appends src compressed with codec to dst. The codecs' state
+// is reused (pooled): setting up a fresh LZ4 table or zlib compressor costs far
+// more than compressing a managed-ledger node, and reuse changes no output byte.
+func appendCompressed(dst []byte, codec int32, src []byte) ([]byte, error) {
 	switch codec {
 	case codecNone:
-		return bytes.Clone(src), nil
+		return append(dst, src...), nil
 	case codecLZ4:
-		var c lz4.Compressor
-		dst := make([]byte, lz4.CompressBlockBound(len(src)))
-		n, err := c.CompressBlock(src, dst)
+		c := lz4Compressors.Get().(*lz4.Compressor)
+		defer lz4Compressors.Put(c)
+		at := len(dst)
+		dst = slices.Grow(dst, lz4.CompressBlockBound(len(src)))
+		n, err := c.CompressBlock(src, dst[at:cap(dst)])
 		if err != nil {
 			return nil, fmt.Errorf("lz4: %w", err)
 		}
-		return dst[:n], nil
+		return dst[:at+n], nil
 	case codecZLIB:
-		var buf bytes.Buffer
-		w := zlib.NewWriter(&buf)
-		if _, err := w.Write(src); err != nil {
+		z := getDeflater()
+		defer z.release()
+		z.out.b = dst
+		if _, err := z.zw.Write(src); err != nil {
 			return nil, fmt.Errorf("zlib: %w", err)
 		}
-		if err := w.Close(); err != nil {
+		if err := z.zw.Close(); err != nil {
 			return nil, fmt.Errorf("zlib: %w", err)
 		}
-		return buf.Bytes(), nil
+		return z.out.b, nil
 	case codecZSTD:
 		enc, err := zstdEncoder()
 		if err != nil {
 			return nil, fmt.Errorf("zstd: %w", err)
 		}
-		return enc.EncodeAll(src, nil), nil
+		return enc.EncodeAll(src, dst), nil
 	case codecSNAPPY:
-		return snappy.Encode(nil, src), nil
+		bound := snappy.MaxEncodedLen(len(src))
+		if bound < 0 {
+			return nil, fmt.Errorf("snappy: %w", snappy.ErrTooLarge)
+		}
+		at := len(dst)
+		dst = slices.Grow(dst, bound)
+		out := snappy.Encode(dst[at:cap(dst)], src) // within dst: its length suffices
+		return dst[:at+len(out)], nil
 	}
 	return nil, fmt.Errorf("unknown compression type %d", codec)
+}
+
+// lz4Compressors hold LZ4 hash tables (a Compressor is 136 KiB; CompressBlock
+// starts each block with a clean table).
+var lz4Compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
+
+// deflater is a zlib writer kept for reuse: a fresh one allocates about 800 KB.
+type deflater struct {
+	out appender
+	zw  *zlib.Writer
+}
+
+// appender is an io.Writer that appends to b.
+type appender struct{ b []byte }
+
+func (a *appender) Write(p []byte) (int, error) {
+	a.b = append(a.b, p...)
+	return len(p), nil
+}
+
+var deflaters sync.Pool // of *deflater
+
+func getDeflater() *deflater {
+	z, _ := deflaters.Get().(*deflater)
+	if z == nil {
+		z = new(deflater)
+		z.zw = zlib.NewWriter(&z.out)
+		return z
+	}
+	// Reset makes the writer as NewWriter left it: the same bytes come out.
+	z.zw.Reset(&z.out)
+	return z
+}
+
+// release returns z to the pool without a reference to its output.
+func (z *deflater) release() {
+	z.out.b = nil
+	deflaters.Put(z)
 }
 
 // decompress decodes src and insists on exactly size bytes of output. Sizes a

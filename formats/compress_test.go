@@ -6,8 +6,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/golang/snappy"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/pierrec/lz4/v4"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -141,4 +143,66 @@ func FuzzDecompressPayload(f *testing.F) {
 			t.Fatalf("%v: %d bytes, want %d", c, len(out), size)
 		}
 	})
+}
+
+// freshCompress is compress with new codec state for every call, as it was
+// before the state was pooled: the reference for TestCompressReuseSameBytes.
+func freshCompress(t *testing.T, codec int32, src []byte) []byte {
+	t.Helper()
+	switch codec {
+	case codecLZ4:
+		var c lz4.Compressor
+		dst := make([]byte, lz4.CompressBlockBound(len(src)))
+		n, err := c.CompressBlock(src, dst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return dst[:n]
+	case codecZLIB:
+		var buf bytes.Buffer
+		w := zlib.NewWriter(&buf)
+		if _, err := w.Write(src); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return buf.Bytes()
+	case codecSNAPPY:
+		return snappy.Encode(nil, src)
+	}
+	out, err := compress(codec, src) // none, and zstd (EncodeAll keeps no state between calls)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Reused codec state gives the bytes fresh state gives, whatever came before
+// (a large input fills the LZ4 table and zlib window first), and
+// appendCompressed keeps what dst held.
+func TestCompressReuseSameBytes(t *testing.T) {
+	big := make([]byte, 200<<10)
+	for i := range big {
+		big[i] = byte(i*7 + i/1000)
+	}
+	inputs := [][]byte{big, {}, []byte("a"), bytes.Repeat([]byte("ledger 17 firstEntryIndex 4200 "), 40), big[:5000], []byte("x")}
+	for _, codec := range []int32{codecNone, codecLZ4, codecZLIB, codecZSTD, codecSNAPPY} {
+		for round := range 3 {
+			for i, in := range inputs {
+				want := freshCompress(t, codec, in)
+				got, err := appendCompressed([]byte("prefix"), codec, in)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !bytes.HasPrefix(got, []byte("prefix")) || !bytes.Equal(got[len("prefix"):], want) {
+					t.Fatalf("codec %d round %d input %d (%d bytes): reused state wrote other bytes than fresh state", codec, round, i, len(in))
+				}
+				back, err := decompress(codec, want, len(in))
+				if err != nil || !bytes.Equal(back, in) {
+					t.Fatalf("codec %d input %d: round trip: %v", codec, i, err)
+				}
+			}
+		}
+	}
 }

@@ -141,14 +141,27 @@ func BuildEntry(bm *pulsarpb.BrokerEntryMetadata, withChecksum bool, md *pulsarp
 // index - num_messages_in_batch + 1 (docs/formats.md §2). ok is false when the
 // entry has no broker index or the values cannot form a valid offset.
 func EntryBaseIndex(bm *pulsarpb.BrokerEntryMetadata, md *pulsarpb.MessageMetadata) (int64, bool) {
-	if bm == nil || bm.Index == nil || bm.GetIndex() > math.MaxInt64 {
+	if bm == nil || bm.Index == nil {
 		return 0, false
 	}
-	n := int64(md.GetNumMessagesInBatch()) // nil md reads the default, 1
-	if n < 1 {
+	return baseIndex(bm.GetIndex(), md.GetNumMessagesInBatch()) // nil md reads the default, 1
+}
+
+// BaseIndex is EntryBaseIndex of the entry r was read from.
+func (r *EntryRefs) BaseIndex() (int64, bool) {
+	if !r.HasIndex {
 		return 0, false
 	}
-	base := int64(bm.GetIndex()) - n + 1
+	return baseIndex(r.Index, r.NumMessages)
+}
+
+// baseIndex is index - numMessages + 1, when that is a valid offset.
+func baseIndex(index uint64, numMessages int32) (int64, bool) {
+	n := int64(numMessages)
+	if index > math.MaxInt64 || n < 1 {
+		return 0, false
+	}
+	base := int64(index) - n + 1
 	if base < 0 {
 		return 0, false
 	}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync"
 
+	"github.com/golang/snappy"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -66,9 +69,7 @@ func DecodeManagedLedgerInfo(b []byte) (*mlpb.ManagedLedgerInfo, Encoding, error
 
 // EncodeManagedLedgerInfo writes info in the given encoding.
 func EncodeManagedLedgerInfo(info *mlpb.ManagedLedgerInfo, enc Encoding) ([]byte, error) {
-	b, err := encodeManagedInfo(info, enc, func(c mlpb.CompressionType, n int32) proto.Message {
-		return &mlpb.ManagedLedgerInfoMetadata{CompressionType: c.Enum(), UncompressedSize: proto.Int32(n)}
-	})
+	b, err := encodeManagedInfo(info, enc)
 	if err != nil {
 		return nil, fmt.Errorf("managed ledger info: %w", err)
 	}
@@ -88,9 +89,7 @@ func DecodeManagedCursorInfo(b []byte) (*mlpb.ManagedCursorInfo, Encoding, error
 
 // EncodeManagedCursorInfo writes info in the given encoding.
 func EncodeManagedCursorInfo(info *mlpb.ManagedCursorInfo, enc Encoding) ([]byte, error) {
-	b, err := encodeManagedInfo(info, enc, func(c mlpb.CompressionType, n int32) proto.Message {
-		return &mlpb.ManagedCursorInfoMetadata{CompressionType: c.Enum(), UncompressedSize: proto.Int32(n)}
-	})
+	b, err := encodeManagedInfo(info, enc)
 	if err != nil {
 		return nil, fmt.Errorf("managed cursor info: %w", err)
 	}
@@ -166,31 +165,38 @@ func openManagedInfo(b []byte, hdr managedInfoHeader) ([]byte, Encoding, error) 
 	return body, enc, nil
 }
 
-func encodeManagedInfo(msg proto.Message, enc Encoding, header func(mlpb.CompressionType, int32) proto.Message) ([]byte, error) {
-	body, err := marshal.Marshal(msg)
+func encodeManagedInfo(msg proto.Message, enc Encoding) ([]byte, error) {
+	if !enc.Compressed {
+		return marshal.Marshal(msg)
+	}
+	buf := bodyBuffers.Get().(*[]byte)
+	defer bodyBuffers.Put(buf)
+	body, err := marshal.MarshalAppend((*buf)[:0], msg)
 	if err != nil {
 		return nil, err
 	}
-	if !enc.Compressed {
-		return body, nil
-	}
+	*buf = body
 	if len(body) > math.MaxInt32 {
 		return nil, fmt.Errorf("%d bytes is too large to compress", len(body))
 	}
-	hdr, err := marshal.Marshal(header(enc.Codec, int32(len(body))))
-	if err != nil {
-		return nil, fmt.Errorf("compressed header: %w", err)
-	}
-	packed, err := compress(int32(enc.Codec), body)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]byte, 0, 6+len(hdr)+len(packed))
+	// The header, {compressionType = 1, uncompressedSize = 2} as proto.Marshal
+	// writes ManagedLedgerInfoMetadata and ManagedCursorInfoMetadata, is built
+	// here: two varints.
+	var hdr [2 + 2*binary.MaxVarintLen64]byte
+	h := protowire.AppendTag(hdr[:0], 1, protowire.VarintType)
+	h = protowire.AppendVarint(h, uint64(int64(enc.Codec)))
+	h = protowire.AppendTag(h, 2, protowire.VarintType)
+	h = protowire.AppendVarint(h, uint64(len(body)))
+	// Room for any codec's worst case (snappy's is the largest), so nothing regrows.
+	out := make([]byte, 0, 6+len(h)+snappy.MaxEncodedLen(len(body)))
 	out = binary.BigEndian.AppendUint16(out, MagicManagedInfoMetadata)
-	out = binary.BigEndian.AppendUint32(out, uint32(len(hdr)))
-	out = append(out, hdr...)
-	return append(out, packed...), nil
+	out = binary.BigEndian.AppendUint32(out, uint32(len(h)))
+	out = append(out, h...)
+	return appendCompressed(out, int32(enc.Codec), body)
 }
+
+// bodyBuffers hold marshalled bodies on their way to a compressor.
+var bodyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // LedgerProperty returns a per-ledger property (PIP-404), e.g. firstEntryIndex.
 func LedgerProperty(li *mlpb.ManagedLedgerInfo_LedgerInfo, key string) (string, bool) {
@@ -230,5 +236,18 @@ func set(kvs []*mlpb.KeyValue, key, value string) []*mlpb.KeyValue {
 			return kvs
 		}
 	}
-	return append(kvs, &mlpb.KeyValue{Key: proto.String(key), Value: proto.String(value)})
+	return append(kvs, newKeyValue(key, value))
+}
+
+// keyValue is a KeyValue with the two strings it points to, so that adding a
+// property (back-fill adds one to nearly every ledger) is one allocation.
+type keyValue struct {
+	kv         mlpb.KeyValue
+	key, value string
+}
+
+func newKeyValue(key, value string) *mlpb.KeyValue {
+	b := &keyValue{key: key, value: value}
+	b.kv.Key, b.kv.Value = &b.key, &b.value
+	return &b.kv
 }

@@ -14,27 +14,31 @@ const (
 	mlFieldProperties = 3
 	liFieldLedgerID   = 1
 	liFieldTimestamp  = 4
+	liFieldOffload    = 5
 	liFieldProperties = 6
 	kvFieldKey        = 1
 	kvFieldValue      = 2
 	liInts            = liFieldTimestamp // ledgerId, entries, size, timestamp
 )
 
-// mlInfoShape is what the first pass of decodeMLInfoFast counts.
+// mlInfoShape is what the first pass of decodeMLInfoFast counts, and the
+// offload contexts it decoded (in ledger order).
 type mlInfoShape struct {
 	ledgers, kvs, strs, strBytes int
+	offloads                     []*mlpb.OffloadContext
 }
 
 // decodeMLInfoFast fills info (a fresh message) from the wire bytes b of a
-// ManagedLedgerInfo that holds only ledger infos with their four numbers and
-// properties, and ML properties: what brokers write for a topic that was
-// never offloaded nor terminated. It makes a few allocations for the whole
-// message where proto.Unmarshal makes several per ledger, which was most of
-// the cost of listing topics. Anything else (an offload context, a terminated
-// position, an unknown field, a wire type proto.Unmarshal would keep as
-// unknown, any malformed byte) returns false with info untouched: the caller
-// then uses proto.Unmarshal, which decodes it or says what is wrong.
-// FuzzDecodeMLInfoFast checks that both agree.
+// ManagedLedgerInfo that holds only ledger infos with their four numbers,
+// properties and (once per ledger) an offload context, and ML properties: what
+// brokers write for a topic that was never terminated. It makes a few
+// allocations for the whole message where proto.Unmarshal makes several per
+// ledger, which was most of the cost of listing topics; an offload context is
+// decoded by proto.Unmarshal on its own, as proto.Unmarshal of the whole
+// would. Anything else (a terminated position, an unknown field, a wire type
+// proto.Unmarshal would keep as unknown, any malformed byte) returns false
+// with info untouched: the caller then uses proto.Unmarshal, which decodes it
+// or says what is wrong. FuzzDecodeMLInfoFast checks that both agree.
 func decodeMLInfoFast(b []byte, info *mlpb.ManagedLedgerInfo) bool {
 	var sh mlInfoShape
 	if !sh.scanInfo(b) {
@@ -48,7 +52,7 @@ func decodeMLInfoFast(b []byte, info *mlpb.ManagedLedgerInfo) bool {
 	strs := make([]string, sh.strs)
 	// Every key and value in one allocation, never written after the copy.
 	text := make([]byte, 0, sh.strBytes)
-	f := mlInfoFill{lis: lis, liPtrs: liPtrs, ints: ints, kvs: kvs, kvPtrs: kvPtrs, strs: strs, text: text}
+	f := mlInfoFill{lis: lis, liPtrs: liPtrs, ints: ints, kvs: kvs, kvPtrs: kvPtrs, strs: strs, text: text, offloads: sh.offloads}
 	f.fillInfo(b, info)
 	return true
 }
@@ -79,6 +83,7 @@ func (sh *mlInfoShape) scanInfo(b []byte) bool {
 }
 
 func (sh *mlInfoShape) scanLedger(b []byte) bool {
+	offload := false
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -93,6 +98,17 @@ func (sh *mlInfoShape) scanLedger(b []byte) bool {
 			v, n = protowire.ConsumeBytes(b)
 			if n >= 0 && !sh.scanKV(v) {
 				return false
+			}
+		case num == liFieldOffload && typ == protowire.BytesType && !offload:
+			// Once: proto.Unmarshal merges a repeated message field.
+			offload = true
+			var v []byte
+			if v, n = protowire.ConsumeBytes(b); n >= 0 {
+				oc := new(mlpb.OffloadContext)
+				if unmarshal.Unmarshal(v, oc) != nil {
+					return false
+				}
+				sh.offloads = append(sh.offloads, oc)
 			}
 		default:
 			return false
@@ -127,14 +143,15 @@ func (sh *mlInfoShape) scanKV(b []byte) bool {
 // mlInfoFill hands out the pieces decodeMLInfoFast allocated; the bytes were
 // checked by scanInfo, so nothing here can fail.
 type mlInfoFill struct {
-	lis    []mlpb.ManagedLedgerInfo_LedgerInfo
-	liPtrs []*mlpb.ManagedLedgerInfo_LedgerInfo
-	ints   []int64
-	kvs    []mlpb.KeyValue
-	kvPtrs []*mlpb.KeyValue
-	strs   []string
-	text   []byte
-	nl, nk int // ledgers and key-values handed out
+	lis      []mlpb.ManagedLedgerInfo_LedgerInfo
+	liPtrs   []*mlpb.ManagedLedgerInfo_LedgerInfo
+	ints     []int64
+	kvs      []mlpb.KeyValue
+	kvPtrs   []*mlpb.KeyValue
+	strs     []string
+	text     []byte
+	offloads []*mlpb.OffloadContext
+	nl, nk   int // ledgers and key-values handed out
 }
 
 func (f *mlInfoFill) fillInfo(b []byte, info *mlpb.ManagedLedgerInfo) {
@@ -170,6 +187,12 @@ func (f *mlInfoFill) fillLedger(b []byte) {
 			b = b[n:]
 			i := f.nk
 			f.kvPtrs[i] = f.fillKV(v)
+			continue
+		}
+		if num == liFieldOffload {
+			_, n := protowire.ConsumeBytes(b)
+			b = b[n:]
+			li.OffloadContext, f.offloads = f.offloads[0], f.offloads[1:]
 			continue
 		}
 		x, n := protowire.ConsumeVarint(b)

@@ -34,6 +34,26 @@ func brokerMLInfoBytes(t testing.TB, ledgers int) []byte {
 	return b
 }
 
+// offloadedMLInfoBytes is brokerMLInfoBytes with its first ledger offloaded and
+// deleted from BookKeeper, as the offloader leaves it.
+func offloadedMLInfoBytes(t testing.TB) []byte {
+	info := new(mlpb.ManagedLedgerInfo)
+	if err := proto.Unmarshal(brokerMLInfoBytes(t, 3), info); err != nil {
+		t.Fatal(err)
+	}
+	info.LedgerInfo[0].OffloadContext = &mlpb.OffloadContext{
+		UidMsb: proto.Int64(6742487917743876977), UidLsb: proto.Int64(4227808590942902568),
+		Complete: proto.Bool(true), BookkeeperDeleted: proto.Bool(true), Timestamp: proto.Int64(1718003601920),
+		DriverMetadata: &mlpb.OffloadDriverMetadata{Name: proto.String("aws-s3"), Properties: []*mlpb.KeyValue{
+			{Key: proto.String("bucket"), Value: proto.String("acme-pulsar-offload")}}},
+	}
+	b, err := proto.Marshal(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 // The fast path takes what brokers write (else the speed-up silently goes),
 // and leaves to proto.Unmarshal what it does not know.
 func TestDecodeMLInfoFastTakesBrokerValues(t *testing.T) {
@@ -55,11 +75,26 @@ func TestDecodeMLInfoFastTakesBrokerValues(t *testing.T) {
 	if h := new(mlpb.ManagedLedgerInfoMetadata); !decodeHeaderFast(hb, h) || h.GetCompressionType() != mlpb.CompressionType_ZSTD || h.GetUncompressedSize() != 77 {
 		t.Errorf("header fast path refused or misread a broker's header: %v", h)
 	}
-	offloaded := &mlpb.ManagedLedgerInfo{LedgerInfo: []*mlpb.ManagedLedgerInfo_LedgerInfo{
-		{LedgerId: proto.Int64(1), OffloadContext: &mlpb.OffloadContext{Complete: proto.Bool(true)}}}}
-	b, _ := proto.Marshal(offloaded)
-	for name, b := range map[string][]byte{"offload context": b, "unknown field": sampleMLInfoBytes(t),
-		"cut": brokerMLInfoBytes(t, 3)[:40]} {
+	// An offloaded ledger, as the broker writes it, is taken too.
+	b := offloadedMLInfoBytes(t)
+	got, want := new(mlpb.ManagedLedgerInfo), new(mlpb.ManagedLedgerInfo)
+	if err := proto.Unmarshal(b, want); err != nil {
+		t.Fatal(err)
+	}
+	if !decodeMLInfoFast(b, got) || !proto.Equal(got, want) || got.LedgerInfo[0].OffloadContext == nil {
+		t.Errorf("offloaded ledger: fast path refused it or decoded it differently")
+	}
+	// Refused: what proto.Unmarshal would merge (a second offload context in one
+	// ledger), a terminated position, unknown fields, a cut value.
+	oc, _ := proto.Marshal(&mlpb.OffloadContext{Complete: proto.Bool(true)})
+	li := protowire.AppendVarint(protowire.AppendTag(nil, 1, protowire.VarintType), 7)
+	for range 2 {
+		li = protowire.AppendBytes(protowire.AppendTag(li, 5, protowire.BytesType), oc)
+	}
+	twice := protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), li)
+	terminated, _ := proto.Marshal(&mlpb.ManagedLedgerInfo{TerminatedPosition: &mlpb.NestedPositionInfo{LedgerId: proto.Int64(1), EntryId: proto.Int64(2)}})
+	for name, b := range map[string][]byte{"offload context twice": twice, "terminated": terminated,
+		"unknown field": sampleMLInfoBytes(t), "cut": brokerMLInfoBytes(t, 3)[:40], "cut offload": b[:len(b)-30]} {
 		info := new(mlpb.ManagedLedgerInfo)
 		if decodeMLInfoFast(b, info) || !proto.Equal(info, new(mlpb.ManagedLedgerInfo)) {
 			t.Errorf("%s: fast path took it, or wrote into the message before refusing", name)
@@ -92,6 +127,7 @@ func FuzzDecodeMLInfoFast(f *testing.F) {
 	f.Add(brokerMLInfoBytes(f, 3))
 	f.Add(brokerMLInfoBytes(f, 0))
 	f.Add(sampleMLInfoBytes(f))
+	f.Add(offloadedMLInfoBytes(f))
 	// A repeated singular field (the last wins), an empty key-value, an overlong varint.
 	f.Add(protowire.AppendBytes(protowire.AppendTag(nil, 1, protowire.BytesType), []byte{0x08, 0x01, 0x08, 0x02, 0x32, 0x00, 0x10, 0x80, 0x00}))
 	f.Fuzz(func(t *testing.T, b []byte) {

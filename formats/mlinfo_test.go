@@ -413,3 +413,25 @@ func FuzzDecodeManagedCursorInfo(f *testing.F) {
 		}
 	})
 }
+
+// A property added by SetLedgerProperty is an ordinary KeyValue to protobuf
+// (it is allocated with its strings, in one piece).
+func TestSetLedgerPropertyNewKeyValue(t *testing.T) {
+	li := &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(3), Properties: make([]*mlpb.KeyValue, 0, 4)}
+	if n := testing.AllocsPerRun(1, func() { SetLedgerProperty(li, "firstEntryIndex", "42") }); n != 1 {
+		t.Errorf("adding a property: %v allocations, want 1", n)
+	}
+	li.Properties = li.Properties[:1]
+	SetLedgerProperty(li, "other", "x")
+	SetLedgerProperty(li, "other", "y") // replaced in place
+	want := &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(3), Properties: []*mlpb.KeyValue{
+		{Key: proto.String("firstEntryIndex"), Value: proto.String("42")}, {Key: proto.String("other"), Value: proto.String("y")}}}
+	got, err := marshal.Marshal(li)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantB, _ := marshal.Marshal(want)
+	if !bytes.Equal(got, wantB) || !proto.Equal(li, want) || !proto.Equal(proto.Clone(li), want) {
+		t.Errorf("properties set = %v, want %v", li, want)
+	}
+}

@@ -187,24 +187,23 @@ func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*Ba
 // noteUnfinished warns a dry run that the journal holds a run the next writable
 // open will roll back: the plan may then differ.
 func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
-	runs, err := mutate.List(mutate.JournalDir(dd.Path))
+	runs, err := mutate.Unfinished(mutate.JournalDir(dd.Path))
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if !r.State.Finished() {
-			res.Findings = append(res.Findings, report.Finding{
-				Kind: KindUnfinished, Severity: report.SeverityWarning, Location: "run " + r.RunID,
-				Message: fmt.Sprintf("journal run %s (%s) is %s; the next --apply rolls it back first", r.RunID, r.Command, r.State),
-			})
-		}
+		res.Findings = append(res.Findings, report.Finding{
+			Kind: KindUnfinished, Severity: report.SeverityWarning, Location: "run " + r.RunID,
+			Message: fmt.Sprintf("journal run %s (%s) is %s; the next --apply rolls it back first", r.RunID, r.Command, r.State),
+		})
 	}
 	return nil
 }
 
 // nodeFunc receives one managed-ledger node to plan, or (bad != nil) a node whose
-// bytes cannot be read.
-type nodeFunc func(n store.Node, bad error) error
+// bytes cannot be read. topic is its topicLabel when the caller parsed the path
+// already, else "".
+type nodeFunc func(n store.Node, topic string, bad error) error
 
 // readTopics hands over every managed-ledger node to visit, in path order: the
 // nodes of opts.Paths read in batches, or a walk of the managed-ledger tree. Values
@@ -226,19 +225,20 @@ func readTopics(ctx context.Context, ms store.MetadataStore, opts *BackfillOptio
 	}
 	prefix := formats.ManagedLedgersRoot + "/"
 	visit := func(n store.Node) error {
-		if _, ok := formats.ParseManagedLedgerPath(n.Path); !ok || !opts.Shard.Has(n.Path) {
+		t, ok := formats.ParseManagedLedgerPath(n.Path)
+		if !ok || !opts.Shard.Has(n.Path) {
 			return nil
 		}
 		n.Value = bytes.Clone(n.Value) // a Badger walk's value is only valid in the callback
 		if n.Value == nil {
 			n.Value = []byte{}
 		}
-		return fn(n, nil)
+		return fn(n, t.String(), nil)
 	}
 	// A value truncated by a damaged value log is reported and the walk goes on after it.
 	err := cluster.WalkNodes(ctx, ms, prefix, visit, func(te *store.TruncatedError) error {
 		if _, ok := formats.ParseManagedLedgerPath(te.Path); ok && opts.Shard.Has(te.Path) {
-			return fn(store.Node{Path: te.Path}, te)
+			return fn(store.Node{Path: te.Path}, "", te)
 		}
 		return nil
 	})
@@ -257,7 +257,7 @@ func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
 				if n.Version == 0 {
 					return fmt.Errorf("metadata node %q: %w", n.Path, store.ErrNotFound)
 				}
-				if err := fn(n, nil); err != nil {
+				if err := fn(n, "", nil); err != nil {
 					return err
 				}
 			}
@@ -268,11 +268,11 @@ func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
 		n, err := ms.Get(p)
 		switch {
 		case errors.Is(err, store.ErrTruncatedValue):
-			err = fn(store.Node{Path: p}, err)
+			err = fn(store.Node{Path: p}, "", err)
 		case err != nil:
 			return err
 		default:
-			err = fn(n, nil)
+			err = fn(n, "", nil)
 		}
 		if err != nil {
 			return err
@@ -307,18 +307,36 @@ func (b *backfiller) run(ctx context.Context) error {
 		return err
 	}
 	type pending struct{ done chan *topicPlan }
+	type job struct {
+		n     store.Node
+		topic string
+		bad   error
+		done  chan *topicPlan
+	}
 	queue := make(chan pending, b.opts.Workers)
+	// Workers planners, long-lived: a goroutine per node paid for growing its
+	// stack each time.
+	jobs := make(chan job)
+	for range b.opts.Workers {
+		go func() {
+			for j := range jobs {
+				j.done <- b.planNode(planCtx, j.n, j.topic, j.bad) // buffered: never blocks
+			}
+		}()
+	}
 	var readErr error
 	go func() {
 		defer close(queue)
-		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, bad error) error {
+		defer close(jobs)
+		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, topic string, bad error) error {
 			pd := pending{make(chan *topicPlan, 1)}
 			select {
 			case queue <- pd:
 			case <-planCtx.Done():
 				return planCtx.Err()
 			}
-			go func() { pd.done <- b.planNode(planCtx, n, bad) }()
+			// A planner is free soon: none waits on anything but entry reads.
+			jobs <- job{n, topic, bad, pd.done}
 			return nil
 		})
 	}()
@@ -387,14 +405,17 @@ func (b *backfiller) cut() []*topicPlan {
 	return batch
 }
 
-// writer hands full batches to the engine as runs of one mutate.Series, which
-// journals the next batch and verifies the last while one is written. A failure
-// (other than a refused batch) cancels planning; later batches are dropped.
+// writer hands full batches (through a queue of writeQueue) to the engine as
+// runs of one mutate.Series, which journals the next batch and verifies the last
+// while one is written. A failure (other than a refused batch) cancels planning;
+// later batches are dropped.
 type writer struct {
 	b      *backfiller
 	ctx    context.Context
 	cancel context.CancelFunc
 	series *mutate.Series // nil in a dry run
+	queue  chan []*topicPlan
+	fed    chan struct{} // closed when feed has handed over every batch
 	// Guarded by b.mu:
 	batches map[*mutate.Plan][]*topicPlan
 	err     error
@@ -413,21 +434,39 @@ func (b *backfiller) startWriter(ctx context.Context, cancel context.CancelFunc)
 		return nil, err
 	}
 	w.series = series
+	w.queue, w.fed = make(chan []*topicPlan, writeQueue), make(chan struct{})
+	go w.feed()
 	return w, nil
 }
 
-// send writes one batch as a journaled run (nothing in a dry run or once the
-// context ended or a batch failed).
+// writeQueue full batches may wait for the series, so planning goes on while a
+// slow write or journal fsync holds the series.
+const writeQueue = 2
+
+// send queues one batch to be written as a journaled run (nothing in a dry run
+// or once the context ended or a batch failed). It blocks while the queue is full.
 func (w *writer) send(batch []*topicPlan) {
 	if len(batch) == 0 || w.series == nil || w.ctx.Err() != nil || w.failed() {
 		return
 	}
-	plan := w.b.plan(batch)
-	w.b.mu.Lock()
-	w.batches[plan] = batch
-	w.b.mu.Unlock()
-	if err := w.series.Apply(plan); err != nil {
-		w.cancel()
+	w.queue <- batch
+}
+
+// feed hands the queued batches to the series, in order. A batch still queued
+// when the context ends or a batch fails is not written.
+func (w *writer) feed() {
+	defer close(w.fed)
+	for batch := range w.queue {
+		if w.ctx.Err() != nil || w.failed() {
+			continue
+		}
+		plan := w.b.plan(batch)
+		w.b.mu.Lock()
+		w.batches[plan] = batch
+		w.b.mu.Unlock()
+		if err := w.series.Apply(plan); err != nil {
+			w.cancel()
+		}
 	}
 }
 
@@ -440,6 +479,8 @@ func (w *writer) failed() bool {
 // close waits for every batch sent and returns the first failure.
 func (w *writer) close() error {
 	if w.series != nil {
+		close(w.queue)
+		<-w.fed
 		w.series.Close() // its failure was seen by ended
 	}
 	w.b.mu.Lock()
@@ -524,7 +565,7 @@ func (tp *topicPlan) find(sev report.Severity, kind string, ledgerID int64, form
 	}
 	f.Location = tp.result.Topic
 	if ledgerID >= 0 {
-		f.Location = fmt.Sprintf("%s ledger %d", tp.result.Topic, ledgerID)
+		f.Location = tp.result.Topic + " ledger " + strconv.FormatInt(ledgerID, 10)
 		f.LedgerID = report.Int64(ledgerID)
 	}
 	tp.findings = append(tp.findings, f)
@@ -552,9 +593,12 @@ func topicLabel(path string) string {
 
 // planNode reads the entries one managed-ledger node needs and computes the
 // node's new value. bad is why the node's bytes could not be read (nil: n holds them).
-func (b *backfiller) planNode(ctx context.Context, node store.Node, bad error) *topicPlan {
+func (b *backfiller) planNode(ctx context.Context, node store.Node, topic string, bad error) *topicPlan {
 	path := node.Path
-	tp := &topicPlan{result: TopicResult{Topic: topicLabel(path), Path: path}, skipped: make(map[string]int)}
+	if topic == "" {
+		topic = topicLabel(path)
+	}
+	tp := &topicPlan{result: TopicResult{Topic: topic, Path: path}, skipped: make(map[string]int)}
 	if bad != nil {
 		// The node's bytes are damaged: this topic is skipped, the rest goes on.
 		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, bad))
@@ -567,11 +611,9 @@ func (b *backfiller) planNode(ctx context.Context, node store.Node, bad error) *
 	}
 	tp.version, tp.before = node.Version, node.Value
 	tp.result.Encoding = enc.String()
-	refs, err := ledgerRefs(info, b.dd.Ledgers, b.opts.Key)
-	if err != nil {
-		tp.err = fmt.Errorf("%s: %w", path, err)
-		return tp
-	}
+	// The open ledger's count is looked up only when its entry 0 does not settle
+	// that it has entries (probeLedger): the lookup costs an iterator seek.
+	refs := cluster.MetadataLedgers(info, b.opts.Key)
 	tp.result.Ledgers = len(refs)
 	if err := b.planLedgers(ctx, tp, info, refs); err != nil {
 		tp.err = fmt.Errorf("%s: %w", path, err)
@@ -615,6 +657,14 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 	for i, r := range refs {
 		if b.needsRead(r) {
 			work = append(work, i)
+		}
+		if r.CountUnknown && r.NotLocal {
+			// An offloaded open ledger's count is needed to infer: look it up now.
+			n, err := cluster.OpenLedgerEntries(b.dd.Ledgers, r.ID)
+			if err != nil {
+				return err
+			}
+			refs[i].Entries, refs[i].CountUnknown = n, false
 		}
 	}
 	if len(work) == 0 {
@@ -672,7 +722,7 @@ func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo) (bool, error) {
 // probeLedger reads entry 0 (and with wantLast the last entry) of one ledger.
 func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
 	f := ledgerFacts{read: true}
-	if r.Entries == 0 {
+	if r.Entries == 0 && !r.CountUnknown {
 		f.state = SkipEmpty
 		return f
 	}
@@ -682,6 +732,18 @@ func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
 	}
 	b, err := dd.Ledgers.Entry(r.ID, 0)
 	if errors.Is(err, store.ErrNotFound) {
+		if r.CountUnknown {
+			// The open ledger: empty, unless the store holds later entries.
+			n, err := cluster.OpenLedgerEntries(dd.Ledgers, r.ID)
+			if err != nil {
+				f.probeErr = err
+				return f
+			}
+			if n == 0 {
+				f.state = SkipEmpty
+				return f
+			}
+		}
 		f.state, f.detail = missingState(dd, r), err.Error()
 		return f
 	}

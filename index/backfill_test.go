@@ -515,3 +515,48 @@ func TestBackfillVerifyMissingTailIsNotAContinuityBreak(t *testing.T) {
 		t.Fatalf("%d continuity findings for correct values: %+v", n, res.Findings)
 	}
 }
+
+// The open last ledger's count is what the store holds; back-fill looks it up
+// only when entry 0 is not there. Every case plans as with the count known.
+func TestBackfillOpenLedgerCount(t *testing.T) {
+	u := func(n int) []int { return uniform(n, 2) }
+	topics := []tTopic{
+		{name: "open-entries", open: true, mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4)}}},
+		{name: "open-empty", open: true, mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: nil}}},
+		{name: "open-entry0-missing", open: true, mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(4), noEntry0: true}}},
+		{name: "open-offloaded", open: true, mlIndex: true, ledgers: []tLedger{{batches: u(4)}, {batches: u(3), offloaded: true}}},
+	}
+	dd, truth := buildDir(t, topics)
+	res := backfill(t, dd, BackfillOptions{Apply: true})
+	for _, c := range []struct {
+		topic  string
+		ledger int
+		set    bool
+	}{
+		{"open-entries", 1, true}, {"open-empty", 0, true}, {"open-empty", 1, false},
+		{"open-entry0-missing", 1, false}, {"open-offloaded", 1, false},
+	} {
+		info, _, _ := loadInfo(t, dd, tPath(c.topic))
+		v, ok := formats.LedgerProperty(info.GetLedgerInfo()[c.ledger], cluster.FirstEntryIndexKey)
+		want := strconv.FormatInt(truth[tPath(c.topic)][c.ledger].First, 10)
+		if ok != c.set || ok && v != want {
+			t.Errorf("%s ledger #%d: %s=%q (set %v), want set %v (%s)", c.topic, c.ledger, cluster.FirstEntryIndexKey, v, ok, c.set, want)
+		}
+	}
+	for reason, n := range map[string]int64{SkipEmpty: 2, SkipEntry0Missing: 1} {
+		if res.Skipped[reason] != n {
+			t.Errorf("skipped[%s] = %d, want %d (all: %v)", reason, res.Skipped[reason], n, res.Skipped)
+		}
+	}
+	if len(res.Skipped) != 2 {
+		t.Errorf("skipped %v, want only empty and entry0-missing", res.Skipped)
+	}
+	for kind, n := range map[string]int{KindOpenLedger: 1, KindEntriesLost: 1, KindLostLedger: 0, KindNotInferred: 0} {
+		if got := len(findingsOf(res, kind)); got != n {
+			t.Errorf("%d %s findings, want %d: %+v", got, kind, n, res.Findings)
+		}
+	}
+	if res.Planned != 5 || res.Written != 5 { // ledger 0 of each topic and the open one with entries
+		t.Errorf("planned %d written %d, want 5 and 5", res.Planned, res.Written)
+	}
+}

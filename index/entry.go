@@ -41,18 +41,44 @@ func (e EntryInfo) Time() uint64 {
 // ParseEntryInfo decodes the index and times of an entry frame. An entry without a
 // broker index is not an error: HasIndex says so.
 func ParseEntryInfo(b []byte) (EntryInfo, error) {
+	var r formats.EntryRefs // on the stack: the full parser's messages are not
+	if formats.PeekEntry(b, &r) {
+		return infoOfRefs(&r), nil
+	}
 	var p entryParser
-	return p.parse(b)
+	return p.parseFull(b)
 }
 
 // entryParser reuses its messages across entries, so scans do not allocate per entry.
 type entryParser struct {
-	e  formats.Entry
-	md pulsarpb.MessageMetadata
-	bm pulsarpb.BrokerEntryMetadata
+	refs formats.EntryRefs
+	e    formats.Entry
+	md   pulsarpb.MessageMetadata
+	bm   pulsarpb.BrokerEntryMetadata
 }
 
+// parse reads an entry by formats.PeekEntry, which builds no message, and leaves
+// to the full parse what PeekEntry does not take (it then says what is wrong).
 func (p *entryParser) parse(b []byte) (EntryInfo, error) {
+	if !formats.PeekEntry(b, &p.refs) {
+		return p.parseFull(b)
+	}
+	return infoOfRefs(&p.refs), nil
+}
+
+func infoOfRefs(r *formats.EntryRefs) EntryInfo {
+	info := EntryInfo{PublishTime: r.PublishTime}
+	if r.HasBrokerMeta {
+		info.BrokerTime = r.BrokerTimestamp
+		if base, ok := r.BaseIndex(); ok {
+			info.Base, info.Last, info.HasIndex = base, int64(r.Index), true
+		}
+	}
+	return info
+}
+
+// parseFull is parse by formats.ParseEntryInto.
+func (p *entryParser) parseFull(b []byte) (EntryInfo, error) {
 	if err := formats.ParseEntryInto(b, &p.e, &p.md, &p.bm); err != nil {
 		return EntryInfo{}, err
 	}

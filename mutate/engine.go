@@ -205,23 +205,20 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 	if err := removeTemps(e.dir); err != nil {
 		return nil, err
 	}
-	recs, err := readRecords(e.dir)
+	runs, err := readRuns(e.dir)
 	if err != nil {
 		return nil, err
 	}
 	var maxEpoch uint64
 	var unfinished []*RunRecord
-	for _, r := range recs {
-		maxEpoch = max(maxEpoch, r.Epoch)
-		for _, h := range r.History {
-			maxEpoch = max(maxEpoch, h.Epoch)
-		}
-		if !r.State.Finished() {
-			if err := e.checkStore(r, "recover"); err != nil {
+	for _, r := range runs {
+		maxEpoch = max(maxEpoch, r.maxEpoch)
+		if !r.state.Finished() {
+			if err := e.checkStore(r.rec, "recover"); err != nil {
 				// Rolling it back here would write this store with another's before-images.
 				return nil, fmt.Errorf("an unfinished run must be recovered first: %w", err)
 			}
-			unfinished = append(unfinished, r)
+			unfinished = append(unfinished, r.rec)
 		}
 	}
 	cur, err := readEpoch(e.dir)
@@ -420,6 +417,25 @@ type runEnd struct {
 // writes the backup and journals the run as applying, durably, before anything is
 // written. nil: the run is journaled and goes on to writeRun.
 func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
+	if end := e.prepareRun(ctx, rec, opts); end != nil {
+		return end
+	}
+	return e.journalApplying(rec)
+}
+
+// journalApplying journals a prepared run as applying, durably. It touches only
+// rec and the journal files, so a Series journals two runs at once.
+func (e *Engine) journalApplying(rec *RunRecord) *runEnd {
+	if err := e.setState(rec, StateApplying, rec.Epoch, ""); err != nil {
+		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
+	}
+	e.crashPoint("journaled")
+	return nil
+}
+
+// prepareRun is journalRun up to the applying record: epoch, preflight (a
+// refused run is journaled as refused here) and backup.
+func (e *Engine) prepareRun(ctx context.Context, rec *RunRecord, opts ApplyOptions) *runEnd {
 	epoch, err := e.runEpoch()
 	if err != nil {
 		return &runEnd{nil, err}
@@ -446,10 +462,6 @@ func (e *Engine) journalRun(ctx context.Context, rec *RunRecord, opts ApplyOptio
 		rec.Backup = opts.Backup
 		e.crashPoint("backup")
 	}
-	if err := e.setState(rec, StateApplying, epoch, ""); err != nil {
-		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
-	}
-	e.crashPoint("journaled")
 	return nil
 }
 

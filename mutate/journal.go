@@ -122,13 +122,15 @@ type RunRecord struct {
 	Invocation  string   `json:"invocation,omitempty"`
 	State       RunState `json:"state"`
 	// Backup is the metadata backup file written before applying, if any.
-	Backup   string        `json:"backup,omitempty"`
-	Items    []JournalItem `json:"items"`
-	Verified bool          `json:"verified"`
+	Backup   string `json:"backup,omitempty"`
+	Verified bool   `json:"verified"`
 	// Mismatches lists what verification found different from the plan.
 	Mismatches []string      `json:"mismatches,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	History    []StateChange `json:"history"`
+	// Items come last in the JSON: recovery reads what comes before them
+	// (readHead) to pass over a finished run without decoding its items.
+	Items []JournalItem `json:"items"`
 }
 
 // RunSummary is one line of List.
@@ -165,14 +167,18 @@ func List(journalDir string) ([]RunSummary, error) {
 	undoneBy := undoneBy(recs)
 	out := make([]RunSummary, 0, len(recs))
 	for _, r := range recs {
-		out = append(out, RunSummary{
-			RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
-			CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, ToolVersion: r.ToolVersion,
-			Invocation: r.Invocation, State: r.State, Items: len(r.Items),
-			Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy[r.RunID], Error: r.Error,
-		})
+		out = append(out, summaryOf(r, undoneBy[r.RunID]))
 	}
 	return out, nil
+}
+
+func summaryOf(r *RunRecord, undoneBy string) RunSummary {
+	return RunSummary{
+		RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
+		CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, ToolVersion: r.ToolVersion,
+		Invocation: r.Invocation, State: r.State, Items: len(r.Items),
+		Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy, Error: r.Error,
+	}
 }
 
 // undoneBy maps each run that is currently undone to the run that undid it. Runs are
@@ -209,6 +215,24 @@ func Show(journalDir, runID string) (*RunRecord, error) {
 
 // readRecords reads every run record, sorted by run id (which sorts by time).
 func readRecords(dir string) ([]*RunRecord, error) {
+	files, err := recordFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	recs := make([]*RunRecord, 0, len(files))
+	for _, path := range files {
+		rec, err := readRecord(path)
+		if err != nil {
+			return nil, err
+		}
+		recs = append(recs, rec)
+	}
+	return recs, nil
+}
+
+// recordFiles lists the run records' files, sorted by run id (which sorts by
+// time; a record's run id is its file name, readRecord checks).
+func recordFiles(dir string) ([]string, error) {
 	ents, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -216,20 +240,142 @@ func readRecords(dir string) ([]*RunRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read journal %s: %w", dir, err)
 	}
-	var recs []*RunRecord
+	var files []string
 	for _, e := range ents {
 		name := e.Name()
 		if e.IsDir() || strings.HasPrefix(name, tempPrefix) || !strings.HasSuffix(name, recordSuffix) {
 			continue
 		}
-		rec, err := readRecord(filepath.Join(dir, name))
+		files = append(files, filepath.Join(dir, name))
+	}
+	sort.Strings(files)
+	return files, nil
+}
+
+// journaledRun is one run as recovery sees it: every run's state and highest
+// epoch, and the whole record (rec) of a run that may need recovery.
+type journaledRun struct {
+	runID    string
+	state    RunState
+	maxEpoch uint64 // the highest epoch the record names: its own and its history's
+	rec      *RunRecord
+}
+
+// readRuns reads what recovery needs of every run, sorted by run id. A finished
+// run is read by its head (readHead) where that suffices, so the cost of start-up
+// does not grow with the items of every run ever journaled; any other record is
+// read and checked whole.
+func readRuns(dir string) ([]journaledRun, error) {
+	files, err := recordFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	runs := make([]journaledRun, 0, len(files))
+	for _, path := range files {
+		if h, ok := readHead(path); ok && h.State.Finished() {
+			runs = append(runs, journaledRun{runID: h.RunID, state: h.State, maxEpoch: h.maxEpoch()})
+			continue
+		}
+		rec, err := readRecord(path)
 		if err != nil {
 			return nil, err
 		}
-		recs = append(recs, rec)
+		h := recordHead{Epoch: rec.Epoch, History: rec.History}
+		runs = append(runs, journaledRun{runID: rec.RunID, state: rec.State, maxEpoch: h.maxEpoch(), rec: rec})
 	}
-	sort.Slice(recs, func(i, j int) bool { return recs[i].RunID < recs[j].RunID })
-	return recs, nil
+	return runs, nil
+}
+
+// recordHead is the part of a RunRecord that precedes its items.
+type recordHead struct {
+	Format  int
+	RunID   string
+	State   RunState
+	Epoch   uint64
+	History []StateChange
+}
+
+func (h *recordHead) maxEpoch() uint64 {
+	m := h.Epoch
+	for _, c := range h.History {
+		m = max(m, c.Epoch)
+	}
+	return m
+}
+
+// readHead reads a record's fields up to "items", which writeRecord puts last,
+// and decodes no item. ok says the head is complete and sound: every field
+// recovery needs seen once, under its exact name, before the items, the format
+// and run id right. Otherwise (a record of the older layout, with the history
+// after the items; a damaged file) the caller reads the record whole, which
+// decodes it or says what is wrong. Records are replaced by rename, whole, so a
+// head that reads well belongs to a record that does.
+func readHead(path string) (h recordHead, ok bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return h, false
+	}
+	defer f.Close()
+	dec := json.NewDecoder(f)
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return h, false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey || seen[key] {
+			return h, false
+		}
+		seen[key] = true
+		var v any
+		switch key {
+		case "items":
+			return h, headOK(&h, seen, path)
+		case "format":
+			v = &h.Format
+		case "runId":
+			v = &h.RunID
+		case "state":
+			v = &h.State
+		case "epoch":
+			v = &h.Epoch
+		case "history":
+			v = &h.History
+		default:
+			v = new(json.RawMessage)
+		}
+		if err := dec.Decode(v); err != nil {
+			return h, false
+		}
+	}
+	return h, headOK(&h, seen, path)
+}
+
+func headOK(h *recordHead, seen map[string]bool, path string) bool {
+	for _, k := range []string{"format", "runId", "state", "epoch", "history"} {
+		if !seen[k] {
+			return false
+		}
+	}
+	return h.Format == JournalFormat && h.RunID == strings.TrimSuffix(filepath.Base(path), recordSuffix)
+}
+
+// Unfinished lists the runs a writable open would recover (applying or rolling
+// back), oldest first. Like List it only reads; finished runs are passed over by
+// their heads.
+func Unfinished(journalDir string) ([]RunSummary, error) {
+	runs, err := readRuns(journalDir)
+	if err != nil {
+		return nil, err
+	}
+	var out []RunSummary
+	for _, r := range runs {
+		if !r.state.Finished() {
+			out = append(out, summaryOf(r.rec, ""))
+		}
+	}
+	return out, nil
 }
 
 func readRecord(path string) (*RunRecord, error) {

@@ -11,7 +11,8 @@ import (
 )
 
 // A Series applies many plans as a pipeline of runs: while one run writes, the next
-// is journaled and the one before it is verified and committed. Back-fill uses it
+// ones (seriesJournals at once) are journaled and the one before it is verified and
+// committed. Back-fill uses it
 // for its batches, so a batch's journal fsyncs and read-back overlap the next
 // batch's compare-and-set instead of adding to it.
 //
@@ -112,7 +113,14 @@ func (s *Series) stop(err error) {
 type flight struct {
 	plan *Plan
 	rec  *RunRecord
+	// journaled receives how writing the applying record ended (nil: durably).
+	journaled chan *runEnd
 }
+
+// seriesJournals runs may be journaled at once: a run's applying record costs two
+// fsyncs, which the filesystem commits together with the next run's when they
+// overlap, so the journal stage keeps up with the writes.
+const seriesJournals = 2
 
 // end reports a run's outcome and releases its nodes and ledgers. A failure that
 // is not a refusal (a node changed since it was read) stops the series.
@@ -181,10 +189,15 @@ func (s *Series) release(rec *RunRecord) {
 	s.free.Broadcast()
 }
 
-// journalStage validates, claims, preflights and journals each plan.
+// journalStage validates, claims and preflights each plan, in order, and starts
+// journaling it; forwardStage hands the journaled runs on in the same order.
 func (s *Series) journalStage() {
 	defer s.stages.Done()
-	defer close(s.toWrite)
+	journaling := make(chan *flight, seriesJournals-1)
+	s.stages.Add(1)
+	go s.forwardStage(journaling)
+	defer close(journaling)
+	started := make(map[string]bool) // run ids of this series
 	e := s.e
 	for plan := range s.plans {
 		f := &flight{plan: plan}
@@ -197,20 +210,42 @@ func (s *Series) journalStage() {
 			continue
 		}
 		rec, err := e.newRecord(plan)
+		if err == nil && started[rec.RunID] {
+			// Its record may not be written yet (journaled concurrently), so
+			// newRecord could not see it.
+			err = fmt.Errorf("%w: run id %s is already in the journal", ErrInvalidPlan, rec.RunID)
+		}
 		if err != nil {
 			s.end(f, nil, err)
 			continue
 		}
+		started[rec.RunID] = true
 		inv := invocationOf(s.ctx)
 		rec.ToolVersion, rec.Invocation = inv.ToolVersion, inv.ID
 		s.claim(rec)
 		f.rec = rec
-		if end := e.journalRun(s.ctx, rec, s.opts); end != nil {
+		if end := e.prepareRun(s.ctx, rec, s.opts); end != nil {
 			s.end(f, end.res, end.err)
 			continue
 		}
 		if rec.Backup != "" {
 			s.opts.Backup = "" // taken
+		}
+		f.journaled = make(chan *runEnd, 1)
+		go func() { f.journaled <- e.journalApplying(rec) }()
+		journaling <- f
+	}
+}
+
+// forwardStage hands each run to the write stage, in order, once its applying
+// record is durable.
+func (s *Series) forwardStage(journaling <-chan *flight) {
+	defer s.stages.Done()
+	defer close(s.toWrite)
+	for f := range journaling {
+		if end := <-f.journaled; end != nil {
+			s.end(f, end.res, end.err)
+			continue
 		}
 		s.toWrite <- f
 	}

@@ -1,0 +1,149 @@
+package mutate
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// headRecord is a finished record with items and a history whose last change
+// has a later epoch than the run (as an undo's rollback writes).
+func headRecord(id string, state RunState) *RunRecord {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	return &RunRecord{
+		Format: JournalFormat, RunID: id, Command: "index backfill", Args: []string{"--apply"}, Epoch: 4, State: state,
+		CreatedAt: at,
+		Items: []JournalItem{
+			{Item: Item{Kind: KindSet, Path: "/a", Expect: 2, Before: []byte("x"), After: []byte("y")}, Status: StatusVerified, Written: 3},
+		},
+		History: []StateChange{{State: StateApplying, At: at, Epoch: 4}, {State: state, At: at, Epoch: 9, Note: "later"}},
+	}
+}
+
+// What writeRecord writes, readHead reads without the items: the fields
+// recovery needs, items last.
+func TestReadHeadOfWrittenRecord(t *testing.T) {
+	dir := t.TempDir()
+	rec := headRecord("20261201T090000.000000000Z-aaaa", StateCommitted)
+	if err := syncer(nil).writeRecord(dir, rec); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, rec.RunID+recordSuffix)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i, j := strings.Index(string(b), `"history"`), strings.Index(string(b), `"items"`); i < 0 || j < i {
+		t.Fatalf("items are not written after the history: %s", b)
+	}
+	h, ok := readHead(path)
+	if !ok || h.RunID != rec.RunID || h.State != StateCommitted || h.Epoch != 4 || h.maxEpoch() != 9 {
+		t.Fatalf("readHead = %+v, %v; want the record's run id, state, epoch 4 and max epoch 9", h, ok)
+	}
+	runs, err := readRuns(dir)
+	if err != nil || len(runs) != 1 || runs[0].rec != nil || runs[0].maxEpoch != 9 {
+		t.Fatalf("readRuns = %+v, %v; want the finished run by its head, max epoch 9", runs, err)
+	}
+}
+
+// Records readHead cannot vouch for are read whole: the older layout (history
+// after the items), and heads missing a field, repeating one, or naming
+// another run or format.
+func TestReadHeadRefusesWhatItCannotVouchFor(t *testing.T) {
+	dir := t.TempDir()
+	id := "r1"
+	path := filepath.Join(dir, id+recordSuffix)
+	old := `{"format":1,"runId":"r1","epoch":4,"state":"committed","items":[],"verified":true,"history":[{"state":"committed","at":"2026-12-01T09:00:00Z","epoch":7}]}`
+	for name, data := range map[string]string{
+		"older layout":       old,
+		"no history":         `{"format":1,"runId":"r1","epoch":4,"state":"committed","items":[]}`,
+		"repeated state":     `{"format":1,"runId":"r1","epoch":4,"state":"committed","state":"applying","history":[],"items":[]}`,
+		"other run":          `{"format":1,"runId":"r2","epoch":4,"state":"committed","history":[],"items":[]}`,
+		"other format":       `{"format":2,"runId":"r1","epoch":4,"state":"committed","history":[],"items":[]}`,
+		"wrong case":         `{"format":1,"runId":"r1","epoch":4,"State":"committed","history":[],"items":[]}`,
+		"not json":           `{"format":1,"runId":`,
+		"not an object":      `[1]`,
+		"epoch not a number": `{"format":1,"runId":"r1","epoch":"4","state":"committed","history":[],"items":[]}`,
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if h, ok := readHead(path); ok {
+			t.Errorf("%s: readHead = %+v, ok; want it refused", name, h)
+		}
+	}
+	// A record of the older layout is read whole: its history's epoch counts.
+	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := readRuns(dir)
+	if err != nil || len(runs) != 1 || runs[0].rec == nil || runs[0].maxEpoch != 7 {
+		t.Fatalf("readRuns of the older layout = %+v, %v; want the whole record, max epoch 7", runs, err)
+	}
+	// A damaged record is still reported, naming it.
+	if err := os.WriteFile(path, []byte(`{"format":1,"runId":"r1","state":"committed","epoch":`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readRuns(dir); !errors.Is(err, ErrBadJournal) || !strings.Contains(err.Error(), path) {
+		t.Fatalf("readRuns of a damaged record: %v; want ErrBadJournal naming %s", err, path)
+	}
+}
+
+// Start-up passes over a finished run by its head: its items are not decoded
+// (a committed record whose items would not decode does not stop recovery; undo
+// and show read it whole and say so), its epochs still count, and an unfinished
+// run is read whole and recovered.
+func TestRecoverPassesOverFinishedRunsByHead(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e := newEngine(t, dd)
+	p := &Plan{Command: "set", Items: []Item{{Kind: KindSet, Path: "/a", Expect: version(t, dd, "/a"), After: []byte("new")}}}
+	if _, err := e.Apply(ctx, p, ApplyOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	dir := e.JournalDir()
+	rec := headRecord("20200101T000000.000000000Z-old0", StateCommitted)
+	rec.History[1].Epoch = 1000
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), `"items":`)
+	damaged := string(b[:i]) + `"items":[{"kind":"no-such-kind"}]}`
+	path := filepath.Join(dir, rec.RunID+recordSuffix)
+	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Show(dir, rec.RunID); !errors.Is(err, ErrBadJournal) {
+		t.Fatalf("Show of the record with a bad item: %v, want ErrBadJournal", err)
+	}
+	if _, err := newEngine(t, dd).Recover(ctx); err != nil {
+		t.Fatalf("recover with a finished run whose items do not decode: %v", err)
+	}
+	if ep, err := readEpoch(dir); err != nil || ep < 1000 {
+		t.Fatalf("epoch file %d (%v): the finished run's history epoch 1000 was not counted", ep, err)
+	}
+	// An unfinished run among finished ones is found and rolled back.
+	un := headRecord("20300101T000000.000000000Z-unf0", StateApplying)
+	un.Items[0].Item = Item{Kind: KindSet, Path: "/a", Expect: version(t, dd, "/a"), Before: []byte("new"), After: []byte("new")}
+	un.Items[0].Status = StatusPending
+	un.MetadataStore = e.store
+	if err := syncer(nil).writeRecord(dir, un); err != nil {
+		t.Fatal(err)
+	}
+	unf, err := Unfinished(dir)
+	if err != nil || len(unf) != 1 || unf[0].RunID != un.RunID || unf[0].State != StateApplying {
+		t.Fatalf("Unfinished = %+v, %v; want run %s applying", unf, err, un.RunID)
+	}
+	reports, err := newEngine(t, dd).Recover(ctx)
+	if err != nil || len(reports) != 1 || reports[0].RunID != un.RunID || reports[0].State != StateRolledBack {
+		t.Fatalf("Recover = %+v, %v; want run %s rolled back", reports, err, un.RunID)
+	}
+	if unf, err := Unfinished(dir); err != nil || len(unf) != 0 {
+		t.Fatalf("Unfinished after recovery = %+v, %v; want none", unf, err)
+	}
+}
