@@ -58,7 +58,9 @@ section() {
   case $1 in
   scan)
     fixture
-    run scan env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./inspect -run '^$' -bench '^BenchmarkScanRatio$' -benchtime 3x -cpu 1,2 ;;
+    # one -cpu value per invocation: a -cpu list runs every label at its last value (docs/benchmarks.md)
+    run scan-2cores env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./inspect -run '^$' -bench '^BenchmarkScanRatio$' -benchtime 3x -cpu 2
+    run scan-1core env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./inspect -run '^$' -bench '^BenchmarkScanRatio$' -benchtime 3x -cpu 1 ;;
   entryscan)
     run entryscan env LEDGERMEDIC_BENCH_ENTRIES=1000000 LEDGERMEDIC_BENCH_DIR="$logs/bench1m" go test ./inspect -run '^$' -bench 'EntryScan/ratio' -benchtime 1x ;;
   check-tty)
