@@ -65,18 +65,17 @@ func residentIn(t *testing.T, dir, suffix string) int {
 	return kb
 }
 
-// TestTrimDropsTablePages: a trim leaves no table page of the data dir resident,
-// every entry reads back the same after it, and it leaves alone the pages of
-// other folders' tables and of private mappings (whose written pages exist
-// nowhere else).
-func TestTrimDropsTablePages(t *testing.T) {
+// writeEntryTables creates a data dir holding entry 0 of ledgers 0..n-1, 2,100
+// random bytes each, and closes it.
+func writeEntryTables(t *testing.T, n int64) string {
+	t.Helper()
 	dir := t.TempDir()
 	d, err := Create(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var batch []EntryWrite
-	for id := range int64(12000) { // 25 MB: several tables
+	for id := range n {
 		batch = append(batch, EntryWrite{LedgerID: id, EntryID: 0, Value: randomBytes(id, 2100)})
 		if len(batch) == 200 {
 			if err := d.Ledgers.(EntryBatcher).PutEntries(batch); err != nil {
@@ -88,6 +87,15 @@ func TestTrimDropsTablePages(t *testing.T) {
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
+	return dir
+}
+
+// TestTrimDropsTablePages: a trim leaves no table page of the data dir resident,
+// every entry reads back the same after it, and it leaves alone the pages of
+// other folders' tables and of private mappings (whose written pages exist
+// nowhere else).
+func TestTrimDropsTablePages(t *testing.T) {
+	dir := writeEntryTables(t, 12000) // 25 MB: several tables
 	ledgers, _ := filepath.EvalSymlinks(filepath.Join(dir, LedgersDirName))
 
 	// Another folder's table, mapped shared, and a private mapping of a table in
@@ -157,32 +165,15 @@ func TestTrimDropsTablePages(t *testing.T) {
 // TestTrimmerBoundsResidentTables: the trimmer a read-only open starts keeps a
 // full read's resident table pages near trimAfter.
 func TestTrimmerBoundsResidentTables(t *testing.T) {
-	dir := t.TempDir()
-	d, err := Create(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var batch []EntryWrite
-	for id := range int64(24000) { // 50 MB
-		batch = append(batch, EntryWrite{LedgerID: id, Value: randomBytes(id, 2100)})
-		if len(batch) == 200 {
-			if err := d.Ledgers.(EntryBatcher).PutEntries(batch); err != nil {
-				t.Fatal(err)
-			}
-			batch = batch[:0]
-		}
-	}
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
+	dir := writeEntryTables(t, 24000) // 50 MB
 	ledgers, _ := filepath.EvalSymlinks(filepath.Join(dir, LedgersDirName))
-	d = mustOpen(t, dir, Options{ReadOnly: true, NoSandbox: true})
+	d := mustOpen(t, dir, Options{ReadOnly: true, NoSandbox: true})
 	if d.trimmer == nil {
 		t.Fatal("a read-only open started no trimmer")
 	}
 	peak := 0
 	n := 0
-	err = d.RawLedgerIteration(context.Background(), func(k, v []byte) error {
+	err := d.RawLedgerIteration(context.Background(), func(k, v []byte) error {
 		if n++; n%500 == 0 {
 			peak = max(peak, residentIn(t, ledgers, ".sst"))
 		}

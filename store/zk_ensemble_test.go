@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -42,39 +41,12 @@ func freeAddr(t *testing.T) string {
 // target sends lag late (in order); what is sent to target goes at once.
 func delayProxy(t *testing.T, target string, lag time.Duration) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
+	addr, _ := testProxy(t, target, func(_ int, c, s net.Conn) bool {
+		go func() { _, _ = copyConn(s, c) }()
+		go delayCopy(c, s, lag)
+		return true
 	})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, s)
-			mu.Unlock()
-			go func() { _, _ = copyConn(s, c) }()
-			go delayCopy(c, s, lag)
-		}
-	}()
-	return l.Addr().String()
+	return addr
 }
 
 func delayCopy(dst, src net.Conn, lag time.Duration) {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -175,43 +174,15 @@ func TestZKMultiReadDigest(t *testing.T) {
 // at once: the go-zookeeper session connects, the read session cannot.
 func firstOnlyProxy(t *testing.T, target string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
+	addr, _ := testProxy(t, target, func(n int, c, s net.Conn) bool {
+		if n > 0 {
+			return false
 		}
-		mu.Unlock()
+		go func() { _, _ = copyConn(c, s) }()
+		go func() { _, _ = copyConn(s, c) }()
+		return true
 	})
-	go func() {
-		for n := 0; ; n++ {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if n > 0 {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, s)
-			mu.Unlock()
-			go func() { _, _ = copyConn(c, s) }()
-			go func() { _, _ = copyConn(s, c) }()
-		}
-	}()
-	return l.Addr().String()
+	return addr
 }
 
 func copyConn(dst, src net.Conn) (int64, error) {
@@ -261,14 +232,21 @@ func TestZKMultiReadFallback(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	wantOneMultiReadNote(t, s, "one request per node")
+}
+
+// wantOneMultiReadNote: the store's notes say once, in a note holding says, that
+// it reads without multiRead.
+func wantOneMultiReadNote(t *testing.T, s store.MetadataBackend, says string) {
+	t.Helper()
 	var notes []string
 	for _, n := range s.Source().Notes {
 		if strings.Contains(n, "multiRead") {
 			notes = append(notes, n)
 		}
 	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "one request per node") {
-		t.Errorf("notes about the fallback: %q", s.Source().Notes)
+	if len(notes) != 1 || !strings.Contains(notes[0], says) {
+		t.Errorf("notes about reading without multiRead (want one saying %q): %q", says, s.Source().Notes)
 	}
 }
 
@@ -305,60 +283,30 @@ func TestZKMultiReadRateCap(t *testing.T) {
 // counts the connections made.
 func refuseMultiReadProxy(t *testing.T, target string) (addr string, conns func() int) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var open []net.Conn
-	n := 0
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-	})
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, s)
-			n++
-			mu.Unlock()
-			go func() { _, _ = copyConn(c, s) }()
-			go func() {
-				defer c.Close()
-				defer s.Close()
-				for first := true; ; first = false {
-					hdr := make([]byte, 4)
-					if _, err := io.ReadFull(c, hdr); err != nil {
-						return
-					}
-					pkt := make([]byte, binary.BigEndian.Uint32(hdr))
-					if _, err := io.ReadFull(c, pkt); err != nil {
-						return
-					}
-					if !first && len(pkt) >= 8 && int32(binary.BigEndian.Uint32(pkt[4:8])) == 22 {
-						return
-					}
-					if _, err := s.Write(append(hdr, pkt...)); err != nil {
-						return
-					}
+	return testProxy(t, target, func(_ int, c, s net.Conn) bool {
+		go func() { _, _ = copyConn(c, s) }()
+		go func() {
+			defer c.Close()
+			defer s.Close()
+			for first := true; ; first = false {
+				hdr := make([]byte, 4)
+				if _, err := io.ReadFull(c, hdr); err != nil {
+					return
 				}
-			}()
-		}
-	}()
-	return l.Addr().String(), func() int { mu.Lock(); defer mu.Unlock(); return n }
+				pkt := make([]byte, binary.BigEndian.Uint32(hdr))
+				if _, err := io.ReadFull(c, pkt); err != nil {
+					return
+				}
+				if !first && len(pkt) >= 8 && int32(binary.BigEndian.Uint32(pkt[4:8])) == 22 {
+					return
+				}
+				if _, err := s.Write(append(hdr, pkt...)); err != nil {
+					return
+				}
+			}
+		}()
+		return true
+	})
 }
 
 // TestZKMultiReadRefused: a server that ends the session on a multiRead (before
@@ -384,13 +332,5 @@ func TestZKMultiReadRefused(t *testing.T) {
 	if n := conns(); n != 3 {
 		t.Errorf("%d connections, want 3 (go-zookeeper's, the srvr probe, one read session)", n)
 	}
-	var notes []string
-	for _, n := range s.Source().Notes {
-		if strings.Contains(n, "multiRead") {
-			notes = append(notes, n)
-		}
-	}
-	if len(notes) != 1 || !strings.Contains(notes[0], "UNIMPLEMENTED") {
-		t.Errorf("notes: %q", s.Source().Notes)
-	}
+	wantOneMultiReadNote(t, s, "UNIMPLEMENTED")
 }

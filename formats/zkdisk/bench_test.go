@@ -258,24 +258,32 @@ func TestTreeOrderProperty(t *testing.T) {
 			want = append(want, &Node{Path: n.Path, Data: n.Data, ACLRef: n.ACLRef, Stat: n.Stat})
 		}
 		wantTree := newTree(derefNodes(want), nil)
-		img, _, _, ok := treeFromImage(b)
-		if !ok {
-			t.Fatalf("seed %d: the scan refused a well-formed snapshot", seed)
-		}
-		sr, err := NewSnapshotReader(bytes.NewReader(b), "rt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		streamed, _, _, err := treeFromReader(sr, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		img, streamed := scannedAndStreamed(t, seed, b)
 		for name, got := range map[string]*Tree{"scanned": img, "streamed": streamed} {
 			if g, w := treeDump(got), treeDump(wantTree); !slices.Equal(g, w) {
 				t.Errorf("seed %d (shuffle %v dup %v) %s: %d nodes, want %d\ngot  %q\nwant %q", seed, shuffle, dup, name, len(g), len(w), g, w)
 			}
 		}
 	}
+}
+
+// scannedAndStreamed loads snapshot b both ways: scanned whole from its image and
+// streamed.
+func scannedAndStreamed(t *testing.T, seed uint64, b []byte) (img, streamed *Tree) {
+	t.Helper()
+	img, _, _, ok := treeFromImage(b)
+	if !ok {
+		t.Fatalf("seed %d: the scan refused a well-formed snapshot", seed)
+	}
+	sr, err := NewSnapshotReader(bytes.NewReader(b), "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	streamed, _, _, err = treeFromReader(sr, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img, streamed
 }
 
 func derefNodes(ns []*Node) []Node {

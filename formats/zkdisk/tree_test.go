@@ -17,18 +17,7 @@ func TestReplayOverImageTreeProperty(t *testing.T) {
 	for seed := range uint64(40) {
 		rng := rand.New(rand.NewPCG(seed, 29))
 		b, written := randomSnapshot(rng, false, false)
-		img, _, _, ok := treeFromImage(b)
-		if !ok {
-			t.Fatalf("seed %d: the scan refused a well-formed snapshot", seed)
-		}
-		sr, err := NewSnapshotReader(bytes.NewReader(b), "rt")
-		if err != nil {
-			t.Fatal(err)
-		}
-		streamed, _, _, err := treeFromReader(sr, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		img, streamed := scannedAndStreamed(t, seed, b)
 		model := map[string][]byte{}
 		for _, n := range written {
 			model[n.Path] = n.Data
