@@ -57,19 +57,28 @@ func decodeMLInfoFast(b []byte, info *mlpb.ManagedLedgerInfo) bool {
 	return true
 }
 
+// nextBytesField splits the length-delimited field at the front of b: its
+// number, its bytes and what follows; ok is false when b does not start with one.
+func nextBytesField(b []byte) (num protowire.Number, v, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 || typ != protowire.BytesType {
+		return 0, nil, nil, false
+	}
+	v, m := protowire.ConsumeBytes(b[n:])
+	if m < 0 {
+		return 0, nil, nil, false
+	}
+	return num, v, b[n+m:], true
+}
+
 // scanInfo checks b and counts what it holds.
 func (sh *mlInfoShape) scanInfo(b []byte) bool {
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || (num != mlFieldLedgerInfo && num != mlFieldProperties) {
+		num, v, rest, ok := nextBytesField(b)
+		if !ok || (num != mlFieldLedgerInfo && num != mlFieldProperties) {
 			return false
 		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
+		b = rest
 		if num == mlFieldLedgerInfo {
 			sh.ledgers++
 			if !sh.scanLedger(v) {
@@ -124,16 +133,11 @@ func (sh *mlInfoShape) scanLedger(b []byte) bool {
 func (sh *mlInfoShape) scanKV(b []byte) bool {
 	sh.kvs++
 	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 || typ != protowire.BytesType || (num != kvFieldKey && num != kvFieldValue) {
+		num, v, rest, ok := nextBytesField(b)
+		if !ok || (num != kvFieldKey && num != kvFieldValue) {
 			return false
 		}
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		if n < 0 {
-			return false
-		}
-		b = b[n:]
+		b = rest
 		sh.strs++
 		sh.strBytes += len(v)
 	}
@@ -157,10 +161,8 @@ type mlInfoFill struct {
 func (f *mlInfoFill) fillInfo(b []byte, info *mlpb.ManagedLedgerInfo) {
 	var props []*mlpb.KeyValue
 	for len(b) > 0 {
-		num, _, n := protowire.ConsumeTag(b)
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		b = b[n:]
+		num, v, rest, _ := nextBytesField(b) // scanInfo checked the shape
+		b = rest
 		if num == mlFieldLedgerInfo {
 			f.fillLedger(v)
 			continue
@@ -222,10 +224,8 @@ func (f *mlInfoFill) fillKV(b []byte) *mlpb.KeyValue {
 	kv := &f.kvs[f.nk]
 	f.nk++
 	for len(b) > 0 {
-		num, _, n := protowire.ConsumeTag(b)
-		b = b[n:]
-		v, n := protowire.ConsumeBytes(b)
-		b = b[n:]
+		num, v, rest, _ := nextBytesField(b) // scanKV checked the shape
+		b = rest
 		s := &f.strs[0]
 		f.strs = f.strs[1:]
 		if len(v) > 0 {
