@@ -306,12 +306,18 @@ func (b *backfiller) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	type pending struct{ done chan *topicPlan }
-	type job struct {
+	// Nodes go to the planners in chunks of planChunk, and come back the same
+	// way: a hand-off between goroutines per node cost more than planning one
+	// small node.
+	type node struct {
 		n     store.Node
 		topic string
 		bad   error
-		done  chan *topicPlan
+	}
+	type pending struct{ done chan []*topicPlan }
+	type job struct {
+		nodes []node
+		done  chan []*topicPlan
 	}
 	queue := make(chan pending, b.opts.Workers)
 	// Workers planners, long-lived: a goroutine per node paid for growing its
@@ -320,7 +326,11 @@ func (b *backfiller) run(ctx context.Context) error {
 	for range b.opts.Workers {
 		go func() {
 			for j := range jobs {
-				j.done <- b.planNode(planCtx, j.n, j.topic, j.bad) // buffered: never blocks
+				tps := make([]*topicPlan, len(j.nodes))
+				for i, nd := range j.nodes {
+					tps[i] = b.planNode(planCtx, nd.n, nd.topic, nd.bad)
+				}
+				j.done <- tps // buffered: never blocks
 			}
 		}()
 	}
@@ -328,29 +338,46 @@ func (b *backfiller) run(ctx context.Context) error {
 	go func() {
 		defer close(queue)
 		defer close(jobs)
-		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, topic string, bad error) error {
-			pd := pending{make(chan *topicPlan, 1)}
+		var chunk []node
+		flush := func() error {
+			if len(chunk) == 0 {
+				return nil
+			}
+			pd := pending{make(chan []*topicPlan, 1)}
 			select {
 			case queue <- pd:
 			case <-planCtx.Done():
 				return planCtx.Err()
 			}
 			// A planner is free soon: none waits on anything but entry reads.
-			jobs <- job{n, topic, bad, pd.done}
+			jobs <- job{chunk, pd.done}
+			chunk = make([]node, 0, planChunk)
 			return nil
+		}
+		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, topic string, bad error) error {
+			chunk = append(chunk, node{n, topic, bad})
+			if len(chunk) < planChunk {
+				return nil
+			}
+			return flush()
 		})
+		// The nodes read before a failure are planned, as each was as it came.
+		if err := flush(); readErr == nil {
+			readErr = err
+		}
 	}()
 	for pd := range queue {
-		tp := <-pd.done
-		if err != nil {
-			continue // drain
+		for _, tp := range <-pd.done {
+			if err != nil {
+				continue // drain
+			}
+			if tp.err != nil {
+				err = tp.err
+				cancel()
+				continue
+			}
+			b.take(tp, w)
 		}
-		if tp.err != nil {
-			err = tp.err
-			cancel()
-			continue
-		}
-		b.take(tp, w)
 	}
 	// queue is closed: readErr is set. The last, partial batch is written unless
 	// something failed or the context ended.
@@ -368,6 +395,9 @@ func (b *backfiller) run(ctx context.Context) error {
 	}
 	return readErr
 }
+
+// planChunk nodes are handed to a planner at once.
+const planChunk = 16
 
 // take records a topic's plan and hands the batch to the writer when it is full.
 func (b *backfiller) take(tp *topicPlan, w *writer) {
@@ -575,12 +605,16 @@ func (tp *topicPlan) find(sev report.Severity, kind string, ledgerID int64, form
 // finding; nothing of it is written.
 func (tp *topicPlan) badNode(msg string) {
 	tp.find(report.SeverityError, KindBadNode, -1, "%s; the topic was skipped (inspect it with: ledgermedic inspect node %s)", msg, tp.result.Path)
-	tp.skip(SkipBadNode)
+	tp.skip(SkipBadNode, 1)
 }
 
-func (tp *topicPlan) skip(reason string) {
-	tp.skipped[reason]++
-	tp.result.Skipped++
+// skip counts n ledgers skipped for reason.
+func (tp *topicPlan) skip(reason string, n int) {
+	if tp.skipped == nil {
+		tp.skipped = make(map[string]int)
+	}
+	tp.skipped[reason] += n
+	tp.result.Skipped += n
 }
 
 // topicLabel names a managed ledger by its topic when the path is canonical.
@@ -598,7 +632,7 @@ func (b *backfiller) planNode(ctx context.Context, node store.Node, topic string
 	if topic == "" {
 		topic = topicLabel(path)
 	}
-	tp := &topicPlan{result: TopicResult{Topic: topic, Path: path}, skipped: make(map[string]int)}
+	tp := &topicPlan{result: TopicResult{Topic: topic, Path: path}}
 	if bad != nil {
 		// The node's bytes are damaged: this topic is skipped, the rest goes on.
 		tp.badNode(fmt.Sprintf("node %s cannot be read: %v", path, bad))
@@ -635,14 +669,16 @@ func (b *backfiller) planNode(ctx context.Context, node store.Node, topic string
 
 // ledgerFacts is what reading a ledger told us.
 type ledgerFacts struct {
-	read     bool   // entry 0 was looked for
-	state    string // "" when First is valid, else a Skip reason
-	first    int64
-	last     int64 // broker index of the last message, when hasLast
-	hasLast  bool
-	detail   string // error text for findings
-	entries  int64  // local entries (last entry id + 1), when hasLast
-	probeErr error  // a store failure that is not about this ledger's data
+	read    bool   // entry 0 was looked for
+	state   string // "" when First is valid, else a Skip reason
+	first   int64
+	last    int64 // broker index of the last message, when hasLast
+	hasLast bool
+	detail  string // error text for findings
+	entries int64  // local entries (last entry id + 1), when hasLast
+	// What reading entry 0 said, for the indexed rule (cluster.Entry0Read).
+	e0Read, e0Index bool
+	e0Err           error
 }
 
 // needsRead says whether a ledger's entry 0 must be read.
@@ -672,36 +708,41 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 		b.checkContinuity(tp, refs, facts, nil)
 		return nil
 	}
-	indexed, err := b.topicIndexed(info)
+	_, mlIndex := cluster.HasMLIndex(info)
+	// Entry 0 of each ledger to plan is read once: it answers the indexed rule
+	// too (whose other ledgers InfoIndexedKnown reads itself).
+	if err := b.inChunks(work, func(chunk []int) error { return b.readEntry0(ctx, refs, facts, chunk, !mlIndex) }); err != nil {
+		return err
+	}
+	by, err := cluster.InfoIndexedKnown(info, b.dd.Ledgers, func(i int) cluster.Entry0Read {
+		f := &facts[i]
+		return cluster.Entry0Read{Read: f.e0Read, HasIndex: f.e0Index, Err: f.e0Err}
+	})
 	if err != nil {
 		return err
 	}
-	if !indexed {
-		tp.skipped[SkipNotIndexed] += len(work)
-		tp.result.Skipped += len(work)
+	if by == cluster.NotIndexed {
+		tp.skip(SkipNotIndexed, len(work))
 		tp.result.Had = len(refs) - len(work)
-		b.opts.Progress.Add(int64(len(work)))
 		tp.find(report.SeverityInfo, KindNotIndexed, -1,
 			"no ML property %q and no broker entry index in entry 0 of any ledger: topic is not indexed; %d ledger(s) skipped",
 			cluster.MLIndexProperty, len(work))
 		return nil
 	}
-	var wg sync.WaitGroup
+	var follow []int // ledgers whose entry 0 needs more reads than itself
 	for _, i := range work {
-		wg.Add(1)
-		b.pool.submit(func() {
-			defer wg.Done()
-			defer b.opts.Progress.Add(1)
-			if err := b.pool.lim.wait(ctx); err != nil {
-				facts[i].probeErr = err
-				return
-			}
-			facts[i] = probeLedger(b.dd, refs[i], b.opts.Verify)
-		})
+		f := &facts[i]
+		switch {
+		case errors.Is(f.e0Err, store.ErrNotFound):
+			follow = append(follow, i)
+		case f.e0Err != nil:
+			return f.e0Err
+		case f.e0Read && f.state == "" && b.opts.Verify:
+			follow = append(follow, i)
+		}
 	}
-	wg.Wait()
-	for _, i := range work {
-		if err := facts[i].probeErr; err != nil {
+	if len(follow) > 0 {
+		if err := b.inChunks(follow, func(chunk []int) error { return b.followUp(refs, facts, chunk) }); err != nil {
 			return err
 		}
 	}
@@ -710,61 +751,105 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 	return nil
 }
 
-// topicIndexed is cluster.InfoIndexed, the rule check and inspect topics use: the
-// ML property, else entry 0 of any ledger, newest first. (It looked at the newest
-// local ledger only, so a topic whose interceptor was turned off later was
-// skipped though check called it indexed.)
-func (b *backfiller) topicIndexed(info *mlpb.ManagedLedgerInfo) (bool, error) {
-	by, err := cluster.InfoIndexed(info, b.dd.Ledgers)
-	return by != cluster.NotIndexed, err
+// probeChunk ledgers of a topic are read by its planner, in one store reader: a
+// read of a local store costs less than handing it to another goroutine. A
+// topic with more ledgers has its chunks read by the pool, in parallel.
+const probeChunk = 64
+
+// inChunks calls fn with work whole, or with chunks of probeChunk on the pool,
+// and returns the first error in work's order.
+func (b *backfiller) inChunks(work []int, fn func(chunk []int) error) error {
+	if len(work) <= probeChunk {
+		return fn(work)
+	}
+	errs := make([]error, (len(work)+probeChunk-1)/probeChunk)
+	var wg sync.WaitGroup
+	for c := range errs {
+		chunk := work[c*probeChunk : min((c+1)*probeChunk, len(work))]
+		wg.Add(1)
+		b.pool.submit(func() {
+			defer wg.Done()
+			errs[c] = fn(chunk)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// probeLedger reads entry 0 (and with wantLast the last entry) of one ledger.
-func probeLedger(dd *store.DataDir, r ledgerRef, wantLast bool) ledgerFacts {
-	f := ledgerFacts{read: true}
+// readEntry0 reads entry 0 of the chunk's ledgers, one ledger per token of the
+// rate limiter. wantIndex also records whether each carries a broker index as
+// the indexed rule reads it (cluster.Entry0HasIndex).
+func (b *backfiller) readEntry0(ctx context.Context, refs []ledgerRef, facts []ledgerFacts, chunk []int, wantIndex bool) error {
+	defer b.opts.Progress.Add(int64(len(chunk)))
+	er := b.dd.Ledgers.EntryReader()
+	defer er.Close()
+	for _, i := range chunk {
+		if err := b.pool.lim.wait(ctx); err != nil {
+			return err
+		}
+		peekEntry0(er, refs[i], &facts[i], wantIndex)
+	}
+	return nil
+}
+
+// peekEntry0 reads and decodes entry 0 of one ledger in place. A read error is
+// kept in f.e0Err: whether it matters depends on the topic being indexed.
+func peekEntry0(er store.EntryReader, r ledgerRef, f *ledgerFacts, wantIndex bool) {
+	f.read = true
 	if r.Entries == 0 && !r.CountUnknown {
 		f.state = SkipEmpty
-		return f
+		return
 	}
 	if r.NotLocal {
 		f.state = SkipOffloaded
-		return f
+		return
 	}
-	b, err := dd.Ledgers.Entry(r.ID, 0)
-	if errors.Is(err, store.ErrNotFound) {
+	f.e0Read = true
+	f.e0Err = er.Peek(r.ID, 0, func(v []byte) error {
+		if wantIndex {
+			f.e0Index = cluster.Entry0HasIndex(v)
+		}
+		e, err := ParseEntryInfo(v)
+		switch {
+		case err != nil:
+			f.state, f.detail = SkipCorrupt, fmt.Sprintf("entry 0: %v", err)
+		case !e.HasIndex:
+			f.state = SkipNoBrokerIndex
+		default:
+			f.first = e.Base
+		}
+		return nil
+	})
+}
+
+// followUp finishes the facts of ledgers whose entry 0 is missing (is the open
+// ledger empty? are its entries lost?) or, with Verify, reads their last entry.
+func (b *backfiller) followUp(refs []ledgerRef, facts []ledgerFacts, chunk []int) error {
+	for _, i := range chunk {
+		r, f := refs[i], &facts[i]
+		if f.e0Err == nil {
+			f.last, f.entries, f.hasLast, f.detail = readLast(b.dd.Ledgers, r.ID)
+			continue
+		}
 		if r.CountUnknown {
 			// The open ledger: empty, unless the store holds later entries.
-			n, err := cluster.OpenLedgerEntries(dd.Ledgers, r.ID)
+			n, err := cluster.OpenLedgerEntries(b.dd.Ledgers, r.ID)
 			if err != nil {
-				f.probeErr = err
-				return f
+				return err
 			}
 			if n == 0 {
 				f.state = SkipEmpty
-				return f
+				continue
 			}
 		}
-		f.state, f.detail = missingState(dd, r), err.Error()
-		return f
+		f.state, f.detail = missingState(b.dd, r), f.e0Err.Error()
 	}
-	if err != nil {
-		f.probeErr = err
-		return f
-	}
-	e, err := ParseEntryInfo(b)
-	switch {
-	case err != nil:
-		f.state, f.detail = SkipCorrupt, fmt.Sprintf("entry 0: %v", err)
-		return f
-	case !e.HasIndex:
-		f.state = SkipNoBrokerIndex
-		return f
-	}
-	f.first = e.Base
-	if wantLast {
-		f.last, f.entries, f.hasLast, f.detail = readLast(dd.Ledgers, r.ID)
-	}
-	return f
+	return nil
 }
 
 // missingState tells apart why entry 0 of a ledger is not in the store
@@ -832,7 +917,7 @@ func (b *backfiller) decide(tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []
 			if r.HasFirst {
 				tp.result.Had++
 			} else {
-				tp.skip(SkipEmpty)
+				tp.skip(SkipEmpty, 1)
 			}
 		case SkipOffloaded:
 			b.decideOffloaded(tp, i, refs, facts, values, plan)
@@ -841,7 +926,7 @@ func (b *backfiller) decide(tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []
 				tp.result.Had++ // an existing value stands; nothing to check it against
 				continue
 			}
-			tp.skip(f.state)
+			tp.skip(f.state, 1)
 			b.reportUnreadable(tp, r, f)
 		}
 	}
@@ -859,13 +944,13 @@ func (b *backfiller) decideComputed(tp *topicPlan, i int, r ledgerRef, f ledgerF
 		tp.find(report.SeverityError, KindMismatch, r.ID,
 			"%s is %d but entry 0 says %d", key, r.First, f.first)
 		if !b.opts.Force {
-			tp.skip(SkipMismatch)
+			tp.skip(SkipMismatch, 1)
 			return
 		}
 	case r.BadFirst != "":
 		tp.find(report.SeverityWarning, KindInvalid, r.ID, "%s %q is not a decimal index; entry 0 says %d", key, r.BadFirst, f.first)
 		if !b.opts.Force {
-			tp.skip(SkipInvalid)
+			tp.skip(SkipInvalid, 1)
 			return
 		}
 	}
@@ -888,7 +973,7 @@ func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, fac
 	}
 	if r.BadFirst != "" && !b.opts.Force {
 		tp.find(report.SeverityWarning, KindInvalid, r.ID, "%s %q is not a decimal index", b.opts.Key, r.BadFirst)
-		tp.skip(SkipInvalid)
+		tp.skip(SkipInvalid, 1)
 		return
 	}
 	p := i - 1
@@ -923,7 +1008,7 @@ func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, fac
 			tp.result.Had++
 			return
 		}
-		tp.skip(SkipOffloaded)
+		tp.skip(SkipOffloaded, 1)
 		tp.find(report.SeverityWarning, KindNotInferred, r.ID,
 			"ledger %d was offloaded (entries not local) and %s can not be inferred: %s", r.ID, b.opts.Key, why)
 		return
@@ -937,7 +1022,7 @@ func (b *backfiller) decideOffloaded(tp *topicPlan, i int, refs []ledgerRef, fac
 		}
 		if values[n] >= 0 {
 			if v+r.Entries > values[n] {
-				tp.skip(SkipConflict)
+				tp.skip(SkipConflict, 1)
 				tp.find(report.SeverityError, KindConflict, r.ID,
 					"inferred %s %d (ledger %d ends at %d) plus %d entries passes ledger %d's first index %d; not written",
 					b.opts.Key, v, refs[p].ID, prevLast, r.Entries, refs[n].ID, values[n])

@@ -103,6 +103,15 @@ func (f failingEntries) Entry(ledgerID, entryID int64) ([]byte, error) {
 	return nil, fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, f.err)
 }
 
+func (f failingEntries) EntryReader() store.EntryReader { return f }
+
+func (f failingEntries) Peek(ledgerID, entryID int64, _ func([]byte) error) error {
+	_, err := f.Entry(ledgerID, entryID)
+	return err
+}
+
+func (failingEntries) Close() {}
+
 // TestSchemaReadErrorIsNotAFinding: an entry that cannot be read for an I/O
 // reason fails check and the views; it is not reported as an undecodable
 // schema (whose hint is a repair) nor shown as a topic without an index.

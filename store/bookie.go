@@ -168,19 +168,60 @@ type replica struct {
 
 func (s *BookieStore) Entry(ledgerID, entryID int64) ([]byte, error) {
 	var out []byte
+	err := s.peek(ledgerID, entryID, nil, func(v []byte) error {
+		out = bytes.Clone(v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// EntryReader reads through the index as Entry does, reusing one buffer for
+// the payloads.
+func (s *BookieStore) EntryReader() EntryReader { return &bookieEntryReader{s: s} }
+
+type bookieEntryReader struct {
+	s   *BookieStore
+	buf []byte
+}
+
+func (r *bookieEntryReader) Peek(ledgerID, entryID int64, fn func([]byte) error) error {
+	return r.s.peek(ledgerID, entryID, &r.buf, fn)
+}
+
+func (r *bookieEntryReader) Close() {}
+
+// peek serves one entry's good copy to fn (in *buf's memory when buf is not nil)
+// and returns fn's error; read errors name the entry.
+func (s *BookieStore) peek(ledgerID, entryID int64, buf *[]byte, fn func([]byte) error) error {
+	found := false
+	var fnErr error
 	err := s.groups(context.Background(), ledgerKeyFrom(ledgerID, entryID), ledgerEntryPrefix(ledgerID, entryID),
 		func(_, _ int64, reps []replica) error {
-			v, err := s.serve(ledgerID, entryID, reps, nil)
-			out = bytes.Clone(v)
-			return err
+			var b []byte
+			if buf != nil {
+				b = *buf
+			}
+			v, err := s.serve(ledgerID, entryID, reps, b)
+			if err != nil {
+				return err
+			}
+			if buf != nil {
+				*buf = v[:0]
+			}
+			found = true
+			fnErr = fn(v)
+			return nil
 		})
-	if err == nil && out == nil {
+	if err == nil && !found {
 		err = ErrNotFound
 	}
 	if err != nil {
-		return nil, fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+		return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
 	}
-	return out, nil
+	return fnErr
 }
 
 func (s *BookieStore) Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error {

@@ -102,6 +102,7 @@ func TestBookieDigestTypes(t *testing.T) {
 			t.Errorf("no metadata: ledger %d: %v, want ErrBadDigest", l, err)
 		}
 	}
+	checkEntryReader(t, s, [][2]int64{{4, 0}, {1, 0}, {5, 0}, {2, 0}})
 	meta := map[int64]BookieLedgerMeta{
 		1: {DigestType: "CRC32C", WriteQuorum: 1}, 2: {DigestType: "CRC32", WriteQuorum: 1},
 		3: {DigestType: "HMAC", WriteQuorum: 1}, 4: {DigestType: "HMAC", Password: pw, WriteQuorum: 1},
@@ -114,6 +115,7 @@ func TestBookieDigestTypes(t *testing.T) {
 			t.Errorf("metadata: ledger %d = %q %v, want %q", l, v, err, p)
 		}
 	}
+	checkEntryReader(t, s, [][2]int64{{1, 0}, {4, 0}, {2, 0}, {5, 0}, {3, 0}, {3, 1}, {9, 0}})
 	fs, err := s.ReplicaFindings(context.Background())
 	if err != nil || len(fs) != 1 || fs[0].Kind != FindingUnderReplicated || fs[0].LedgerID != 5 {
 		t.Errorf("findings %+v %v, want ledger 5 under-replicated (1 of 2)", fs, err)

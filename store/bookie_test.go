@@ -101,6 +101,22 @@ func TestBookieStoreMatchesBadger(t *testing.T) {
 			t.Fatalf("ledger %d entry %d: Entry differs (%v)", k.l, k.e, err)
 		}
 	}
+	// One reader serves every entry, each payload lent in the reader's buffer.
+	r := bk.Ledgers.EntryReader()
+	for k, v := range want {
+		if err := r.Peek(k.l, k.e, func(b []byte) error {
+			if !bytes.Equal(b, v) {
+				return fmt.Errorf("payload differs")
+			}
+			return nil
+		}); err != nil {
+			t.Fatalf("ledger %d entry %d: Peek: %v", k.l, k.e, err)
+		}
+	}
+	if err := r.Peek(1<<40, 0, func([]byte) error { return nil }); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Peek of an unknown ledger: %v", err)
+	}
+	r.Close()
 	wc, gc := ledgerCounts(t, badger.Ledgers), ledgerCounts(t, bk.Ledgers)
 	if fmt.Sprint(wc) != fmt.Sprint(gc) {
 		t.Fatalf("LedgerIDs %v, want %v", gc, wc)

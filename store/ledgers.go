@@ -16,22 +16,65 @@ type ledgerStore struct {
 }
 
 func (l *ledgerStore) Entry(ledgerID, entryID int64) ([]byte, error) {
+	r := l.EntryReader()
+	defer r.Close()
 	var v []byte
-	err := l.db.View(func(txn *badger.Txn) error {
-		item, err := txn.Get(EntryKey(ledgerID, entryID))
-		if err != nil {
-			return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, mapTxnError(err))
-		}
-		if v, err = item.ValueCopy(nil); err != nil {
-			return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
-		}
-		return checkEntry(item, ledgerID, entryID, len(v)) // names the entry
+	err := r.Peek(ledgerID, entryID, func(b []byte) error {
+		v = append([]byte(nil), b...) // as Badger's ValueCopy: nil for an empty value
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return v, nil
 }
+
+// EntryReader reads in one read-only transaction: beginning and discarding one
+// costs about as much as the point read itself.
+func (l *ledgerStore) EntryReader() EntryReader {
+	if l.db.IsClosed() {
+		return closedReader{}
+	}
+	return &badgerEntryReader{txn: l.db.NewTransaction(false)}
+}
+
+type badgerEntryReader struct {
+	txn *badger.Txn
+	key []byte // reused: the item that holds it lives only during Peek
+}
+
+func (r *badgerEntryReader) Peek(ledgerID, entryID int64, fn func([]byte) error) error {
+	r.key = appendEntryKey(r.key[:0], ledgerID, entryID)
+	item, err := r.txn.Get(r.key)
+	if err != nil {
+		return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, mapTxnError(err))
+	}
+	var bad, fnErr error
+	err = item.Value(func(v []byte) error {
+		if bad = checkEntry(item, ledgerID, entryID, len(v)); bad == nil { // names the entry
+			fnErr = fn(v)
+		}
+		return nil
+	})
+	switch {
+	case err != nil:
+		return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, err)
+	case bad != nil:
+		return bad
+	}
+	return fnErr
+}
+
+func (r *badgerEntryReader) Close() { r.txn.Discard() }
+
+// closedReader is the reader of a closed database: every read fails as Badger's would.
+type closedReader struct{}
+
+func (closedReader) Peek(ledgerID, entryID int64, _ func([]byte) error) error {
+	return fmt.Errorf("ledger %d entry %d: %w", ledgerID, entryID, badger.ErrDBClosed)
+}
+
+func (closedReader) Close() {}
 
 func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error {
 	if from < 0 {

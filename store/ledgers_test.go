@@ -46,6 +46,7 @@ func TestLedgerReads(t *testing.T) {
 			t.Errorf("Entry%v: err = %v, want ErrNotFound", k, err)
 		}
 	}
+	checkEntryReader(t, l, [][2]int64{{2, 4}, {2, 5}, {1, 0}, {1, 299}, {3, 0}, {256, 2}, {1 << 40, 0}, {0, 0}})
 
 	ranges := []struct {
 		ledger, from, to int64

@@ -78,6 +78,10 @@ type LedgerStore interface {
 	// Entry returns ErrNotFound when the entry does not exist, and a
 	// *TruncatedError when its value is truncated.
 	Entry(ledgerID, entryID int64) ([]byte, error)
+	// EntryReader opens a reader for a run of point reads (entry 0 of a topic's
+	// ledgers): one snapshot of the store for all of them, each value lent to a
+	// callback instead of copied. Entry is one read through it. Close it when done.
+	EntryReader() EntryReader
 	// Entries calls fn for entries from..to inclusive (to < 0: to the end) of one ledger, in order.
 	// Values are only valid during fn. Stops at the first error fn returns, and at
 	// the first truncated value with a *TruncatedError: Entries from its EntryID+1
@@ -92,6 +96,17 @@ type LedgerStore interface {
 	PutEntry(ledgerID, entryID int64, value []byte) error
 	// DeleteLedgerEntries removes every entry of the ledger (writable stores only).
 	DeleteLedgerEntries(ledgerID int64) error
+}
+
+// EntryReader reads single entries of a LedgerStore (LedgerStore.EntryReader).
+// It is not safe for concurrent use.
+type EntryReader interface {
+	// Peek calls fn with the value of one entry, valid only during fn, and returns
+	// fn's error. Errors as Entry's (fn is then not called): ErrNotFound, a
+	// *TruncatedError, both naming the entry.
+	Peek(ledgerID, entryID int64, fn func(value []byte) error) error
+	// Close releases the reader's snapshot.
+	Close()
 }
 
 // ErrUncleanShutdown: a Badger database in the data dir was not closed cleanly (a crash, a

@@ -93,6 +93,11 @@ func lostKeys(t *testing.T, d *DataDir) (nodes []string, entries []int64) {
 		checkTruncated(t, "Entry", err, "", damagedLedger, i)
 		entries = append(entries, i)
 	}
+	keys := make([][2]int64, damagedKeys)
+	for i := range keys {
+		keys[i] = [2]int64{damagedLedger, int64(i)}
+	}
+	checkEntryReader(t, d.Ledgers, keys)
 	// The cut must leave good keys after bad ones, or resuming is not tested.
 	if len(nodes) < 10 || len(entries) < 10 || nodes[0] > damagedPath(damagedKeys-10) || entries[0] > damagedKeys-10 {
 		t.Fatalf("lost nodes %v, entries %v: want bad keys between good ones", nodes, entries)
