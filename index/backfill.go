@@ -689,7 +689,7 @@ func (b *backfiller) needsRead(r ledgerRef) bool {
 // planLedgers decides every ledger's value and edits info in place.
 func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []ledgerRef) error {
 	facts := make([]ledgerFacts, len(refs))
-	var work []int
+	work := make([]int, 0, len(refs))
 	for i, r := range refs {
 		if b.needsRead(r) {
 			work = append(work, i)
@@ -901,6 +901,9 @@ func (b *backfiller) decide(tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []
 		tp.result.Planned++
 		if source == SourceInferred {
 			tp.result.Inferred++
+		}
+		if tp.writes == nil {
+			tp.writes = make([]PlannedLedger, 0, len(refs)-i)
 		}
 		tp.writes = append(tp.writes, PlannedLedger{Topic: tp.result.Topic, LedgerID: refs[i].ID, Value: v, Source: source, Previous: prev})
 	}
