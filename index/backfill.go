@@ -788,43 +788,49 @@ func (b *backfiller) readEntry0(ctx context.Context, refs []ledgerRef, facts []l
 	defer b.opts.Progress.Add(int64(len(chunk)))
 	er := b.dd.Ledgers.EntryReader()
 	defer er.Close()
+	p := &entry0Parser{wantIndex: wantIndex}
+	parse := p.parse // one callback for the chunk, not one per ledger
 	for _, i := range chunk {
 		if err := b.pool.lim.wait(ctx); err != nil {
 			return err
 		}
-		peekEntry0(er, refs[i], &facts[i], wantIndex)
+		r, f := refs[i], &facts[i]
+		f.read = true
+		switch {
+		case r.Entries == 0 && !r.CountUnknown:
+			f.state = SkipEmpty
+		case r.NotLocal:
+			f.state = SkipOffloaded
+		default:
+			// A read error is kept: whether it matters depends on the topic being indexed.
+			p.f, f.e0Read = f, true
+			f.e0Err = er.Peek(r.ID, 0, parse)
+		}
 	}
 	return nil
 }
 
-// peekEntry0 reads and decodes entry 0 of one ledger in place. A read error is
-// kept in f.e0Err: whether it matters depends on the topic being indexed.
-func peekEntry0(er store.EntryReader, r ledgerRef, f *ledgerFacts, wantIndex bool) {
-	f.read = true
-	if r.Entries == 0 && !r.CountUnknown {
-		f.state = SkipEmpty
-		return
+// entry0Parser decodes entry 0 of a ledger, in place, into f.
+type entry0Parser struct {
+	f         *ledgerFacts
+	wantIndex bool
+}
+
+func (p *entry0Parser) parse(v []byte) error {
+	f := p.f
+	if p.wantIndex {
+		f.e0Index = cluster.Entry0HasIndex(v)
 	}
-	if r.NotLocal {
-		f.state = SkipOffloaded
-		return
+	e, err := ParseEntryInfo(v)
+	switch {
+	case err != nil:
+		f.state, f.detail = SkipCorrupt, fmt.Sprintf("entry 0: %v", err)
+	case !e.HasIndex:
+		f.state = SkipNoBrokerIndex
+	default:
+		f.first = e.Base
 	}
-	f.e0Read = true
-	f.e0Err = er.Peek(r.ID, 0, func(v []byte) error {
-		if wantIndex {
-			f.e0Index = cluster.Entry0HasIndex(v)
-		}
-		e, err := ParseEntryInfo(v)
-		switch {
-		case err != nil:
-			f.state, f.detail = SkipCorrupt, fmt.Sprintf("entry 0: %v", err)
-		case !e.HasIndex:
-			f.state = SkipNoBrokerIndex
-		default:
-			f.first = e.Base
-		}
-		return nil
-	})
+	return nil
 }
 
 // followUp finishes the facts of ledgers whose entry 0 is missing (is the open
