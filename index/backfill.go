@@ -688,11 +688,10 @@ func (b *backfiller) needsRead(r ledgerRef) bool {
 
 // planLedgers decides every ledger's value and edits info in place.
 func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.ManagedLedgerInfo, refs []ledgerRef) error {
-	facts := make([]ledgerFacts, len(refs))
-	work := make([]int, 0, len(refs))
+	reads := 0
 	for i, r := range refs {
 		if b.needsRead(r) {
-			work = append(work, i)
+			reads++
 		}
 		if r.CountUnknown && r.NotLocal {
 			// An offloaded open ledger's count is needed to infer: look it up now.
@@ -703,10 +702,18 @@ func (b *backfiller) planLedgers(ctx context.Context, tp *topicPlan, info *mlpb.
 			refs[i].Entries, refs[i].CountUnknown = n, false
 		}
 	}
-	if len(work) == 0 {
+	if reads == 0 {
+		// Most nodes of a cluster back-filled before: nothing is read.
 		tp.result.Had = len(refs)
-		b.checkContinuity(tp, refs, facts, nil)
+		b.checkContinuity(tp, refs, nil, nil)
 		return nil
+	}
+	facts := make([]ledgerFacts, len(refs))
+	work := make([]int, 0, reads)
+	for i, r := range refs {
+		if b.needsRead(r) {
+			work = append(work, i)
+		}
 	}
 	_, mlIndex := cluster.HasMLIndex(info)
 	// Entry 0 of each ledger to plan is read once: it answers the indexed rule
@@ -1073,8 +1080,16 @@ func (b *backfiller) reportUnreadable(tp *topicPlan, r ledgerRef, f ledgerFacts)
 
 // checkContinuity reports ledgers whose first indexes cannot all be right: values
 // must increase by at least each ledger's entry count, and with last entries read
-// (Verify) a ledger must start right after the previous one ends.
+// (Verify) a ledger must start right after the previous one ends. facts is nil
+// when nothing was read.
 func (b *backfiller) checkContinuity(tp *topicPlan, refs []ledgerRef, facts []ledgerFacts, values []int64) {
+	var none ledgerFacts
+	fact := func(i int) *ledgerFacts {
+		if facts == nil {
+			return &none
+		}
+		return &facts[i]
+	}
 	if values == nil {
 		values = make([]int64, len(refs))
 		for i, r := range refs {
@@ -1087,7 +1102,7 @@ func (b *backfiller) checkContinuity(tp *topicPlan, refs []ledgerRef, facts []le
 	key := b.opts.Key
 	prev := -1 // previous ledger with a known value
 	for i, r := range refs {
-		f := facts[i]
+		f := fact(i)
 		if f.hasLast && values[i] >= 0 && f.last < values[i]+f.entries-1 {
 			tp.find(report.SeverityError, KindContinuity, r.ID,
 				"ledger %d: %s %d but its %d entries end at index %d", r.ID, key, values[i], f.entries, f.last)
@@ -1100,7 +1115,7 @@ func (b *backfiller) checkContinuity(tp *topicPlan, refs []ledgerRef, facts []le
 		}
 		if prev >= 0 {
 			p := refs[prev]
-			pf := facts[prev]
+			pf := fact(prev)
 			switch {
 			// A ledger whose stored tail is not its LedgerInfo tail says nothing about where the next starts.
 			case pf.hasLast && pf.entries == p.Entries && !Continuous(pf.last, values[i]):

@@ -130,3 +130,23 @@ func TestBackfillChunksKeepOrder(t *testing.T) {
 		t.Errorf("planned %d writes (%d counted), want %d", len(planned), res.Planned, k)
 	}
 }
+
+// TestBackfillDoneTopicReadsNothing: a topic whose ledgers all have the
+// property is checked for continuity from the values alone, with no read.
+func TestBackfillDoneTopicReadsNothing(t *testing.T) {
+	u := func(n int) []int { return uniform(n, 2) }
+	dd, _ := buildDir(t, []tTopic{
+		{name: "done", mlIndex: true, ledgers: []tLedger{{batches: u(4), prop: "auto"}, {batches: u(4), prop: "auto"}}},
+		// 3 is less than ledger 0's 4 entries after its first index 0.
+		{name: "done-broken", mlIndex: true, ledgers: []tLedger{{batches: u(4), prop: "auto"}, {batches: u(4), prop: "3"}}},
+	})
+	cdd, c := countReads(dd)
+	res := backfill(t, cdd, BackfillOptions{})
+	if len(c.reads) != 0 {
+		t.Errorf("read %v, want nothing", c.reads)
+	}
+	cf := findingsOf(res, KindContinuity)
+	if len(cf) != 1 || cf[0].Path != tPath("done-broken") || res.Planned != 0 || res.Had != 4 {
+		t.Errorf("planned %d, had %d, continuity findings %+v", res.Planned, res.Had, cf)
+	}
+}
