@@ -344,15 +344,15 @@ func (s *etcdStore) GetNodes(paths []string) ([]Node, error) {
 
 // CompareAndSetNodes is one etcd Txn: If every node is at its expected version
 // (Expect 0: create revision 0, the key does not exist), Then every put and
-// delete, Else read every node to name the ones that differ.
+// delete. A refused Txn wrote nothing; the nodes are then read to name the ones
+// that differ. (An Else branch of reads would name them from the Txn's own
+// snapshot, but every request would carry and encode it, refused or not.)
 func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
-	what := describeWrites(writes)
 	if err := s.checkBatch(writes); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
+		return nil, fmt.Errorf("%s: %w", describeWrites(writes), err)
 	}
 	cmps := make([]clientv3.Cmp, len(writes))
 	then := make([]clientv3.Op, len(writes))
-	els := make([]clientv3.Op, len(writes))
 	for i, w := range writes {
 		if w.Expect == 0 {
 			cmps[i] = clientv3.Compare(clientv3.CreateRevision(w.Path), "=", 0)
@@ -364,29 +364,15 @@ func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 		} else {
 			then[i] = clientv3.OpPut(w.Path, string(w.Value))
 		}
-		els[i] = clientv3.OpGet(w.Path, clientv3.WithKeysOnly())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
-	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Else(els...).Commit()
+	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, s.writeError(err))
+		return nil, fmt.Errorf("%s: %w", describeWrites(writes), s.writeError(err))
 	}
 	if !resp.Succeeded {
-		var mismatches []error
-		for i, r := range resp.Responses {
-			var cur uint64
-			if kvs := r.GetResponseRange().GetKvs(); len(kvs) > 0 {
-				cur = uint64(kvs[0].Version)
-			}
-			if cur != writes[i].Expect {
-				mismatches = append(mismatches, fmt.Errorf("node %q: %w: expected version %d, found %d", writes[i].Path, ErrVersionMismatch, writes[i].Expect, cur))
-			}
-		}
-		if len(mismatches) == 0 { // changed between the compare and the read: still refused
-			mismatches = append(mismatches, fmt.Errorf("%w (etcd revision %d)", ErrVersionMismatch, resp.Header.Revision))
-		}
-		return nil, fmt.Errorf("%s: %w", what, errors.Join(mismatches...))
+		return nil, fmt.Errorf("%s: %w", describeWrites(writes), s.refusal(writes, resp.Header.Revision))
 	}
 	// The compares held, so each version is known: a put adds one, a create is 1.
 	versions := make([]uint64, len(writes))
@@ -396,6 +382,29 @@ func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 		}
 	}
 	return versions, nil
+}
+
+// refusal names the nodes of a refused Txn that are not at their expected
+// version, as read now. It always wraps ErrVersionMismatch: the Txn wrote nothing.
+func (s *etcdStore) refusal(writes []NodeWrite, rev int64) error {
+	paths := make([]string, len(writes))
+	for i, w := range writes {
+		paths[i] = w.Path
+	}
+	nodes, err := s.GetNodes(paths)
+	if err != nil {
+		return fmt.Errorf("%w (etcd revision %d; naming the nodes that differ failed: %v)", ErrVersionMismatch, rev, err)
+	}
+	var mismatches []error
+	for i, n := range nodes {
+		if n.Version != writes[i].Expect {
+			mismatches = append(mismatches, fmt.Errorf("node %q: %w: expected version %d, found %d", writes[i].Path, ErrVersionMismatch, writes[i].Expect, n.Version))
+		}
+	}
+	if len(mismatches) == 0 { // changed back between the compare and the read: still refused
+		mismatches = append(mismatches, fmt.Errorf("%w (etcd revision %d)", ErrVersionMismatch, rev))
+	}
+	return errors.Join(mismatches...)
 }
 
 // checkBatch refuses, before sending, what etcd would refuse: too many ops, a
@@ -414,8 +423,8 @@ func (s *etcdStore) checkBatch(writes []NodeWrite) error {
 		if w.Delete && w.Expect == 0 {
 			return fmt.Errorf("node %q: %w: a delete needs the node's version (expected version 0 means absent)", w.Path, ErrVersionMismatch)
 		}
-		// The key appears in the compare, the op and the else-read.
-		size += 3*len(w.Path) + len(w.Value) + etcdPerOpBytes
+		// The key appears in the compare and the op.
+		size += 2*len(w.Path) + len(w.Value) + etcdPerOpBytes
 	}
 	if size+etcdReqSlack > s.maxBytes {
 		return fmt.Errorf("about %d bytes, etcd takes %d per request: %w", size+etcdReqSlack, s.maxBytes, ErrBatchTooBig)
