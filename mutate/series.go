@@ -10,9 +10,9 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// A Series applies many plans as a pipeline of runs: while one run writes, the next
-// ones (seriesJournals at once) are journaled and the one before it is verified and
-// committed. Back-fill uses it
+// A Series applies many plans as a pipeline of runs: while runs write
+// (seriesWriters at once), the next ones (seriesJournals at once) are journaled and
+// the ones before them are verified and committed. Back-fill uses it
 // for its batches, so a batch's journal fsyncs and read-back overlap the next
 // batch's compare-and-set instead of adding to it.
 //
@@ -251,11 +251,23 @@ func (s *Series) forwardStage(journaling <-chan *flight) {
 	}
 }
 
-// writeStage writes each journaled run, one at a time, in order. After the series
-// stopped, a journaled run is rolled back instead (it wrote nothing).
+// writeStage writes the journaled runs, seriesWriters at once (in the order they
+// were journaled, each finishing when it finishes). The runs in flight touch
+// disjoint nodes and ledgers, so their compare-and-sets commute, and a server
+// commits requests that arrive together with one log fsync: a batch no longer
+// waits for the one before it to be committed. After the series stopped, a
+// journaled run is rolled back instead (it wrote nothing).
 func (s *Series) writeStage() {
 	defer s.stages.Done()
 	defer close(s.toFinish)
+	var writers sync.WaitGroup
+	for range seriesWriters {
+		writers.Go(s.writeRuns)
+	}
+	writers.Wait()
+}
+
+func (s *Series) writeRuns() {
 	e := s.e
 	for f := range s.toWrite {
 		if err := s.failure(); err != nil {
@@ -271,11 +283,20 @@ func (s *Series) writeStage() {
 	}
 }
 
-// finishStage verifies and commits each written run.
+// seriesWriters runs are written, and as many verified, at once.
+const seriesWriters = 2
+
+// finishStage verifies and commits the written runs, seriesWriters at once.
 func (s *Series) finishStage() {
 	defer s.stages.Done()
-	for f := range s.toFinish {
-		res, err := s.e.finishRun(s.ctx, f.rec, true)
-		s.end(f, res, err)
+	var finishers sync.WaitGroup
+	for range seriesWriters {
+		finishers.Go(func() {
+			for f := range s.toFinish {
+				res, err := s.e.finishRun(s.ctx, f.rec, true)
+				s.end(f, res, err)
+			}
+		})
 	}
+	finishers.Wait()
 }

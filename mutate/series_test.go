@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -127,6 +128,58 @@ func TestSeriesAppliesEveryRun(t *testing.T) {
 	}
 	if d := want.diff(dump(t, dd)); d != "" {
 		t.Errorf("after undoing run 2:\n%s", d)
+	}
+}
+
+// Runs are written seriesWriters at once: a run held after its write (before its
+// verification) does not keep the next run from being written. With one writer
+// the second "applied" would never come while the first is held.
+func TestSeriesWritesRunsAtOnce(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seedSeries(t, dd)
+	before := dump(t, dd)
+	plans := seriesPlans(t, dd)
+	want := before
+	for _, p := range plans {
+		want = applyModel(want, p)
+	}
+	e := newEngine(t, dd)
+	if _, err := e.Recover(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var applied atomic.Int64
+	second := make(chan struct{})
+	var overlapped atomic.Bool
+	e.CrashHook = func(step string) {
+		if step != "applied" {
+			return
+		}
+		switch applied.Add(1) {
+		case 1: // the first run written: hold it until another one is written too
+			select {
+			case <-second:
+				overlapped.Store(true)
+			case <-time.After(10 * time.Second):
+			}
+		case 2:
+			close(second)
+		}
+	}
+	out, err := runSeries(t, e, plans)
+	e.CrashHook = nil
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !overlapped.Load() {
+		t.Fatal("no run was written while the first written run waited for its verification")
+	}
+	for i, p := range plans {
+		if o := out[p]; o.err != nil || o.res.State != StateCommitted || !o.res.Verified {
+			t.Errorf("run %d: %+v, %v", i, o.res, o.err)
+		}
+	}
+	if d := want.diff(dump(t, dd)); d != "" {
+		t.Fatalf("after the series:\n%s", d)
 	}
 }
 
