@@ -1,8 +1,11 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Severity of a finding. Errors and warnings make a command exit 1; info does not.
@@ -52,15 +55,13 @@ func Actionable(fs []Finding) bool {
 
 // SortFindings orders findings by severity, kind, then location, so output is stable.
 func SortFindings(fs []Finding) {
-	sort.SliceStable(fs, func(i, j int) bool {
-		a, b := fs[i], fs[j]
-		if severityRank[a.Severity] != severityRank[b.Severity] {
-			return severityRank[a.Severity] < severityRank[b.Severity]
-		}
-		if a.Kind != b.Kind {
-			return a.Kind < b.Kind
-		}
-		return a.Location < b.Location
+	// slices, not sort.SliceStable: no reflection, no swapper (a back-fill sorts a
+	// finding per open ledger).
+	slices.SortStableFunc(fs, func(a, b Finding) int {
+		return cmp.Or(
+			cmp.Compare(severityRank[a.Severity], severityRank[b.Severity]),
+			strings.Compare(a.Kind, b.Kind),
+			strings.Compare(a.Location, b.Location))
 	})
 }
 

@@ -108,6 +108,19 @@ func TestActionableAndSort(t *testing.T) {
 			t.Fatalf("sorted[%d] = %+v, want %+v", i, fs[i], want[i])
 		}
 	}
+	// Stable: findings that compare equal keep their order.
+	same := []Finding{
+		{Kind: "k", Severity: SeverityWarning, Location: "x", Message: "first"},
+		{Kind: "a", Severity: SeverityError, Location: "x", Message: "error"},
+		{Kind: "k", Severity: SeverityWarning, Location: "x", Message: "second"},
+		{Kind: "k", Severity: SeverityWarning, Location: "x", Message: "third"},
+	}
+	SortFindings(same)
+	for i, m := range []string{"error", "first", "second", "third"} {
+		if same[i].Message != m {
+			t.Fatalf("stable sort: [%d] = %q, want %q", i, same[i].Message, m)
+		}
+	}
 	sum := SummaryTable(fs)
 	if len(sum.Rows) != 3 || sum.Rows[0][0] != "a" || sum.Rows[0][2] != 2 || sum.Rows[1][1] != "warning" || sum.Rows[2][1] != "info" {
 		t.Errorf("summary rows = %v, want error, warning, info in that order", sum.Rows)
