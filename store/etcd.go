@@ -37,7 +37,10 @@ const (
 	// etcdPerOpBytes bounds the protobuf framing of one compare plus one op.
 	etcdPerOpBytes = 48
 	// etcdPageKeys bounds one range read of a walk.
-	etcdPageKeys       = 1000
+	etcdPageKeys = 1000
+	// etcdFirstPageKeys bounds a walk's first page; each next one is four times
+	// larger, up to etcdPageKeys.
+	etcdFirstPageKeys  = 64
 	etcdDefaultTimeout = 5 * time.Second
 )
 
@@ -223,13 +226,18 @@ func (s *etcdStore) Walk(ctx context.Context, prefix string, fn func(Node) error
 	return s.WalkFrom(ctx, prefix, "", fn)
 }
 
-// WalkFrom reads the prefix range in pages of pageKeys keys, every page at the
+// WalkFrom reads the prefix range in pages of up to pageKeys keys (the first ones
+// smaller, see etcdFirstPageKeys), every page at the
 // revision of the first, so the walk is one consistent snapshot. The next page is
 // requested while fn works through the current one: one request in flight, as
 // before, but the server's time and fn's overlap.
 func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(Node) error) error {
 	begin, end := etcdRange(prefix, start)
-	page := s.rangePage(ctx, prefix, begin, end, 0)
+	// The first pages are small and grow to pageKeys: what fn does with the
+	// nodes (back-fill plans them) starts after one short round trip instead of
+	// waiting for a page of pageKeys values.
+	limit := min(etcdFirstPageKeys, s.pageKeys)
+	page := s.rangePage(ctx, prefix, begin, end, 0, limit)
 	if page.err != nil {
 		return page.err
 	}
@@ -242,7 +250,8 @@ func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(
 		if page.resp.More && len(kvs) > 0 {
 			next = make(chan etcdPage, 1)
 			after := string(kvs[len(kvs)-1].Key) + "\x00"
-			go func() { next <- s.rangePage(ctx, prefix, after, end, rev) }()
+			limit = min(4*limit, s.pageKeys)
+			go func() { next <- s.rangePage(ctx, prefix, after, end, rev, limit) }()
 		}
 		for _, kv := range kvs {
 			if err := fn(kvNode(kv)); err != nil {
@@ -272,15 +281,15 @@ type etcdPage struct {
 	err  error
 }
 
-// rangePage reads up to pageKeys keys of [begin, end) at rev (0: the newest),
+// rangePage reads up to limit keys of [begin, end) at rev (0: the newest),
 // after waiting for the rate limiter: one page is one read.
-func (s *etcdStore) rangePage(ctx context.Context, prefix, begin, end string, rev int64) etcdPage {
+func (s *etcdStore) rangePage(ctx context.Context, prefix, begin, end string, rev, limit int64) etcdPage {
 	rctx, cancel, err := s.request(ctx)
 	if err != nil {
 		return etcdPage{err: err}
 	}
 	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(s.pageKeys)}
+	opts := []clientv3.OpOption{clientv3.WithRange(end), clientv3.WithLimit(limit)}
 	if rev > 0 {
 		opts = append(opts, clientv3.WithRev(rev))
 	}
