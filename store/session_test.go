@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -51,7 +52,7 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 				expect = cur.Version
 			}
 			batch = append(batch, NodeWrite{Path: path, Expect: expect, Value: value(i, round)})
-			if len(batch) == 20 || i == n-1 { // 200 kB: under a session's transaction limit
+			if len(batch) == 10 || i == n-1 { // 100 kB: under a session's transaction limit
 				if _, err := d.Metadata.(NodeBatcher).CompareAndSetNodes(batch); err != nil {
 					t.Fatal(err)
 				}
@@ -62,7 +63,14 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The flatten holds the Go runtime to a soft memory limit (flatten) and
+	// gives back the limit it found.
+	const userLimit = 1 << 40
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(userLimit))
 	write(big, 1)
+	if got := debug.SetMemoryLimit(-1); got != userLimit {
+		t.Errorf("memory limit after a session's close: %d, want %d as before", got, userLimit)
+	}
 	if n := level0Tables(t, meta); n > 1 {
 		t.Errorf("after a session that flushed: %d level-0 tables, want at most 1", n)
 	}
