@@ -291,8 +291,9 @@ func copyOf(b testing.TB, dir string) string {
 //
 // Other knobs: LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 (sizes, in topics of 100
 // ledgers), LEDGERMEDIC_MEMBENCH_MODES=plan,apply, LEDGERMEDIC_MEMBENCH_PROFILE=dir
-// (heap profiles, see envMemProfile) and LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
-// size once and reuse it). A child's GOGC and GOMEMLIMIT come from the environment.
+// (heap profiles, see envMemProfile), LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
+// size once and reuse it) and LEDGERMEDIC_MEMBENCH_SMAPS=1 (resident memory by
+// mapping at the run's and the close's largest sample, see envMemSmaps). A child's GOGC and GOMEMLIMIT come from the environment.
 //
 // What apply's growth was (profiles at 1M and 2M ledgers): Badger's table builders.
 // A writable open compacts whatever L0 holds (a bulk-loaded ledger store at 2M
