@@ -94,15 +94,12 @@ const (
 	// writes every managed-ledger node), so everything that scales with the
 	// memtable is paid in full once the run is large enough: two arenas of about
 	// 1.3 times it (the one taking writes and the one being flushed), the
-	// flush's table builder (buffers that double from twice sessionTableSize
-	// until the table fits: 1 + 2 MB for 1 MB, 1 + 2 + 4 MB for 2 MB), and the
-	// memtable log's mapped pages. A transaction holds 15% of it (157 KB): the
-	// mutation engine steps at 1 MB and halves a step on ErrBatchTooBig, and
-	// values from sessionValueThreshold up are written to the value log, where
-	// a transaction counts a 12-byte pointer for them, so a node of any size
-	// stays writable. 1 MB against 2 MB: 1M-ledger back-fill peaks 5-10 MB
-	// lower in the same time (docs/benchmarks.md).
-	sessionMemTableSize = 1 << 20
+	// flush's table builder, and the memtable log's mapped pages. 2 MB keeps those
+	// near 12 MB in all. A transaction holds 15% of it (300 KB): the mutation
+	// engine steps at 1 MB and halves a step on ErrBatchTooBig, and values from
+	// sessionValueThreshold up are written to the value log, where a transaction
+	// counts a 12-byte pointer for them, so a node of any size stays writable.
+	sessionMemTableSize = 2 << 20
 	// sessionTableSize: one size at every level (see above). It sets the
 	// builders' buffers: a flush starts with twice this and doubles until the
 	// memtable fits (about 7 MB for 2 MB), and the flatten at close runs up to

@@ -349,9 +349,11 @@ func flatten(db *badger.DB) error {
 	return db.Flatten(1)
 }
 
-// flattenMemFloor: the least soft memory limit of a flatten, so a small run's
-// flatten is not held below what a few table builders need.
-const flattenMemFloor = 48 << 20
+// flattenMemFloor: the least soft memory limit of a flatten, so that a small run
+// followed by a large flatten does not hold the flatten below what its builders
+// need (45-55 MB at most: 8 plus one per key split in flight), where the GC would
+// run without pause.
+const flattenMemFloor = 64 << 20
 
 // BackupMetadata writes a Badger backup (badger's protobuf KV list) of the metadata
 // database to w, to be taken before a write.

@@ -29,22 +29,21 @@ func TestSessionWritesLargeNodes(t *testing.T) {
 		"/big/a": big(1, 1536<<10), // 1.5 MB
 		"/big/b": big(4, 1100<<10),
 	}
-	for i := range 16 { // 1.6 MB of 100 kB nodes: more than one transaction holds
-		want[fmt.Sprintf("/mid/%d", i)] = big(byte(10+i), 100<<10)
+	for i := range 8 { // 1.6 MB of 200 kB nodes: more than one transaction holds
+		want[fmt.Sprintf("/mid/%d", i)] = big(byte(10+i), 200<<10)
 	}
 
 	d, err = store.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The limit is what the test relies on: two 100 kB nodes (each kept in the
-	// tree, under the value-log threshold) do not fit in one transaction of a
-	// session.
+	// The limit is what the test relies on: two 200 kB nodes do not fit in one
+	// transaction of a session.
 	_, err = d.Metadata.(store.NodeBatcher).CompareAndSetNodes([]store.NodeWrite{
-		{Path: "/probe/1", Value: big(1, 100<<10)}, {Path: "/probe/2", Value: big(2, 100<<10)},
+		{Path: "/probe/1", Value: big(1, 200<<10)}, {Path: "/probe/2", Value: big(2, 200<<10)},
 	})
 	if !errors.Is(err, store.ErrBatchTooBig) {
-		t.Fatalf("two 100 kB nodes in one transaction: %v, want ErrBatchTooBig", err)
+		t.Fatalf("two 200 kB nodes in one transaction: %v, want ErrBatchTooBig", err)
 	}
 	e, err := mutate.New(d)
 	if err != nil {

@@ -52,7 +52,7 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 				expect = cur.Version
 			}
 			batch = append(batch, NodeWrite{Path: path, Expect: expect, Value: value(i, round)})
-			if len(batch) == 10 || i == n-1 { // 100 kB: under a session's transaction limit
+			if len(batch) == 20 || i == n-1 { // 200 kB: under a session's transaction limit
 				if _, err := d.Metadata.(NodeBatcher).CompareAndSetNodes(batch); err != nil {
 					t.Fatal(err)
 				}
