@@ -330,9 +330,9 @@ func (d *DataDir) Close() error {
 // GC pacing the heap doubled the flatten's live memory, on top of what the run
 // left. So the run's garbage is returned to the system first, and while the
 // flatten runs the Go runtime is held to a soft limit of what the process had
-// at the end of the run (at least flattenMemFloor), so the close does not add
-// to the run's peak unless its live memory alone needs more (the limit is soft:
-// the GC then takes at most half the CPU and the heap grows past it). Its table
+// at the end of the run (at least flattenMemFloor), so the close's heap does not
+// add to the run's peak unless its live memory alone needs more (the limit is
+// soft: the GC then takes at most half the CPU and the heap grows past it). Its table
 // pages are bounded by the trimmer's reclaim mode, which a compaction cannot make
 // unsafe (trim.go). A limit the user set (GOMEMLIMIT) that is lower stays.
 func flatten(db *badger.DB) error {
