@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -290,8 +291,9 @@ func copyOf(b testing.TB, dir string) string {
 //
 // Other knobs: LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 (sizes, in topics of 100
 // ledgers), LEDGERMEDIC_MEMBENCH_MODES=plan,apply, LEDGERMEDIC_MEMBENCH_PROFILE=dir
-// (heap profiles, see envMemProfile) and LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
-// size once and reuse it). A child's GOGC and GOMEMLIMIT come from the environment.
+// (heap profiles, see envMemProfile), LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
+// size once and reuse it) and LEDGERMEDIC_MEMBENCH_SMAPS=1 (resident memory by
+// mapping at the run's and the close's largest sample, see envMemSmaps). A child's GOGC and GOMEMLIMIT come from the environment.
 //
 // What apply's growth was (profiles at 1M and 2M ledgers): Badger's table builders.
 // A writable open compacts whatever L0 holds (a bulk-loaded ledger store at 2M
@@ -312,6 +314,9 @@ const (
 	envMemProfile = "LEDGERMEDIC_MEMBENCH_PROFILE"
 	// envMemKeep names a folder where built data dirs are kept for later runs.
 	envMemKeep = "LEDGERMEDIC_MEMBENCH_KEEP"
+	// envMemSmaps (any value): each child also reads /proc/self/smaps every 100 ms
+	// and prints the resident memory by kind of mapping at its largest sample.
+	envMemSmaps = "LEDGERMEDIC_MEMBENCH_SMAPS"
 )
 
 var memModes = []string{"scan", "bare", "plan", "apply"}
@@ -356,6 +361,9 @@ func TestMemoryFlat(t *testing.T) {
 				t.Fatalf("child %s: %v\n%s", mode, err, out)
 			}
 			for _, line := range strings.Split(string(out), "\n") {
+				if i := strings.Index(line, "SMAPS "); i >= 0 {
+					t.Logf("%7d ledgers %s", c.topics*c.perTopic, line[i:])
+				}
 				if i := strings.Index(line, "MEM "); i >= 0 {
 					t.Logf("%7d ledgers (%4d topics, %5.1f MB on disk) %-5s %s", c.topics*c.perTopic, c.topics, float64(size)/1e6, mode, line[i+4:])
 				}
@@ -416,12 +424,23 @@ func memChild(t *testing.T, dir, mode string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var closingDir atomic.Bool // profiles taken in the close are named close-peak
 	profile := func(string) {}
 	if pd := os.Getenv(envMemProfile); pd != "" {
 		prefix := filepath.Join(pd, os.Getenv("LEDGERMEDIC_MEM_LABEL")+"-"+mode+"-")
-		profile = func(name string) { writeHeapProfile(t, prefix+name+".pprof") }
+		profile = func(name string) {
+			if name == "peak" && closingDir.Load() {
+				name = "close-peak"
+			}
+			writeHeapProfile(t, prefix+name+".pprof")
+		}
 	}
 	s := startMemSampler(profile)
+	smaps := func(string) func() { return func() {} }
+	if os.Getenv(envMemSmaps) != "" {
+		smaps = func(phase string) func() { return startSmapsSampler(t, phase) }
+	}
+	stopSmaps := smaps("run")
 	ctx := context.Background()
 	var what string
 	switch mode {
@@ -451,10 +470,14 @@ func memChild(t *testing.T, dir, mode string) {
 	}
 	// The close is measured too: a session's close flattens what it wrote.
 	runHWM := vmStatus("VmHWM")
+	stopSmaps()
+	stopSmaps = smaps("close")
+	closingDir.Store(true)
 	closing := time.Now()
 	if err := dd.Close(); err != nil {
 		t.Fatal(err)
 	}
+	stopSmaps()
 	p := s.stop()
 	profile("end")
 	t.Logf("MEM VmHWM %4d MB (run %4d MB) | anon %4d MB | file %4d MB | heap %4d MB | live %4d MB | %v (close %v) | %s",
@@ -550,4 +573,101 @@ func vmStatus(field string) int64 {
 		}
 	}
 	return 0
+}
+
+// startSmapsSampler reads /proc/self/smaps every 100 ms and, when stopped, logs
+// the resident memory by kind of mapping (and the Go heap's state) at the sample
+// with the largest total, and at the largest sample of the close.
+func startSmapsSampler(t *testing.T, phase string) (stop func()) {
+	stopc, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		var best smapsSample
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if s := readSmaps(); s.total > best.total {
+				best = s
+			}
+			select {
+			case <-stopc:
+				t.Logf("SMAPS %s peak %d MB: %s", phase, best.total>>10, best.describe())
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return func() { close(stopc); <-done }
+}
+
+type smapsSample struct {
+	total int64 // kB
+	kinds map[string]int64
+	ms    runtime.MemStats
+	at    time.Time
+}
+
+func (s smapsSample) describe() string {
+	keys := make([]string, 0, len(s.kinds))
+	for k := range s.kinds {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b string) int { return int(s.kinds[b] - s.kinds[a]) })
+	var b strings.Builder
+	for _, k := range keys {
+		if s.kinds[k] >= 512 {
+			fmt.Fprintf(&b, "%s %.1f, ", k, float64(s.kinds[k])/1024)
+		}
+	}
+	m := s.ms
+	fmt.Fprintf(&b, "| Go: heap in use %d, idle unreleased %d, stacks %d, sys %d, next GC %d MB",
+		m.HeapInuse>>20, (m.HeapIdle-m.HeapReleased)>>20, m.StackSys>>20, m.Sys>>20, m.NextGC>>20)
+	return b.String()
+}
+
+func readSmaps() smapsSample {
+	s := smapsSample{kinds: map[string]int64{}, at: time.Now()}
+	f, err := os.Open("/proc/self/smaps")
+	if err != nil {
+		return s
+	}
+	defer f.Close()
+	kind := ""
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, "Shared_Dirty:"); ok && kind != "anon" {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			s.kinds[kind+" (dirty)"] += v
+			continue
+		}
+		if rest, ok := strings.CutPrefix(line, "Rss:"); ok {
+			v, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			s.kinds[kind] += v
+			s.total += v // the (dirty) kinds are parts of these, not counted again
+			continue
+		}
+		fields := strings.Fields(line)
+		if len(fields) >= 5 && strings.Contains(fields[0], "-") && len(fields[1]) == 4 {
+			path := ""
+			if len(fields) >= 6 {
+				path = fields[5]
+			}
+			switch {
+			case path == "":
+				kind = "anon"
+			case strings.HasSuffix(path, ".sst"), strings.HasSuffix(path, ".vlog"), strings.HasSuffix(path, ".mem"):
+				kind = filepath.Base(filepath.Dir(path)) + "/*" + filepath.Ext(path)
+				if len(fields) > 6 {
+					kind += " " + strings.Join(fields[6:], " ")
+				}
+			case strings.HasPrefix(path, "["):
+				kind = path
+			default:
+				kind = "binary/libs"
+			}
+		}
+	}
+	runtime.ReadMemStats(&s.ms)
+	return s
 }

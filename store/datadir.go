@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -278,28 +280,31 @@ func (d *DataDir) Close() error {
 	d.trimmer.Stop()
 	d.trimmer = nil
 	mappingsMu.Lock()
+	var flat []*badger.DB
 	for _, s := range d.sessions {
-		if !needsFlatten(s.db, s.since) {
-			continue
-		}
-		// The flatten reads every table and writes new ones: bound their pages
-		// with the trimmer's reclaim mode, which a compaction cannot make unsafe.
-		reclaim := startTrimmer([]string{s.db.Opts().Dir}, true)
-		err := s.db.Flatten(1)
-		reclaim.Stop()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("compact the tables this session wrote: %w", err))
+		if needsFlatten(s.db, s.since) {
+			flat = append(flat, s.db)
 		}
 	}
 	d.sessions = nil
-	for _, db := range []**badger.DB{&d.meta, &d.ledgers} {
-		if *db == nil {
-			continue
-		}
-		if err := (*db).Close(); err != nil {
+	// The ledger store is never flattened: closing it first frees its memtables
+	// and caches before the flatten needs memory.
+	if d.ledgers != nil {
+		if err := d.ledgers.Close(); err != nil {
 			errs = append(errs, err)
 		}
-		*db = nil
+		d.ledgers = nil
+	}
+	for _, db := range flat {
+		if err := flatten(db); err != nil {
+			errs = append(errs, fmt.Errorf("compact the tables this session wrote: %w", err))
+		}
+	}
+	if d.meta != nil {
+		if err := d.meta.Close(); err != nil {
+			errs = append(errs, err)
+		}
+		d.meta = nil
 	}
 	mappingsMu.Unlock()
 	if d.SandboxPath != "" {
@@ -318,6 +323,37 @@ func (d *DataDir) Close() error {
 	}
 	return nil
 }
+
+// flatten compacts a session's metadata store into one level (sessionOptions).
+// Its table builders are garbage at a high rate (Badger runs up to 8 plus one
+// per key split at once, each with a 3 MB index buffer), so with Go's default
+// GC pacing the heap doubled the flatten's live memory, on top of what the run
+// left. So the run's garbage is returned to the system first, and while the
+// flatten runs the Go runtime is held to a soft limit of what the process had
+// at the end of the run (at least flattenMemFloor), so the close's heap does not
+// add to the run's peak unless its live memory alone needs more (the limit is
+// soft: the GC then takes at most half the CPU and the heap grows past it). Its table
+// pages are bounded by the trimmer's reclaim mode, which a compaction cannot make
+// unsafe (trim.go). A limit the user set (GOMEMLIMIT) that is lower stays.
+func flatten(db *badger.DB) error {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	debug.FreeOSMemory()
+	limit := max(int64(ms.Sys-ms.HeapReleased), flattenMemFloor)
+	if prev := debug.SetMemoryLimit(-1); prev < limit {
+		limit = prev
+	}
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(limit))
+	reclaim := startTrimmer([]string{db.Opts().Dir}, true)
+	defer reclaim.Stop()
+	return db.Flatten(1)
+}
+
+// flattenMemFloor: the least soft memory limit of a flatten, so that a small run
+// followed by a large flatten does not hold the flatten below what its builders
+// need (45-55 MB at most: 8 plus one per key split in flight), where the GC would
+// run without pause.
+const flattenMemFloor = 64 << 20
 
 // BackupMetadata writes a Badger backup (badger's protobuf KV list) of the metadata
 // database to w, to be taken before a write.

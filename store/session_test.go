@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"runtime/debug"
 	"testing"
 )
 
@@ -62,7 +63,14 @@ func TestSessionLeavesLevelZeroFlat(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The flatten holds the Go runtime to a soft memory limit (flatten) and
+	// gives back the limit it found.
+	const userLimit = 1 << 40
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(userLimit))
 	write(big, 1)
+	if got := debug.SetMemoryLimit(-1); got != userLimit {
+		t.Errorf("memory limit after a session's close: %d, want %d as before", got, userLimit)
+	}
 	if n := level0Tables(t, meta); n > 1 {
 		t.Errorf("after a session that flushed: %d level-0 tables, want at most 1", n)
 	}

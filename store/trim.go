@@ -31,6 +31,8 @@ import (
 // nothing on any mapping, whatever lies there by the time it acts: it writes back
 // and frees file pages (they leave the page cache too, so a later read of them
 // goes to the disk), and anonymous memory stays, or goes to swap, never zeroed.
+// A table the flatten unmapped after /proc/self/maps was read fails with ENOMEM
+// and is skipped (trim_linux.go); the page-out goes on with the others.
 const (
 	// trimAfter: growth of resident file pages (RssFile) that starts a trim.
 	// A trim costs a read of /proc/self/maps and a madvise per table; pages

@@ -55,9 +55,20 @@ func adviseTableMappings(dirs map[string]bool, advice uintptr) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
+	return adviseRanges(ranges, advice)
+}
+
+// adviseRanges gives advice on each range and returns the bytes advised.
+// MADV_PAGEOUT skips ranges no longer mapped; any other failure stops it.
+func adviseRanges(ranges []mapRange, advice uintptr) (int64, error) {
 	var n int64
 	for _, r := range ranges {
 		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r.start, r.end-r.start, advice)
+		if errno == syscall.ENOMEM && advice == madvPageout {
+			// The table was unmapped since /proc/self/maps was read (a
+			// compaction deleted it): nothing there to page out.
+			continue
+		}
 		if errno != 0 {
 			return n, errno
 		}
