@@ -339,6 +339,7 @@ func (b *backfiller) run(ctx context.Context) error {
 		defer close(queue)
 		defer close(jobs)
 		var chunk []node
+		chunkBytes := 0
 		flush := func() error {
 			if len(chunk) == 0 {
 				return nil
@@ -351,12 +352,12 @@ func (b *backfiller) run(ctx context.Context) error {
 			}
 			// A planner is free soon: none waits on anything but entry reads.
 			jobs <- job{chunk, pd.done}
-			chunk = make([]node, 0, planChunk)
+			chunk, chunkBytes = make([]node, 0, planChunk), 0
 			return nil
 		}
 		readErr = readTopics(planCtx, b.dd.Metadata, b.opts, func(n store.Node, topic string, bad error) error {
 			chunk = append(chunk, node{n, topic, bad})
-			if len(chunk) < planChunk {
+			if chunkBytes += len(n.Value); len(chunk) < planChunk && chunkBytes < planChunkBytes {
 				return nil
 			}
 			return flush()
@@ -396,8 +397,15 @@ func (b *backfiller) run(ctx context.Context) error {
 	return readErr
 }
 
-// planChunk nodes are handed to a planner at once.
-const planChunk = 16
+// planChunk nodes, or fewer when their values reach planChunkBytes, are handed
+// to a planner at once. The bytes bound what chunks in flight hold (a node's
+// plan grows with its ledgers): with chunks of 16 topics of 100 ledgers each, a
+// back-fill of 1M ledgers peaked 15 MB higher than with one topic at a time
+// (docs/benchmarks.md).
+const (
+	planChunk      = 16
+	planChunkBytes = 8 << 10
+)
 
 // take records a topic's plan and hands the batch to the writer when it is full.
 func (b *backfiller) take(tp *topicPlan, w *writer) {
