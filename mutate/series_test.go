@@ -85,20 +85,27 @@ func runSeries(t *testing.T, e *Engine, plans []*Plan) (map[*Plan]seriesOutcome,
 	return out, err
 }
 
-// A series commits every run, each its own journaled run that undo reverts alone.
-func TestSeriesAppliesEveryRun(t *testing.T) {
-	dd, _ := newDataDir(t)
+// startSeriesTest seeds a data dir for the series plans and returns it with a
+// recovered engine, the plans, the dump before them and the dump they should leave.
+func startSeriesTest(t *testing.T) (dd *store.DataDir, e *Engine, plans []*Plan, before, want state) {
+	dd, _ = newDataDir(t)
 	seedSeries(t, dd)
-	before := dump(t, dd)
-	plans := seriesPlans(t, dd)
-	want := before
+	before = dump(t, dd)
+	plans = seriesPlans(t, dd)
+	want = before
 	for _, p := range plans {
 		want = applyModel(want, p)
 	}
-	e := newEngine(t, dd)
+	e = newEngine(t, dd)
 	if _, err := e.Recover(ctx); err != nil {
 		t.Fatal(err)
 	}
+	return dd, e, plans, before, want
+}
+
+// A series commits every run, each its own journaled run that undo reverts alone.
+func TestSeriesAppliesEveryRun(t *testing.T) {
+	dd, e, plans, before, want := startSeriesTest(t)
 	var syncs atomic.Int64 // the stages fsync concurrently
 	e.OnSync = func(string) { syncs.Add(1) }
 	out, err := runSeries(t, e, plans)
@@ -135,18 +142,7 @@ func TestSeriesAppliesEveryRun(t *testing.T) {
 // verification) does not keep the next run from being written. With one writer
 // the second "applied" would never come while the first is held.
 func TestSeriesWritesRunsAtOnce(t *testing.T) {
-	dd, _ := newDataDir(t)
-	seedSeries(t, dd)
-	before := dump(t, dd)
-	plans := seriesPlans(t, dd)
-	want := before
-	for _, p := range plans {
-		want = applyModel(want, p)
-	}
-	e := newEngine(t, dd)
-	if _, err := e.Recover(ctx); err != nil {
-		t.Fatal(err)
-	}
+	dd, e, plans, _, want := startSeriesTest(t)
 	var applied atomic.Int64
 	second := make(chan struct{})
 	var overlapped atomic.Bool
