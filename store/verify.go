@@ -302,7 +302,7 @@ func oneLine(s string) string {
 func verifyChildMain(in io.Reader, out io.Writer) int {
 	// Verification allocates a fresh buffer for every decompressed block and keeps
 	// little alive: collecting less often saves about a sixth of the CPU (measured
-	// in docs/reliability.md). Each table's soft memory limit (verifyTableFile)
+	// in docs/reliability.md). Each table's soft memory limit (verifyMemoryLimit)
 	// bounds the heap that pacing would let grow to five times the live one.
 	debug.SetGCPercent(400)
 	dec := json.NewDecoder(in)
@@ -319,6 +319,11 @@ func verifyChildMain(in io.Reader, out io.Writer) int {
 		_ = enc.Encode(tableResult{ID: c.ID, Stage: "start"})
 		if verifyChildHook != nil {
 			verifyChildHook(c)
+		}
+		// The limit is the child's own, set here rather than in verifyTableFile,
+		// which must not change the memory limit of a process that calls it.
+		if fi, err := os.Stat(c.Path); err == nil {
+			debug.SetMemoryLimit(verifyMemoryLimit(fi.Size()))
 		}
 		r := verifyTableFile(c, func(opened tableResult) { _ = enc.Encode(opened) })
 		r.ID, r.Stage, r.Problem = c.ID, "done", oneLine(r.Problem)
@@ -347,7 +352,6 @@ func verifyTableFile(c tableCheck, opened func(tableResult)) tableResult {
 	if fi.Size() < minTableSize {
 		return tableResult{Problem: fmt.Sprintf("%d bytes long: too short to be a table", fi.Size())}
 	}
-	debug.SetMemoryLimit(verifyMemoryLimit(fi.Size()))
 	var first tableResult
 	for i, comp := range c.Compressions {
 		r := verifyTableAs(c, options.CompressionType(comp), opened)
