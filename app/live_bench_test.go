@@ -6,7 +6,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -186,19 +186,19 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 			b.Fatal(err)
 		}
 		walkOnly += time.Since(tw)
-		tp, cp := time.Now(), processCPU(b)
+		tp, cp := time.Now(), rusage.ProcessCPU()
 		if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{}); err != nil {
 			b.Fatal(err)
 		}
-		planOnly, planCPU = planOnly+time.Since(tp), planCPU+processCPU(b)-cp
+		planOnly, planCPU = planOnly+time.Since(tp), planCPU+rusage.ProcessCPU()-cp
 		b.StartTimer()
-		t0, c0 := time.Now(), processCPU(b)
+		t0, c0 := time.Now(), rusage.ProcessCPU()
 		res, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		applyCPU += processCPU(b) - c0
+		applyCPU += rusage.ProcessCPU() - c0
 		nodes := 0
 		for _, tr := range res.Topics {
 			if tr.Written > 0 {
@@ -243,15 +243,6 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	// writer share with the server on two cores.
 	b.ReportMetric(float64(applyCPU.Microseconds())/float64(written), "apply-cpu-µs/node")
 	b.ReportMetric(float64(planCPU.Microseconds())/float64(written), "plan-cpu-µs/node")
-}
-
-// processCPU is the test process's CPU time so far (user + system).
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }

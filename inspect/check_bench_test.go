@@ -2,10 +2,10 @@ package inspect
 
 import (
 	"context"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -88,12 +88,12 @@ func BenchmarkScanRatio(b *testing.B) {
 	cpu := make([]time.Duration, len(scans))
 	for b.Loop() {
 		for i, s := range scans {
-			start, startCPU := time.Now(), processCPU(b)
+			start, startCPU := time.Now(), rusage.ProcessCPU()
 			if err := s.run(); err != nil {
 				b.Fatal(err)
 			}
 			spent[i] += time.Since(start)
-			cpu[i] += processCPU(b) - startCPU
+			cpu[i] += rusage.ProcessCPU() - startCPU
 		}
 	}
 	for i, s := range scans[1:] {
@@ -102,13 +102,4 @@ func BenchmarkScanRatio(b *testing.B) {
 		b.ReportMetric(cpu[0].Seconds()/cpu[i+1].Seconds(), s.name+"/raw-cpu")
 	}
 	b.ReportMetric(spent[0].Seconds()/float64(b.N), "raw-s/op")
-}
-
-// processCPU is the user and system CPU time the process has used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

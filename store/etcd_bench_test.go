@@ -8,11 +8,11 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/store"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -223,12 +223,12 @@ func BenchmarkEtcdDBRead(b *testing.B) {
 	b.Run("ratio", func(b *testing.B) {
 		var base, mine, baseCPU, mineCPU time.Duration
 		for b.Loop() {
-			c0, t0 := benchProcessCPU(), time.Now()
+			c0, t0 := rusage.ProcessCPU(), time.Now()
 			bare(b, true)
-			c1, t1 := benchProcessCPU(), time.Now()
+			c1, t1 := rusage.ProcessCPU(), time.Now()
 			ours(b)
 			base, mine = base+t1.Sub(t0), mine+time.Since(t1)
-			baseCPU, mineCPU = baseCPU+c1-c0, mineCPU+benchProcessCPU()-c1
+			baseCPU, mineCPU = baseCPU+c1-c0, mineCPU+rusage.ProcessCPU()-c1
 		}
 		b.ReportMetric(float64(base)/float64(mine), "x-of-bare")
 		b.ReportMetric(float64(baseCPU)/float64(mineCPU), "x-of-bare-cpu")
@@ -248,15 +248,6 @@ func BenchmarkEtcdDBRead(b *testing.B) {
 			bare(b, false)
 		}
 	})
-}
-
-// benchProcessCPU is the user+system CPU time of this process so far.
-func benchProcessCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // benchLiveEtcd starts an etcd holding 50k keys of 200 bytes.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -62,7 +63,7 @@ func benchSeries(b *testing.B, dd *store.DataDir, paths, bare []string, writeBar
 			plans = append(plans, p)
 		}
 		b.StartTimer()
-		t0, c0 := time.Now(), benchProcessCPU()
+		t0, c0 := time.Now(), rusage.ProcessCPU()
 		var failed error
 		s, err := e.StartSeries(context.Background(), mutate.ApplyOptions{TrustBefore: true}, func(_ *mutate.Plan, _ *mutate.Result, err error) {
 			if err != nil && failed == nil {
@@ -80,7 +81,7 @@ func benchSeries(b *testing.B, dd *store.DataDir, paths, bare []string, writeBar
 		if err := s.Close(); err != nil || failed != nil {
 			b.Fatal(err, failed)
 		}
-		ours, cpu = ours+time.Since(t0), cpu+benchProcessCPU()-c0
+		ours, cpu = ours+time.Since(t0), cpu+rusage.ProcessCPU()-c0
 		written += len(paths)
 		t1 := time.Now()
 		for i := 0; i < len(bare); i += seriesBenchBatch {

@@ -12,9 +12,10 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 )
 
 var benchSnap struct {
@@ -99,16 +100,16 @@ func BenchmarkZKDataRead(b *testing.B) {
 		var raw, mine, rawCPU, mineCPU time.Duration
 		b.SetBytes(fi.Size())
 		for b.Loop() {
-			c0, t0 := processCPU(), time.Now()
+			c0, t0 := rusage.ProcessCPU(), time.Now()
 			if _, err := os.ReadFile(path); err != nil {
 				b.Fatal(err)
 			}
-			c1, t1 := processCPU(), time.Now()
+			c1, t1 := rusage.ProcessCPU(), time.Now()
 			if err := ours(); err != nil {
 				b.Fatal(err)
 			}
 			raw, mine = raw+t1.Sub(t0), mine+time.Since(t1)
-			rawCPU, mineCPU = rawCPU+c1-c0, mineCPU+processCPU()-c1
+			rawCPU, mineCPU = rawCPU+c1-c0, mineCPU+rusage.ProcessCPU()-c1
 		}
 		b.ReportMetric(float64(raw)/float64(mine), "x-of-raw")
 		// The same ratio in CPU time (all threads): less swayed by other jobs on a
@@ -160,15 +161,6 @@ func BenchmarkZKDataRead(b *testing.B) {
 			return err
 		})
 	})
-}
-
-// processCPU is the user+system CPU time of this process so far.
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // TestMain removes the benchmark's synthesised snapshot (55 MB) after the run.
