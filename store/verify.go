@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/dgraph-io/badger/v4/options"
 	"github.com/dgraph-io/badger/v4/table"
@@ -183,8 +182,7 @@ type verifyChild struct {
 func startVerifyChild(exe string) (*verifyChild, error) {
 	cmd := exec.Command(exe)
 	cmd.Env = append(os.Environ(), VerifyChildEnv+"=1")
-	// A child outliving a killed parent would keep reading the store for nothing.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = verifyChildAttr()
 	ch := &verifyChild{cmd: cmd, stderr: &bytes.Buffer{}}
 	cmd.Stderr = ch.stderr
 	var err error

@@ -10,8 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // The verification cache remembers, per table file, that it verified clean, so a
@@ -162,12 +163,14 @@ func identify(path string) (tableIdentity, error) {
 	if err != nil {
 		return tableIdentity{}, err
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return tableIdentity{}, fmt.Errorf("%s: no inode information", path)
+	// x/sys/unix names the times alike on every Unix (syscall's darwin Stat_t
+	// calls them Mtimespec and Ctimespec).
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return tableIdentity{}, fmt.Errorf("%s: no inode information: %w", path, err)
 	}
 	id := tableIdentity{
-		Dev: uint64(st.Dev), Ino: st.Ino, Size: fi.Size(),
+		Dev: uint64(st.Dev), Ino: uint64(st.Ino), Size: fi.Size(),
 		MtimeNs: st.Mtim.Nano(), CtimeNs: st.Ctim.Nano(),
 	}
 	off := max(0, id.Size-footerHashSize)
