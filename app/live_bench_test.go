@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,9 @@ type liveRaw interface {
 	get(b *testing.B, path string) []byte
 	// remove deletes the paths (leaves; parents stay).
 	remove(b *testing.B, paths []string)
+	// serverCPU is the server process's CPU time so far, which it takes from the
+	// same cores as we do.
+	serverCPU() time.Duration
 }
 
 // liveBenchFixture is a generated cluster loaded into the server: the data dir (its
@@ -173,6 +177,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		b.Fatal(err)
 	}
 	var ours, bare, walkOnly, planOnly, readBack, planCPU, applyCPU time.Duration
+	var applyServerCPU, bareCPU, bareServerCPU, walkServerCPU, readBackServerCPU time.Duration
 	var written int64
 	iter := 0
 	for b.Loop() {
@@ -181,24 +186,25 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		// The bare loop's nodes lie outside /managed-ledgers/, where back-fill does not look.
 		theirs := cloneTopics(b, raw, "/bare", fmt.Sprintf("t%d", iter), liveBenchBackfill, f.indexed)
 		iter++
-		tw := time.Now()
+		tw, sw := time.Now(), raw.serverCPU()
 		if err := dd.Metadata.Walk(context.Background(), "/managed-ledgers/", func(store.Node) error { return nil }); err != nil {
 			b.Fatal(err)
 		}
-		walkOnly += time.Since(tw)
+		walkOnly, walkServerCPU = walkOnly+time.Since(tw), walkServerCPU+raw.serverCPU()-sw
 		tp, cp := time.Now(), rusage.ProcessCPU()
 		if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{}); err != nil {
 			b.Fatal(err)
 		}
 		planOnly, planCPU = planOnly+time.Since(tp), planCPU+rusage.ProcessCPU()-cp
 		b.StartTimer()
-		t0, c0 := time.Now(), rusage.ProcessCPU()
+		t0, c0, s0 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		res, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true})
 		if err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
 		applyCPU += rusage.ProcessCPU() - c0
+		applyServerCPU += raw.serverCPU() - s0
 		nodes := 0
 		for _, tr := range res.Topics {
 			if tr.Written > 0 {
@@ -210,21 +216,22 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		}
 		// The bare loop writes what back-fill wrote: the same bytes, the same batches.
 		value := raw.get(b, mine[0])
-		t2 := time.Now()
+		t2, c2, s2 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		for i := 0; i < len(theirs); i += liveBenchBatch {
 			raw.writeBatch(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
 		}
 		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
+		bareCPU, bareServerCPU = bareCPU+rusage.ProcessCPU()-c2, bareServerCPU+raw.serverCPU()-s2
 		written += int64(nodes)
 		b.StopTimer()
-		tr := time.Now()
+		tr, sr := time.Now(), raw.serverCPU()
 		nb := dd.Metadata.(store.NodeBatcher)
 		for i := 0; i < len(mine); i += liveBenchBatch {
 			if _, err := nb.GetNodes(mine[i:min(i+liveBenchBatch, len(mine))]); err != nil {
 				b.Fatal(err)
 			}
 		}
-		readBack += time.Since(tr)
+		readBack, readBackServerCPU = readBack+time.Since(tr), readBackServerCPU+raw.serverCPU()-sr
 		// Every iteration does the same work: the next back-fill walks its own
 		// clones, not this one's too (already back-filled, they would be walked
 		// and decoded again).
@@ -243,6 +250,18 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	// writer share with the server on two cores.
 	b.ReportMetric(float64(applyCPU.Microseconds())/float64(written), "apply-cpu-µs/node")
 	b.ReportMetric(float64(planCPU.Microseconds())/float64(written), "plan-cpu-µs/node")
+	// The server's CPU per node during our apply and during the bare loop, and the
+	// bare loop's own client CPU. With both processes on the same cores, our run
+	// cannot take less wall time than (our CPU + the server's) / cores: the
+	// "cpu-floor" is that bound as a share of the bare time (above 2 on a machine
+	// means 0.5× cannot be reached there, however well the work overlaps).
+	b.ReportMetric(float64(applyServerCPU.Microseconds())/float64(written), "apply-server-cpu-µs/node")
+	b.ReportMetric(float64(bareServerCPU.Microseconds())/float64(written), "bare-server-cpu-µs/node")
+	b.ReportMetric(float64(bareCPU.Microseconds())/float64(written), "bare-cpu-µs/node")
+	b.ReportMetric(float64(walkServerCPU.Microseconds())/float64(written), "walk-server-cpu-µs/node")
+	b.ReportMetric(float64(readBackServerCPU.Microseconds())/float64(written), "readback-server-cpu-µs/node")
+	floor := (applyCPU + applyServerCPU).Seconds() / float64(runtime.NumCPU())
+	b.ReportMetric(floor/bare.Seconds(), "cpu-floor/bare-time")
 }
 
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }
@@ -254,6 +273,7 @@ func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, startEtcdRa
 type zkRawStore struct {
 	addr string
 	conn *zk.Conn
+	srv  *testutil.ZKServer
 }
 
 func startZKRaw(b *testing.B) *zkRawStore {
@@ -263,8 +283,10 @@ func startZKRaw(b *testing.B) *zkRawStore {
 		b.Fatal(err)
 	}
 	b.Cleanup(conn.Close)
-	return &zkRawStore{addr: srv.Addr, conn: conn}
+	return &zkRawStore{addr: srv.Addr, conn: conn, srv: srv}
 }
+
+func (z *zkRawStore) serverCPU() time.Duration { return rusage.PIDCPU(z.srv.PID()) }
 
 func (z *zkRawStore) url() string { return "zk://" + z.addr }
 
@@ -364,6 +386,7 @@ func (z *zkRawStore) get(b *testing.B, path string) []byte {
 type etcdRawStore struct {
 	endpoint string
 	cli      *clientv3.Client
+	srv      *testutil.EtcdServer
 }
 
 func startEtcdRaw(b *testing.B) *etcdRawStore {
@@ -373,8 +396,10 @@ func startEtcdRaw(b *testing.B) *etcdRawStore {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { c.Close() })
-	return &etcdRawStore{endpoint: srv.Endpoint, cli: c}
+	return &etcdRawStore{endpoint: srv.Endpoint, cli: c, srv: srv}
 }
+
+func (e *etcdRawStore) serverCPU() time.Duration { return rusage.PIDCPU(e.srv.PID()) }
 
 func (e *etcdRawStore) url() string { return "etcd://" + strings.TrimPrefix(e.endpoint, "http://") }
 
