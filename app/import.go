@@ -179,6 +179,11 @@ func (e *env) journalPush(c *cli.Context) error {
 	}
 	plan.Args = commandLine(c)
 	doc := &report.Document{Extra: map[string]any{"dry_run": !apply}}
+	var runItems []mutate.Item
+	for _, ji := range rec.Items {
+		runItems = append(runItems, ji.Item)
+	}
+	e.noteLedgersNotOnBookies(doc, mutate.NewLedgers(runItems), true)
 	if !apply {
 		steps := make([]pushStep, len(plan.Items))
 		for i, it := range plan.Items {

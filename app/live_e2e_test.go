@@ -290,8 +290,13 @@ func liveEndToEnd(t *testing.T, srv *liveStore) {
 		RunID    string `json:"run_id"`
 		Restored int    `json:"restored"`
 	}
-	if err := json.Unmarshal([]byte(mustBin(t, 0, append(live, "schema", "repair", "--from", capFile, "--apply")...)), &rep); err != nil || rep.Restored == 0 {
-		t.Fatalf("repair output: %+v, %v", rep, err)
+	repOut, repErr, repCode := runBin(t, append(live, "schema", "repair", "--from", capFile, "--apply")...)
+	if err := json.Unmarshal([]byte(repOut), &rep); err != nil || rep.Restored == 0 || repCode != 0 {
+		t.Fatalf("repair: exit %d, output %+v, %v\n%s", repCode, rep, err, repErr)
+	}
+	// Brokers read the restored ledgers from bookies, which ledgermedic does not write.
+	if !strings.Contains(repErr, "WARNING: ") || !strings.Contains(repErr, "does not write to bookies") {
+		t.Errorf("a repair against the live store does not warn that the new entries are not on bookies:\n%s", repErr)
 	}
 	mustBin(t, 0, "-d", ref, "schema", "repair", "--from", capFile, "--apply")
 	afterRepair := srv.tree(t)
@@ -421,10 +426,14 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 	cp := filepath.Join(t.TempDir(), "copy")
 	mustBin(t, 0, "-d", dir, "--metadata", liveURL, "import", "--copy-ledgers", "--out", cp)
 	var rep struct {
-		RunID string `json:"run_id"`
+		RunID      string  `json:"run_id"`
+		NotOnBooks []int64 `json:"ledgers_not_on_bookies"`
 	}
 	if err := json.Unmarshal([]byte(mustBin(t, 0, "-d", cp, "--json", "schema", "repair", "--from", capFile, "--apply")), &rep); err != nil {
 		t.Fatal(err)
+	}
+	if len(rep.NotOnBooks) == 0 {
+		t.Fatal("the repair of the copy does not list the new ledgers whose entries only the copy holds")
 	}
 	// A node the run changed is changed on the server after the import: push refuses, writes nothing.
 	var locator string
@@ -455,7 +464,16 @@ func livePushAndShards(t *testing.T, srv *liveStore) {
 	if d := diffTrees(restored, srv.tree(t)); len(d) != 0 {
 		t.Fatalf("a dry-run push wrote: %v", d)
 	}
-	mustBin(t, 0, "-d", cp, "--metadata", liveURL, "journal", "push", "--apply", rep.RunID)
+	stdout, stderr, code = runBin(t, "-d", cp, "--metadata", liveURL, "journal", "push", "--apply", rep.RunID)
+	if code != 0 {
+		t.Fatalf("push: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	// The live store now points brokers at ledgers no bookie holds: the push says so.
+	for _, id := range rep.NotOnBooks {
+		if !strings.Contains(stderr, "WARNING: ") || !strings.Contains(stderr, strconv.FormatInt(id, 10)) {
+			t.Errorf("push does not warn that ledger %d's entries are not on any bookie:\n%s", id, stderr)
+		}
+	}
 	pushed := withoutEmptyParents(srv.tree(t))
 	for p, v := range refNodes {
 		// Locators equal byte for byte; a restored ledger's metadata node exists

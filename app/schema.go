@@ -236,7 +236,8 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	return e.finishRepair(c, ro, doc, rp, inputErrs, eng)
+	live := dd.Sources[0].Kind == store.SchemeZK || dd.Sources[0].Kind == store.SchemeEtcd
+	return e.finishRepair(c, ro, doc, rp, inputErrs, eng, live)
 }
 
 // openForRepair opens the data dir read-only for a dry run; for --apply it opens
@@ -284,7 +285,10 @@ func (e *env) usageFunc(c *cli.Context, o repairOptions, dd *store.DataDir) (rep
 }
 
 // finishRepair prints the plan, applies it when eng is set, and picks the exit code.
-func (e *env) finishRepair(c *cli.Context, o repairOptions, doc *report.Document, rp *repair.RepairPlan, inputErrs []*repair.InputError, eng *mutate.Engine) error {
+//
+// live says the metadata store is a live cluster's: the locators written there
+// point brokers at the new ledgers at once.
+func (e *env) finishRepair(c *cli.Context, o repairOptions, doc *report.Document, rp *repair.RepairPlan, inputErrs []*repair.InputError, eng *mutate.Engine, live bool) error {
 	for _, w := range rp.Warnings {
 		fmt.Fprintf(e.Stderr, "WARNING: %s\n", w)
 	}
@@ -314,6 +318,9 @@ func (e *env) finishRepair(c *cli.Context, o repairOptions, doc *report.Document
 	}
 	doc.Extra["unresolved"] = rp.Unresolved()
 	doc.Extra["restored"] = rp.Restored()
+	if rp.Plan != nil {
+		e.noteLedgersNotOnBookies(doc, mutate.NewLedgers(rp.Plan.Items), live)
+	}
 
 	var applyErr error
 	switch {
@@ -424,4 +431,20 @@ func (e *env) captureToStdout(c *cli.Context, dd *store.DataDir, key string) err
 		return report.ErrFindings
 	}
 	return nil
+}
+
+// noteLedgersNotOnBookies tells where the new ledgers' entries of a plan are
+// (mutate.LedgersNotOnBookies): a note, and a warning on stderr when the metadata
+// store the run writes is one brokers read (a live store, or a push to one). JSON
+// lists the ids as ledgers_not_on_bookies.
+func (e *env) noteLedgersNotOnBookies(doc *report.Document, ids []int64, live bool) {
+	msg := mutate.LedgersNotOnBookies(ids)
+	if msg == "" {
+		return
+	}
+	doc.Extra["ledgers_not_on_bookies"] = ids
+	doc.Note("%s", msg)
+	if live {
+		fmt.Fprintf(e.Stderr, "WARNING: %s\n", msg)
+	}
 }

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -205,4 +206,33 @@ func (it *Item) label() string {
 		return string(it.Kind) + " " + it.Path
 	}
 	return fmt.Sprintf("%s %d", it.Kind, it.LedgerID)
+}
+
+// NewLedgers lists, in order, the ledgers whose entries the items write.
+func NewLedgers(items []Item) []int64 {
+	var ids []int64
+	for _, it := range items {
+		if it.Kind == KindLedger {
+			ids = append(ids, it.LedgerID)
+		}
+	}
+	return ids
+}
+
+// LedgersNotOnBookies says where new ledgers' entries are, for a run that writes
+// them: the engine writes entries to the data dir's ledger store only (ledgermedic
+// never writes to bookies), while a broker reads every ledger from the bookies its
+// /ledgers node names. "" when ids is empty.
+func LedgersNotOnBookies(ids []int64) string {
+	if len(ids) == 0 {
+		return ""
+	}
+	list := make([]string, len(ids))
+	for i, id := range ids {
+		list[i] = strconv.FormatInt(id, 10)
+	}
+	return fmt.Sprintf("the entries of %d new ledger(s) (%s) go to the data dir's ledger store only: ledgermedic does not "+
+		"write to bookies, and brokers read a ledger from the bookies its /ledgers node names, so they cannot read "+
+		"these ledgers until their entries are written to BookKeeper (docs/runbook-lost-schema-ledger.md, step 6)",
+		len(ids), strings.Join(list, ", "))
 }

@@ -16,7 +16,7 @@ var ErrPushConflict = errors.New("the target store changed since the run was pla
 // metadata store: the same node changes, each expected at the target's current
 // version, and only where the target still holds the bytes the run saw before it
 // wrote (the run's before-image; absent for a create). Ledger items are not pushed:
-// entries stay in the data dir's ledger store. The plan's Before images make the
+// entries stay in the data dir's ledger store (LedgersNotOnBookies). The plan's Before images make the
 // engine's preflight re-check every node at apply time.
 func PushPlan(rec *RunRecord, target store.MetadataStore) (*Plan, error) {
 	if rec.State != StateCommitted {
@@ -61,7 +61,7 @@ func PushPlan(rec *RunRecord, target store.MetadataStore) (*Plan, error) {
 		return nil, fmt.Errorf("push run %s: %w: %w", rec.RunID, ErrPushConflict, errors.Join(conflicts...))
 	}
 	if skipped > 0 {
-		p.Notes = append(p.Notes, fmt.Sprintf("%d ledger item(s) not pushed: their entries stay in the data dir's ledger store", skipped))
+		p.Notes = append(p.Notes, fmt.Sprintf("%d ledger item(s) not pushed", skipped))
 	}
 	if len(p.Items) == 0 {
 		return nil, fmt.Errorf("push run %s: %w: it changed no metadata node", rec.RunID, ErrInvalidPlan)
