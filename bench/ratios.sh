@@ -95,7 +95,7 @@ section() {
     run verify env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./store -run '^$' -bench VerifyOpen -benchtime 3x -count 3 ;;
   live)
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
-    run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 1x -count 2 ;;
+    run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;
   *)
     echo "unknown section $1 (bench/ratios.sh -l lists them)" >&2
     exit 2 ;;
