@@ -401,3 +401,90 @@ func TestEtcdTLSFiles(t *testing.T) {
 		})
 	}
 }
+
+// GetNodes returns what a plain client reads, whether it reads the paths as a range
+// (ascending, few keys between them) or as single Gets (unsorted, absent keys,
+// too many keys between them), and in chunks of max-txn-ops.
+func TestEtcdGetNodesSpans(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	const topics = 300
+	ml := func(i int) string { return fmt.Sprintf("/managed-ledgers/t/ns/persistent/topic-%06d", i) }
+	var ops []clientv3.Op
+	for i := 0; i < topics; i++ {
+		ops = append(ops, clientv3.OpPut(ml(i), fmt.Sprint("info-", i)))
+		// Cursors sort between two topics' keys: one each, ten for topics 200-209.
+		cursors := 1
+		if i >= 200 && i < 210 {
+			cursors = 10
+		}
+		for k := 0; k < cursors; k++ {
+			ops = append(ops, clientv3.OpPut(fmt.Sprintf("%s/sub-%d", ml(i), k), "cursor"))
+		}
+		if len(ops) >= 100 {
+			if _, err := c.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+				t.Fatal(err)
+			}
+			ops = ops[:0]
+		}
+	}
+	if _, err := c.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < topics; i += 7 { // version 2 for some
+		if _, err := c.Put(context.Background(), ml(i), fmt.Sprint("info2-", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := mustOpenEtcd(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.RemoteOptions{})
+
+	seq := func(lo, hi int) []string {
+		var ps []string
+		for i := lo; i < hi; i++ {
+			ps = append(ps, ml(i))
+		}
+		return ps
+	}
+	withAbsent := seq(0, 50)
+	withAbsent = append(withAbsent[:20], append([]string{ml(19) + "a", ml(19) + "b"}, withAbsent[20:]...)...)
+	unsorted := seq(0, 40)
+	unsorted[3], unsorted[30] = unsorted[30], unsorted[3]
+	cases := []struct {
+		name  string
+		paths []string
+		span  bool
+	}{
+		{"ascending, a cursor between", seq(0, 100), true},
+		{"ascending, ten cursors between", seq(195, 215), false},
+		{"ascending with absent keys", withAbsent, true},
+		{"unsorted", unsorted, false},
+		{"too few for a span", seq(0, 5), false},
+		{"three chunks", seq(0, topics), true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := store.EtcdReadsAsSpan(b, tc.paths[:min(len(tc.paths), 128)]); got != tc.span {
+				t.Errorf("read as a span: %v, want %v", got, tc.span)
+			}
+			nodes, err := b.GetNodes(tc.paths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, p := range tc.paths {
+				r, err := c.Get(context.Background(), p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var want store.Node
+				want.Path = p
+				if len(r.Kvs) == 1 {
+					want.Value, want.Version = r.Kvs[0].Value, uint64(r.Kvs[0].Version)
+				}
+				if nodes[i].Path != want.Path || nodes[i].Version != want.Version || !bytes.Equal(nodes[i].Value, want.Value) {
+					t.Fatalf("node %d: %q v%d %q, want %q v%d %q", i, nodes[i].Path, nodes[i].Version, nodes[i].Value,
+						want.Path, want.Version, want.Value)
+				}
+			}
+		})
+	}
+}
