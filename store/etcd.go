@@ -9,6 +9,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -55,6 +56,9 @@ type etcdStore struct {
 	maxBytes  int
 	pageKeys  int64
 	source    SourceInfo
+	// noSpans: a span read (getSpan) met more keys than it may read; the nodes
+	// this store is asked for lie among many others, so it reads single Gets.
+	noSpans atomic.Bool
 }
 
 // openEtcd connects to the endpoints u names and proves the connection with one
@@ -352,8 +356,10 @@ const etcdSpanMin = 8
 // getSpan reads ascending paths as one range [first, last] and fills nodes with
 // the keys that match; ok false (nothing filled) when the paths are not strictly
 // ascending or too few, or the range holds more than etcdSpanSlack keys a path.
+// The first such range turns spans off for the store: it costs up to that many
+// keys' reads for nothing, and the next batch of the same kind would too.
 func (s *etcdStore) getSpan(ctx context.Context, paths []string, nodes []Node, rev int64) (int64, bool, error) {
-	if len(paths) < etcdSpanMin {
+	if len(paths) < etcdSpanMin || s.noSpans.Load() {
 		return 0, false, nil
 	}
 	for i := 1; i < len(paths); i++ {
@@ -371,6 +377,7 @@ func (s *etcdStore) getSpan(ctx context.Context, paths []string, nodes []Node, r
 		return 0, false, err
 	}
 	if resp.More {
+		s.noSpans.Store(true)
 		return 0, false, nil
 	}
 	k := 0

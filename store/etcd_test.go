@@ -436,7 +436,7 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	b := mustOpenEtcd(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.RemoteOptions{})
+	url := "etcd://" + strings.TrimPrefix(srv.Endpoint, "http://")
 
 	seq := func(lo, hi int) []string {
 		var ps []string
@@ -463,6 +463,7 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			b := mustOpenEtcd(t, url, store.RemoteOptions{})
 			if got := store.EtcdReadsAsSpan(b, tc.paths[:min(len(tc.paths), 128)]); got != tc.span {
 				t.Errorf("read as a span: %v, want %v", got, tc.span)
 			}
@@ -486,5 +487,10 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 				}
 			}
 		})
+	}
+	// A span that met too many keys turns spans off for the store.
+	b := mustOpenEtcd(t, url, store.RemoteOptions{})
+	if !store.EtcdReadsAsSpan(b, seq(0, 100)) || store.EtcdReadsAsSpan(b, seq(195, 215)) || store.EtcdReadsAsSpan(b, seq(0, 100)) {
+		t.Error("spans stay on after a span read met more keys than it may read")
 	}
 }
