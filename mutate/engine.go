@@ -404,7 +404,7 @@ func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*R
 	if end := e.writeRun(ctx, rec); end != nil {
 		return end.res, end.err
 	}
-	return e.finishRun(ctx, rec, false)
+	return e.finishRun(ctx, rec)
 }
 
 // runEnd is how a run ended in a stage before its last.
@@ -477,12 +477,11 @@ func (e *Engine) writeRun(ctx context.Context, rec *RunRecord) *runEnd {
 }
 
 // finishRun verifies what a written run wrote and commits it (or rolls it back).
-// With lazy, the committed record is fsynced and renamed into place but the
-// journal folder is not fsynced: the caller's next folder fsync (the next run's
-// applying record, or Series.Close) makes the commit durable. A crash before that
-// can only lose the commit, never tear the record: the run then reads as applying
-// and is rolled back, which is one of the two states a run may end in.
-func (e *Engine) finishRun(ctx context.Context, rec *RunRecord, lazy bool) (*Result, error) {
+// The commit is an update line appended to the run's record and fsynced
+// (appendUpdate): a crash before the fsync can only lose the commit, never tear the
+// record: the run then reads as applying and is rolled back, one of the two states
+// a run may end in.
+func (e *Engine) finishRun(ctx context.Context, rec *RunRecord) (*Result, error) {
 	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return e.abort(ctx, rec, err)
 	}
@@ -499,13 +498,9 @@ func (e *Engine) finishRun(ctx context.Context, rec *RunRecord, lazy bool) (*Res
 	if err := e.checkEpoch(rec.Epoch); err != nil {
 		return resultOf(rec), fenced(rec, err)
 	}
-	write := e.files().writeRecord
-	if lazy {
-		write = e.files().writeRecordLazily
-	}
 	rec.State = StateCommitted
 	rec.History = append(rec.History, StateChange{State: StateCommitted, At: e.Now().UTC(), Epoch: rec.Epoch})
-	if err := write(e.dir, rec); err != nil {
+	if err := e.files().appendUpdate(e.dir, rec); err != nil {
 		// The journal still says applying: undo now while we can; the next start would too.
 		return e.abort(ctx, rec, err)
 	}

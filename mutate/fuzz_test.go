@@ -1,6 +1,7 @@
 package mutate
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -23,6 +24,14 @@ func FuzzJournalRecord(f *testing.F) {
 	}
 	seedJSON, _ := json.Marshal(rec)
 	f.Add(seedJSON)
+	// As written: the record, its update line, and a commit's appended update line.
+	written, _ := appendUpdateLine(append(bytes.Clone(seedJSON), '\n'), &rec)
+	f.Add(written)
+	committed := rec
+	committed.History = []StateChange{{State: StateApplying, Epoch: 3}, {State: StateCommitted, Epoch: 3}}
+	withCommit, _ := appendUpdateLine(bytes.Clone(written), &committed)
+	f.Add(withCommit)
+	f.Add(withCommit[:len(withCommit)-7])
 	f.Add([]byte(`{"format":1,"runId":"r1","state":"applying","items":[{"kind":"create","path":"/x"}]}`))
 	f.Add([]byte(`{"format":1,"runId":"r1","state":"weird"}`))
 	f.Add([]byte(`{"format":1,"runId":"r1","state":"applying","items":[{"kind":"ledger","ledgerId":-4}]}`))

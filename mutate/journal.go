@@ -1,10 +1,12 @@
 package mutate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -17,23 +19,35 @@ import (
 // The journal lives in <data-dir>/journal/, apart from the Pulsar metadata:
 //
 //	epoch          the current epoch, decimal; every run takes epoch+1
-//	<run-id>.json  one RunRecord per run, rewritten atomically at each state change
+//	<run-id>.json  one RunRecord per run: a line of JSON, then its update lines
 //
-// Every file is written as temp file, fsync, rename, so a reader sees either the old
+// A record is written as temp file, fsync, rename, so a reader sees either the old
 // or the new content, never a torn one; then the folder is fsynced where the rename
-// must survive a crash before the next step. A run costs four fsyncs: the "applying"
-// record and folder before the first write, the "committed" record and folder before
-// the run is reported done; an engine's first run (and any run after another engine
-// took the journal) also writes the epoch file, whose rename the record's folder
-// fsync that follows makes durable. A run of a Series costs three: its committed
-// record's rename is made durable by the next run's folder fsync (or Close's).
+// must survive a crash before the next step. A commit is not a new file: the run's
+// state, history and item outcomes are appended to the record as one update line
+// ({"update":{...},"crc32c":N}) and the file is fsynced. A reader applies the update
+// lines in order; a last line without its newline, or an invalid tail after the
+// last valid line, is an append a crash cut short and is ignored (the run then
+// reads as applying and is rolled back, one of the two states a run may end in).
+// Other state changes (refused, rolling back, rolled back, an undo's mark) rewrite
+// the whole record, which folds its updates in.
+//
+// So a run costs three fsyncs: the applying record and folder before the first
+// write, the commit's append before the run is reported done. An engine's first run
+// (and any run after another engine took the journal) also writes the epoch file,
+// whose rename the record's folder fsync that follows makes durable. Appending also
+// spares a commit the second encoding and write of every before and after image, and
+// the journal frees no inode per run (where a file system without a journal makes
+// every later file creation skip recently freed inodes one by one: docs/benchmarks.md).
 const (
 	journalDirName = "journal"
 	epochFileName  = "epoch"
 	recordSuffix   = ".json"
 	tempPrefix     = ".tmp-"
-	// JournalFormat is the version of the RunRecord JSON layout.
-	JournalFormat = 1
+	// JournalFormat is the version of the RunRecord JSON layout written now: 2 adds
+	// update lines after the record. Format 1 records (no update lines) are read too.
+	JournalFormat    = 2
+	oldJournalFormat = 1
 )
 
 // Errors of the journal.
@@ -63,6 +77,14 @@ const (
 	// StateCommitted: every item was applied and verified.
 	StateCommitted RunState = "committed"
 )
+
+func (s RunState) known() bool {
+	switch s {
+	case StateRefused, StateApplying, StateRollingBack, StateRolledBack, StateCommitted:
+		return true
+	}
+	return false
+}
 
 // Finished reports whether a run in state s needs no recovery.
 func (s RunState) Finished() bool {
@@ -308,8 +330,9 @@ func (h *recordHead) maxEpoch() uint64 {
 // recovery needs seen once, under its exact name, before the items, the format
 // and run id right. Otherwise (a record of the older layout, with the history
 // after the items; a damaged file) the caller reads the record whole, which
-// decodes it or says what is wrong. Records are replaced by rename, whole, so a
-// head that reads well belongs to a record that does.
+// decodes it or says what is wrong. Records are replaced by rename, whole, and
+// commits appended as checked update lines (tailOK reads the last), so a head that
+// reads well belongs to a record that does.
 func readHead(path string) (h recordHead, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -331,7 +354,7 @@ func readHead(path string) (h recordHead, ok bool) {
 		var v any
 		switch key {
 		case "items":
-			return h, headOK(&h, seen, path)
+			return h, headOK(&h, seen, path) && tailOK(f, &h)
 		case "format":
 			v = &h.Format
 		case "runId":
@@ -349,7 +372,7 @@ func readHead(path string) (h recordHead, ok bool) {
 			return h, false
 		}
 	}
-	return h, headOK(&h, seen, path)
+	return h, headOK(&h, seen, path) && tailOK(f, &h)
 }
 
 func headOK(h *recordHead, seen map[string]bool, path string) bool {
@@ -358,7 +381,49 @@ func headOK(h *recordHead, seen map[string]bool, path string) bool {
 			return false
 		}
 	}
-	return h.Format == JournalFormat && h.RunID == strings.TrimSuffix(filepath.Base(path), recordSuffix)
+	return (h.Format == JournalFormat || h.Format == oldJournalFormat) &&
+		h.RunID == strings.TrimSuffix(filepath.Base(path), recordSuffix)
+}
+
+// headTail bounds how much of a record's end tailOK reads for its last line; it
+// starts at 4 kB (an update line of 100 items is about 3 kB) and grows fourfold.
+const headTail = 256 << 10
+
+// tailOK brings a format-2 head up to date with the record's last line, which is
+// always an update line (writeRecord, appendUpdate), read from the file's end
+// without decoding the items before it. false: the last line is torn, not a sound
+// update line, or longer than headTail; the caller reads the record whole (which
+// passes over a torn append and says what else is wrong).
+func tailOK(f *os.File, h *recordHead) bool {
+	if h.Format != JournalFormat {
+		return true // format 1 has no update lines
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	size := fi.Size()
+	for win := int64(4 << 10); win <= headTail; win *= 4 {
+		off := max(0, size-win)
+		buf := make([]byte, size-off)
+		if _, err := f.ReadAt(buf, off); err != nil || len(buf) == 0 || buf[len(buf)-1] != '\n' {
+			return false
+		}
+		start := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+		if start < 0 && off > 0 {
+			continue // the last line starts before the window
+		}
+		if start < 0 {
+			return false // one line: a record without its update line
+		}
+		state, history, err := parseUpdateHead(buf[start+1 : len(buf)-1])
+		if err != nil {
+			return false
+		}
+		h.State, h.History = state, history
+		return true
+	}
+	return false
 }
 
 // Unfinished lists the runs a writable open would recover (applying or rolling
@@ -383,19 +448,27 @@ func readRecord(path string) (*RunRecord, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read journal record: %w", err)
 	}
+	// The record is the file's first JSON value (format 1 records of early versions
+	// were indented); update lines follow it.
+	dec := json.NewDecoder(bytes.NewReader(b))
 	var rec RunRecord
-	if err := json.Unmarshal(b, &rec); err != nil {
+	if err := dec.Decode(&rec); err != nil {
 		return nil, fmt.Errorf("journal record %s: %w: %v", path, ErrBadJournal, err)
 	}
-	if rec.Format != JournalFormat {
-		return nil, fmt.Errorf("journal record %s: %w: format %d, want %d", path, ErrBadJournal, rec.Format, JournalFormat)
+	if rec.Format != JournalFormat && rec.Format != oldJournalFormat {
+		return nil, fmt.Errorf("journal record %s: %w: format %d, want %d or %d", path, ErrBadJournal, rec.Format, oldJournalFormat, JournalFormat)
+	}
+	updates, err := validUpdates(b[dec.InputOffset():], rec.Format, len(rec.Items))
+	if err != nil {
+		return nil, fmt.Errorf("journal record %s: %w: %v", path, ErrBadJournal, err)
+	}
+	for _, u := range updates {
+		u.applyTo(&rec)
 	}
 	if want := strings.TrimSuffix(filepath.Base(path), recordSuffix); rec.RunID != want {
 		return nil, fmt.Errorf("journal record %s: %w: holds run %q", path, ErrBadJournal, rec.RunID)
 	}
-	switch rec.State {
-	case StateRefused, StateApplying, StateRollingBack, StateRolledBack, StateCommitted:
-	default:
+	if !rec.State.known() {
 		return nil, fmt.Errorf("journal record %s: %w: unknown state %q", path, ErrBadJournal, rec.State)
 	}
 	// Recovery acts on these items: refuse a record it could misread.
@@ -410,22 +483,220 @@ func readRecord(path string) (*RunRecord, error) {
 // writeRecord stores a run record durably. The JSON is compact: a record holds every
 // node's before and after bytes (a back-fill batch about 1 MB), and indenting it
 // costs ten times its encoding, twice per run. `jq .` shows it indented.
+//
+// A format-2 record ends with an update line of its state even when written whole,
+// so the last line of every record says its state (tailOK).
 func (s syncer) writeRecord(dir string, rec *RunRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
 		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
 	}
-	return s.writeFileDurable(dir, rec.RunID+recordSuffix, append(b, '\n'))
+	b = append(b, '\n')
+	if rec.Format == JournalFormat {
+		if b, err = appendUpdateLine(b, rec); err != nil {
+			return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
+		}
+	}
+	return s.writeFileDurable(dir, rec.RunID+recordSuffix, b)
 }
 
-// writeRecordLazily stores a run record atomically (temp file, fsync, rename) but
-// leaves the folder fsync that makes the rename durable to the caller's next one.
-func (s syncer) writeRecordLazily(dir string, rec *RunRecord) error {
-	b, err := json.Marshal(rec)
-	if err != nil {
-		return fmt.Errorf("run %s: encode journal record: %w: %w", rec.RunID, ErrJournalWrite, err)
+// recordUpdate is one update line's payload: what a commit changes in a record.
+type recordUpdate struct {
+	State      RunState      `json:"state"`
+	Verified   bool          `json:"verified"`
+	Mismatches []string      `json:"mismatches,omitempty"`
+	Error      string        `json:"error,omitempty"`
+	History    []StateChange `json:"history"`
+	Items      []itemUpdate  `json:"items"`
+}
+
+// itemUpdate is an item's outcome, in the record's item order.
+type itemUpdate struct {
+	Status  ItemStatus `json:"status"`
+	Reason  string     `json:"reason,omitempty"`
+	Written uint64     `json:"written,omitempty"`
+}
+
+// An update line as stored is exactly {"update":PAYLOAD,"crc32c":N}: PAYLOAD the
+// JSON of a recordUpdate, N the CRC-32C of its bytes. Only ledgermedic writes them,
+// so the envelope is matched as bytes (no second JSON scan of the payload).
+const (
+	updatePrefix = `{"update":`
+	updateCRCKey = `,"crc32c":`
+)
+
+// updatePayload checks an update line's envelope and CRC and returns its payload.
+func updatePayload(line []byte) ([]byte, error) {
+	i := bytes.LastIndex(line, []byte(updateCRCKey))
+	if !bytes.HasPrefix(line, []byte(updatePrefix)) || i < len(updatePrefix) || line[len(line)-1] != '}' {
+		return nil, errors.New("not an update line")
 	}
-	return s.writeFileAtomic(dir, rec.RunID+recordSuffix, append(b, '\n'))
+	payload := line[len(updatePrefix):i]
+	crc, err := strconv.ParseUint(string(line[i+len(updateCRCKey):len(line)-1]), 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("update line crc32c: %v", err)
+	}
+	if got := crc32.Checksum(payload, crcTable); got != uint32(crc) {
+		return nil, fmt.Errorf("update line crc32c %d, its bytes have %d", crc, got)
+	}
+	return payload, nil
+}
+
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+func updateOf(rec *RunRecord) recordUpdate {
+	u := recordUpdate{State: rec.State, Verified: rec.Verified, Mismatches: rec.Mismatches, Error: rec.Error,
+		History: rec.History, Items: make([]itemUpdate, len(rec.Items))}
+	for i, it := range rec.Items {
+		u.Items[i] = itemUpdate{Status: it.Status, Reason: it.Reason, Written: it.Written}
+	}
+	return u
+}
+
+func (u *recordUpdate) applyTo(rec *RunRecord) {
+	rec.State, rec.Verified, rec.Mismatches, rec.Error, rec.History = u.State, u.Verified, u.Mismatches, u.Error, u.History
+	for i, iu := range u.Items {
+		rec.Items[i].Status, rec.Items[i].Reason, rec.Items[i].Written = iu.Status, iu.Reason, iu.Written
+	}
+}
+
+// parseUpdateHead checks an update line and decodes its state and history, which
+// come before its items (recordUpdate's field order), without decoding the items.
+func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
+	payload, err := updatePayload(line)
+	if err != nil {
+		return "", nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(payload))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", nil, errors.New("update line: payload is not an object")
+	}
+	var state RunState
+	var history []StateChange
+	for dec.More() {
+		t, err := dec.Token()
+		key, isKey := t.(string)
+		if err != nil || !isKey || key == "items" {
+			break
+		}
+		var v any = new(json.RawMessage)
+		switch key {
+		case "state":
+			v = &state
+		case "history":
+			v = &history
+		}
+		if err := dec.Decode(v); err != nil {
+			return "", nil, err
+		}
+	}
+	if !state.known() || history == nil {
+		return "", nil, fmt.Errorf("update line: state %q, history %v", state, history)
+	}
+	return state, history, nil
+}
+
+// parseUpdate decodes one update line; items is the record's item count (-1: not
+// checked, for a head that has not decoded the items).
+func parseUpdate(line []byte, items int) (*recordUpdate, error) {
+	payload, err := updatePayload(line)
+	if err != nil {
+		return nil, err
+	}
+	var u recordUpdate
+	if err := json.Unmarshal(payload, &u); err != nil {
+		return nil, err
+	}
+	if !u.State.known() {
+		return nil, fmt.Errorf("update line: unknown state %q", u.State)
+	}
+	if items >= 0 && len(u.Items) != items {
+		return nil, fmt.Errorf("update line has %d items, the record %d", len(u.Items), items)
+	}
+	return &u, nil
+}
+
+// validUpdates parses what follows a record: whitespace, then update lines. The
+// lines after the last valid one (a torn or garbled append) are dropped; an
+// invalid line before a valid one is damage. Format 1 records have none.
+func validUpdates(rest []byte, format, items int) ([]*recordUpdate, error) {
+	if format != JournalFormat {
+		if len(bytes.TrimSpace(rest)) > 0 {
+			return nil, fmt.Errorf("format %d record followed by more data", format)
+		}
+		return nil, nil
+	}
+	lines := bytes.Split(rest, []byte{'\n'})
+	if len(bytes.TrimSpace(lines[0])) > 0 {
+		return nil, errors.New("data after the record on its line")
+	}
+	if len(lines) < 2 {
+		return nil, nil
+	}
+	lines = lines[1 : len(lines)-1] // the last piece has no newline: empty, or torn
+	var out []*recordUpdate
+	var bad error
+	for n, line := range lines {
+		if len(bytes.TrimSpace(line)) == 0 {
+			continue
+		}
+		u, err := parseUpdate(line, items)
+		if err != nil {
+			if bad == nil {
+				bad = fmt.Errorf("update line %d: %v", n+1, err)
+			}
+			continue
+		}
+		if bad != nil {
+			return nil, bad
+		}
+		out = append(out, u)
+	}
+	return out, nil
+}
+
+// appendUpdateLine appends rec's update line, newline included, to b.
+func appendUpdateLine(b []byte, rec *RunRecord) ([]byte, error) {
+	payload, err := json.Marshal(updateOf(rec))
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, updatePrefix...)
+	b = append(b, payload...)
+	b = append(b, updateCRCKey...)
+	b = strconv.AppendUint(b, uint64(crc32.Checksum(payload, crcTable)), 10)
+	return append(b, "}\n"...), nil
+}
+
+// appendUpdate commits rec's state to its record file: one update line appended
+// and the file fsynced; no new file, no rename.
+func (s syncer) appendUpdate(dir string, rec *RunRecord) error {
+	fail := func(step string, e error) error {
+		return fmt.Errorf("run %s: %s journal record: %w: %w", rec.RunID, step, ErrJournalWrite, e)
+	}
+	if rec.Format != JournalFormat {
+		return s.writeRecord(dir, rec) // a format 1 record takes no update line
+	}
+	line, err := appendUpdateLine(nil, rec)
+	if err != nil {
+		return fail("encode update of", err)
+	}
+	f, err := os.OpenFile(filepath.Join(dir, rec.RunID+recordSuffix), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		return fail("open", err)
+	}
+	if _, err := f.Write(line); err != nil {
+		f.Close()
+		return fail("append to", err)
+	}
+	if err := s.fsync(f); err != nil {
+		f.Close()
+		return fail("fsync", err)
+	}
+	if err := f.Close(); err != nil {
+		return fail("close", err)
+	}
+	return nil
 }
 
 // readEpoch returns the journal's current epoch; 0 when no run has started yet.

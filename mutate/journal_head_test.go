@@ -63,7 +63,7 @@ func TestReadHeadRefusesWhatItCannotVouchFor(t *testing.T) {
 		"no history":         `{"format":1,"runId":"r1","epoch":4,"state":"committed","items":[]}`,
 		"repeated state":     `{"format":1,"runId":"r1","epoch":4,"state":"committed","state":"applying","history":[],"items":[]}`,
 		"other run":          `{"format":1,"runId":"r2","epoch":4,"state":"committed","history":[],"items":[]}`,
-		"other format":       `{"format":2,"runId":"r1","epoch":4,"state":"committed","history":[],"items":[]}`,
+		"other format":       `{"format":3,"runId":"r1","epoch":4,"state":"committed","history":[],"items":[]}`,
 		"wrong case":         `{"format":1,"runId":"r1","epoch":4,"State":"committed","history":[],"items":[]}`,
 		"not json":           `{"format":1,"runId":`,
 		"not an object":      `[1]`,
@@ -113,7 +113,11 @@ func TestRecoverPassesOverFinishedRunsByHead(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := strings.Index(string(b), `"items":`)
-	damaged := string(b[:i]) + `"items":[{"kind":"no-such-kind"}]}`
+	line, err := appendUpdateLine(nil, rec) // a format-2 record ends with its state
+	if err != nil {
+		t.Fatal(err)
+	}
+	damaged := string(b[:i]) + `"items":[{"kind":"no-such-kind"}]}` + "\n" + string(line)
 	path := filepath.Join(dir, rec.RunID+recordSuffix)
 	if err := os.WriteFile(path, []byte(damaged), 0o644); err != nil {
 		t.Fatal(err)
