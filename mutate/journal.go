@@ -596,8 +596,7 @@ func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
 	return state, history, nil
 }
 
-// parseUpdate decodes one update line; items is the record's item count (-1: not
-// checked, for a head that has not decoded the items).
+// parseUpdate decodes one update line of a record of the given item count.
 func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	payload, err := updatePayload(line)
 	if err != nil {
@@ -610,7 +609,7 @@ func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	if !u.State.known() {
 		return nil, fmt.Errorf("update line: unknown state %q", u.State)
 	}
-	if items >= 0 && len(u.Items) != items {
+	if len(u.Items) != items {
 		return nil, fmt.Errorf("update line has %d items, the record %d", len(u.Items), items)
 	}
 	return &u, nil
