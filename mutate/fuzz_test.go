@@ -15,7 +15,7 @@ import (
 // recovery and undo run on it.
 func FuzzJournalRecord(f *testing.F) {
 	rec := RunRecord{
-		Format: JournalFormat, RunID: "r1", Command: "c", State: StateCommitted, Epoch: 3,
+		Format: JournalFormat, RunID: "r1", Command: "c", runOutcome: runOutcome{State: StateCommitted}, Epoch: 3,
 		Items: []JournalItem{
 			{Item: Item{Kind: KindSet, Path: "/a", Expect: 2, Before: []byte("x"), After: []byte("y")}, Status: StatusVerified, Written: 5},
 			{Item: Item{Kind: KindLedger, LedgerID: 9, Entries: []LedgerEntry{{0, []byte("e")}}}, Status: StatusVerified},

@@ -140,19 +140,25 @@ type RunRecord struct {
 	// ToolVersion is the ledgermedic version that wrote the run; Invocation ids
 	// the command invocation, shared by every run one command makes (a back-fill
 	// writes one run per batch), so they can be undone together.
-	ToolVersion string   `json:"toolVersion,omitempty"`
-	Invocation  string   `json:"invocation,omitempty"`
-	State       RunState `json:"state"`
+	ToolVersion string `json:"toolVersion,omitempty"`
+	Invocation  string `json:"invocation,omitempty"`
+	runOutcome
 	// Backup is the metadata backup file written before applying, if any.
-	Backup   string `json:"backup,omitempty"`
-	Verified bool   `json:"verified"`
+	Backup string `json:"backup,omitempty"`
+	// Items come last in the JSON: recovery reads what comes before them
+	// (readHead) to pass over a finished run without decoding its items.
+	Items []JournalItem `json:"items"`
+}
+
+// runOutcome is where a run stands; a commit appends it to the record (with the
+// items' outcomes) as an update line.
+type runOutcome struct {
+	State    RunState `json:"state"`
+	Verified bool     `json:"verified"`
 	// Mismatches lists what verification found different from the plan.
 	Mismatches []string      `json:"mismatches,omitempty"`
 	Error      string        `json:"error,omitempty"`
 	History    []StateChange `json:"history"`
-	// Items come last in the JSON: recovery reads what comes before them
-	// (readHead) to pass over a finished run without decoding its items.
-	Items []JournalItem `json:"items"`
 }
 
 // RunSummary is one line of List.
@@ -502,12 +508,8 @@ func (s syncer) writeRecord(dir string, rec *RunRecord) error {
 
 // recordUpdate is one update line's payload: what a commit changes in a record.
 type recordUpdate struct {
-	State      RunState      `json:"state"`
-	Verified   bool          `json:"verified"`
-	Mismatches []string      `json:"mismatches,omitempty"`
-	Error      string        `json:"error,omitempty"`
-	History    []StateChange `json:"history"`
-	Items      []itemUpdate  `json:"items"`
+	runOutcome
+	Items []itemUpdate `json:"items"`
 }
 
 // itemUpdate is an item's outcome, in the record's item order.
@@ -545,8 +547,7 @@ func updatePayload(line []byte) ([]byte, error) {
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func updateOf(rec *RunRecord) recordUpdate {
-	u := recordUpdate{State: rec.State, Verified: rec.Verified, Mismatches: rec.Mismatches, Error: rec.Error,
-		History: rec.History, Items: make([]itemUpdate, len(rec.Items))}
+	u := recordUpdate{runOutcome: rec.runOutcome, Items: make([]itemUpdate, len(rec.Items))}
 	for i, it := range rec.Items {
 		u.Items[i] = itemUpdate{Status: it.Status, Reason: it.Reason, Written: it.Written}
 	}
@@ -554,7 +555,7 @@ func updateOf(rec *RunRecord) recordUpdate {
 }
 
 func (u *recordUpdate) applyTo(rec *RunRecord) {
-	rec.State, rec.Verified, rec.Mismatches, rec.Error, rec.History = u.State, u.Verified, u.Mismatches, u.Error, u.History
+	rec.runOutcome = u.runOutcome
 	for i, iu := range u.Items {
 		rec.Items[i].Status, rec.Items[i].Reason, rec.Items[i].Written = iu.Status, iu.Reason, iu.Written
 	}

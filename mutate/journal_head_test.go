@@ -15,12 +15,13 @@ import (
 func headRecord(id string, state RunState) *RunRecord {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	return &RunRecord{
-		Format: JournalFormat, RunID: id, Command: "index backfill", Args: []string{"--apply"}, Epoch: 4, State: state,
+		Format: JournalFormat, RunID: id, Command: "index backfill", Args: []string{"--apply"}, Epoch: 4,
 		CreatedAt: at,
 		Items: []JournalItem{
 			{Item: Item{Kind: KindSet, Path: "/a", Expect: 2, Before: []byte("x"), After: []byte("y")}, Status: StatusVerified, Written: 3},
 		},
-		History: []StateChange{{State: StateApplying, At: at, Epoch: 4}, {State: state, At: at, Epoch: 9, Note: "later"}},
+		runOutcome: runOutcome{State: state,
+			History: []StateChange{{State: StateApplying, At: at, Epoch: 4}, {State: state, At: at, Epoch: 9, Note: "later"}}},
 	}
 }
 
