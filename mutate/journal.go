@@ -685,18 +685,23 @@ func (s syncer) appendUpdate(dir string, rec *RunRecord) error {
 	if err != nil {
 		return fail("open", err)
 	}
-	if _, err := f.Write(line); err != nil {
+	if step, err := s.writeAndSync(f, line); err != nil {
+		return fail(step, err)
+	}
+	return nil
+}
+
+// writeAndSync writes data to f, fsyncs and closes it; step names what failed.
+func (s syncer) writeAndSync(f *os.File, data []byte) (step string, err error) {
+	if _, err := f.Write(data); err != nil {
 		f.Close()
-		return fail("append to", err)
+		return "write", err
 	}
 	if err := s.fsync(f); err != nil {
 		f.Close()
-		return fail("fsync", err)
+		return "fsync", err
 	}
-	if err := f.Close(); err != nil {
-		return fail("close", err)
-	}
-	return nil
+	return "close", f.Close()
 }
 
 // readEpoch returns the journal's current epoch; 0 when no run has started yet.
@@ -770,16 +775,8 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fail("write", err)
-	}
-	if err := s.fsync(f); err != nil {
-		f.Close()
-		return fail("fsync", err)
-	}
-	if err := f.Close(); err != nil {
-		return fail("close", err)
+	if step, err := s.writeAndSync(f, data); err != nil {
+		return fail(step, err)
 	}
 	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
 		return fail("rename", err)
