@@ -236,8 +236,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	if err != nil {
 		return report.CannotOpen(err)
 	}
-	live := dd.Sources[0].Kind == store.SchemeZK || dd.Sources[0].Kind == store.SchemeEtcd
-	return e.finishRepair(c, ro, doc, rp, inputErrs, eng, live)
+	return e.finishRepair(c, ro, doc, rp, inputErrs, eng, dd.Sources[0].Live())
 }
 
 // openForRepair opens the data dir read-only for a dry run; for --apply it opens

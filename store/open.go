@@ -45,6 +45,10 @@ type SourceInfo struct {
 	Notes    []string  `json:"notes,omitempty"`    // things the user must be told
 }
 
+// Live reports whether the store is a live cluster's (a ZooKeeper ensemble or etcd
+// cluster), which brokers read as ledgermedic writes it.
+func (s SourceInfo) Live() bool { return liveScheme(s.Kind) }
+
 // RemoteOptions tune stores that are not the data dir's own Badger databases.
 // Zero values mean the backend's defaults.
 type RemoteOptions struct {

@@ -44,9 +44,11 @@ func (u URL) Offline() bool {
 }
 
 // Writable reports whether ledgermedic can write through this store.
-func (u URL) Writable() bool {
-	return u.Scheme == SchemeZK || u.Scheme == SchemeEtcd
-}
+func (u URL) Writable() bool { return liveScheme(u.Scheme) }
+
+// liveScheme: the scheme names a live server (ZooKeeper or etcd), which brokers
+// read and ledgermedic can write through.
+func liveScheme(scheme string) bool { return scheme == SchemeZK || scheme == SchemeEtcd }
 
 // String is the URL with any secret in it replaced, for output and journals.
 func (u URL) String() string {

@@ -119,3 +119,15 @@ func FuzzParseMetadataURL(f *testing.F) {
 		}
 	})
 }
+
+// Live is true exactly for the stores brokers read as we write them.
+func TestSourceLive(t *testing.T) {
+	for kind, want := range map[string]bool{
+		SchemeZK: true, SchemeEtcd: true,
+		SchemeZKData: false, SchemeEtcdDB: false, SchemeBookie: false, "badger": false,
+	} {
+		if got := (SourceInfo{Kind: kind}).Live(); got != want {
+			t.Errorf("%s: Live = %v, want %v", kind, got, want)
+		}
+	}
+}
