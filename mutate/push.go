@@ -16,8 +16,8 @@ var ErrPushConflict = errors.New("the target store changed since the run was pla
 // metadata store: the same node changes, each expected at the target's current
 // version, and only where the target still holds the bytes the run saw before it
 // wrote (the run's before-image; absent for a create). Ledger items are not pushed:
-// entries stay in the data dir's ledger store (LedgersNotOnBookies). The plan's Before images make the
-// engine's preflight re-check every node at apply time.
+// entries stay in the data dir's ledger store (LedgersNotOnBookies). The plan's
+// Before images make the engine's preflight re-check every node at apply time.
 func PushPlan(rec *RunRecord, target store.MetadataStore) (*Plan, error) {
 	if rec.State != StateCommitted {
 		return nil, fmt.Errorf("push run %s: it is %s: %w", rec.RunID, rec.State, ErrNotCommitted)
