@@ -50,6 +50,9 @@ const (
 	oldJournalFormat = 1
 )
 
+// readableFormat: the record layouts this version reads.
+func readableFormat(f int) bool { return f == JournalFormat || f == oldJournalFormat }
+
 // Errors of the journal.
 var (
 	// ErrJournalWrite: the journal could not be written durably; nothing more was changed.
@@ -387,7 +390,7 @@ func headOK(h *recordHead, seen map[string]bool, path string) bool {
 			return false
 		}
 	}
-	return (h.Format == JournalFormat || h.Format == oldJournalFormat) &&
+	return readableFormat(h.Format) &&
 		h.RunID == strings.TrimSuffix(filepath.Base(path), recordSuffix)
 }
 
@@ -461,7 +464,7 @@ func readRecord(path string) (*RunRecord, error) {
 	if err := dec.Decode(&rec); err != nil {
 		return nil, fmt.Errorf("journal record %s: %w: %v", path, ErrBadJournal, err)
 	}
-	if rec.Format != JournalFormat && rec.Format != oldJournalFormat {
+	if !readableFormat(rec.Format) {
 		return nil, fmt.Errorf("journal record %s: %w: format %d, want %d or %d", path, ErrBadJournal, rec.Format, oldJournalFormat, JournalFormat)
 	}
 	updates, err := validUpdates(b[dec.InputOffset():], rec.Format, len(rec.Items))
@@ -669,13 +672,11 @@ func appendUpdateLine(b []byte, rec *RunRecord) ([]byte, error) {
 }
 
 // appendUpdate commits rec's state to its record file: one update line appended
-// and the file fsynced; no new file, no rename.
+// and the file fsynced; no new file, no rename. Only runs this version started
+// commit, so the record is format 2.
 func (s syncer) appendUpdate(dir string, rec *RunRecord) error {
 	fail := func(step string, e error) error {
 		return fmt.Errorf("run %s: %s journal record: %w: %w", rec.RunID, step, ErrJournalWrite, e)
-	}
-	if rec.Format != JournalFormat {
-		return s.writeRecord(dir, rec) // a format 1 record takes no update line
 	}
 	line, err := appendUpdateLine(nil, rec)
 	if err != nil {
