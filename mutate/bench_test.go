@@ -2,8 +2,10 @@ package mutate
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 // BenchmarkApplyBatch measures the per-run overhead a back-fill pays: one run of ten
@@ -59,4 +61,68 @@ func BenchmarkApplyBackfillRun(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(syncs)/float64(b.N), "journal-fsyncs/op")
+}
+
+// BenchmarkReadRuns: the start-up read of a journal of 200 finished back-fill
+// runs (100 nodes each), which every writable open and dry run pays, against a
+// plain read of the bytes it needs: each record's first and last 4 kB.
+func BenchmarkReadRuns(b *testing.B) {
+	dd, _ := newDataDir(b)
+	const nodes, runs = 100, 200
+	value := func(gen int) []byte { return []byte(fmt.Sprintf("%d %s", gen, strings.Repeat("x", 500))) }
+	for i := range nodes {
+		if _, err := dd.Metadata.CompareAndSet(fmt.Sprintf("/ml/%d", i), 0, value(0)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := newEngine(b, dd)
+	for i := range runs {
+		p := &Plan{Command: "index backfill"}
+		for j := range nodes {
+			path := fmt.Sprintf("/ml/%d", j)
+			p.Items = append(p.Items, Item{Kind: KindSet, Path: path, Expect: version(b, dd, path), After: value(i + 1)})
+		}
+		if _, err := e.Apply(ctx, p, ApplyOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	files, err := recordFiles(e.dir)
+	if err != nil || len(files) != runs {
+		b.Fatalf("%d record files, %v", len(files), err)
+	}
+	var ours, bare time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		got, err := readRuns(e.dir)
+		if err != nil || len(got) != runs || got[runs-1].rec != nil {
+			b.Fatalf("readRuns: %d runs, %v", len(got), err)
+		}
+		t1 := time.Now()
+		for _, path := range files {
+			readEnds(b, path, 4<<10)
+		}
+		ours, bare = ours+t1.Sub(t0), bare+time.Since(t1)
+	}
+	b.ReportMetric(float64(ours.Microseconds())/float64(b.N*runs), "µs/record")
+	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare-speed")
+}
+
+// readEnds reads a file's first and last n bytes, as plainly as Go can.
+func readEnds(b *testing.B, path string, n int64) {
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		b.Fatal(err)
+	}
+	buf := make([]byte, min(n, fi.Size()))
+	if _, err := f.ReadAt(buf, 0); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := f.ReadAt(buf, fi.Size()-int64(len(buf))); err != nil {
+		b.Fatal(err)
+	}
 }

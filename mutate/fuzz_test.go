@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzJournalRecord feeds arbitrary bytes to the journal reader: it must return a
@@ -91,4 +93,71 @@ func repeatsKey(data []byte) bool {
 		}
 	}
 	return false
+}
+
+// FuzzObjectPrefix: on any bytes objectPrefix returns without panicking, and on
+// a JSON object it returns exactly the fields before the stop key, as
+// encoding/json's own tokenizer reads them, in order.
+func FuzzObjectPrefix(f *testing.F) {
+	f.Add([]byte(`{"format":2,"runId":"r","history":[{"state":"a","note":"}]\"items\":"}],"items":[1,2]}`), "items")
+	f.Add([]byte(` { "a" : { "b" : [ 1, "x\"" ] } , "c":null,"d":true}`), "c")
+	f.Add([]byte(`{"a":1}`), "items")
+	f.Add([]byte(`{}`), "items")
+	f.Add([]byte(`{"a":"\u0041\\","items":`), "items")
+	f.Add([]byte(`{"a":1 "b":2}`), "b")
+	f.Fuzz(func(t *testing.T, data []byte, stop string) {
+		prefix, keys, err := objectPrefix(data, stop)
+		want, wantKeys, complete := fieldsBefore(data, stop)
+		if !complete {
+			return // not a valid object up to stop: any answer but a panic will do
+		}
+		if err != nil {
+			t.Fatalf("objectPrefix(%q, %q): %v; the fields before it are %s", data, stop, err, want)
+		}
+		got, gotKeys, ok := fieldsBefore(prefix, "\x00none")
+		if !ok || got != want || strings.Join(gotKeys, ",") != strings.Join(wantKeys, ",") || strings.Join(keys, ",") != strings.Join(wantKeys, ",") {
+			t.Fatalf("objectPrefix(%q, %q) = %q (keys %q); want the fields %s (keys %q)", data, stop, prefix, keys, want, wantKeys)
+		}
+	})
+}
+
+// fieldsBefore reads data's top-level fields up to key stop (or the object's end)
+// with encoding/json and returns them compacted, with their keys. complete: data is
+// an object of plain keys (no escapes; valid UTF-8, which encoding/json would
+// otherwise replace) that is valid up to there.
+func fieldsBefore(data []byte, stop string) (fields string, keys []string, complete bool) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return "", nil, false
+	}
+	var b strings.Builder
+	for {
+		if !dec.More() {
+			if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+				return "", nil, false
+			}
+			break
+		}
+		at := dec.InputOffset()
+		t, err := dec.Token()
+		k, isKey := t.(string)
+		raw := data[at:dec.InputOffset()]
+		if err != nil || !isKey || bytes.IndexByte(raw, '\\') >= 0 || !utf8.Valid(raw) {
+			return "", nil, false
+		}
+		if k == stop {
+			break
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return "", nil, false
+		}
+		var c bytes.Buffer
+		if json.Compact(&c, v) != nil {
+			return "", nil, false
+		}
+		keys = append(keys, k)
+		fmt.Fprintf(&b, "%q:%s;", k, c.String())
+	}
+	return b.String(), keys, true
 }

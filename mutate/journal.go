@@ -319,11 +319,11 @@ func readRuns(dir string) ([]journaledRun, error) {
 
 // recordHead is the part of a RunRecord that precedes its items.
 type recordHead struct {
-	Format  int
-	RunID   string
-	State   RunState
-	Epoch   uint64
-	History []StateChange
+	Format  int           `json:"format"`
+	RunID   string        `json:"runId"`
+	State   RunState      `json:"state"`
+	Epoch   uint64        `json:"epoch"`
+	History []StateChange `json:"history"`
 }
 
 func (h *recordHead) maxEpoch() uint64 {
@@ -334,98 +334,112 @@ func (h *recordHead) maxEpoch() uint64 {
 	return m
 }
 
+// headKeys are the fields of recordHead, as writeRecord names them.
+var headKeys = []string{"format", "runId", "state", "epoch", "history"}
+
 // readHead reads a record's fields up to "items", which writeRecord puts last,
 // and decodes no item. ok says the head is complete and sound: every field
 // recovery needs seen once, under its exact name, before the items, the format
 // and run id right. Otherwise (a record of the older layout, with the history
-// after the items; a damaged file) the caller reads the record whole, which
-// decodes it or says what is wrong. Records are replaced by rename, whole, and
-// commits appended as checked update lines (tailOK reads the last), so a head that
-// reads well belongs to a record that does.
+// after the items; a damaged file; a head longer than headWindow) the caller reads
+// the record whole, which decodes it or says what is wrong. Records are replaced
+// by rename, whole, and commits appended as checked update lines (tailOK reads the
+// last), so a head that reads well belongs to a record that does.
 func readHead(path string) (h recordHead, ok bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return h, false
 	}
 	defer f.Close()
-	dec := json.NewDecoder(f)
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	fi, err := f.Stat()
+	if err != nil {
 		return h, false
 	}
-	seen := map[string]bool{}
-	for dec.More() {
-		t, err := dec.Token()
-		key, isKey := t.(string)
-		if err != nil || !isKey || seen[key] {
+	size := fi.Size()
+	for win := int64(4 << 10); win <= headWindow; win *= 4 {
+		start := make([]byte, min(win, size))
+		if _, err := f.ReadAt(start, 0); err != nil {
 			return h, false
 		}
-		seen[key] = true
-		var v any
-		switch key {
-		case "items":
-			return h, headOK(&h, seen, path) && tailOK(f, &h)
-		case "format":
-			v = &h.Format
-		case "runId":
-			v = &h.RunID
-		case "state":
-			v = &h.State
-		case "epoch":
-			v = &h.Epoch
-		case "history":
-			v = &h.History
-		default:
-			v = new(json.RawMessage)
+		prefix, keys, err := objectPrefix(start, "items")
+		if errors.Is(err, errShortPrefix) && int64(len(start)) < size {
+			continue
 		}
-		if err := dec.Decode(v); err != nil {
-			return h, false
+		if err != nil || !headKeysOnce(keys) || json.Unmarshal(prefix, &h) != nil {
+			return recordHead{}, false
 		}
+		return h, headOK(&h, path) && tailOK(f, size, start, &h)
 	}
-	return h, headOK(&h, seen, path) && tailOK(f, &h)
+	return h, false
 }
 
-func headOK(h *recordHead, seen map[string]bool, path string) bool {
-	for _, k := range []string{"format", "runId", "state", "epoch", "history"} {
-		if !seen[k] {
+// headKeysOnce: each of headKeys once, under its exact name, and no key repeated
+// or spelled like one of them otherwise (json.Unmarshal matches names without
+// regard to case).
+func headKeysOnce(keys []string) bool {
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if seen[k] {
+			return false
+		}
+		seen[k] = true
+		for _, want := range headKeys {
+			if k != want && strings.EqualFold(k, want) {
+				return false
+			}
+		}
+	}
+	for _, want := range headKeys {
+		if !seen[want] {
 			return false
 		}
 	}
+	return true
+}
+
+func headOK(h *recordHead, path string) bool {
 	return readableFormat(h.Format) &&
 		h.RunID == strings.TrimSuffix(filepath.Base(path), recordSuffix)
 }
 
-// headTail bounds how much of a record's end tailOK reads for its last line; it
-// starts at 4 kB (an update line of 100 items is about 3 kB) and grows fourfold.
-const headTail = 256 << 10
+// headWindow bounds how much of a record's start (for its head) and of its end
+// (for its last line) readHead reads; each read starts at 4 kB (a back-fill
+// record's head is a few hundred bytes; an update line of 100 items about 3 kB)
+// and grows fourfold.
+const headWindow = 256 << 10
 
 // tailOK brings a format-2 head up to date with the record's last line, which is
 // always an update line (writeRecord, appendUpdate), read from the file's end
-// without decoding the items before it. false: the last line is torn, not a sound
-// update line, or longer than headTail; the caller reads the record whole (which
-// passes over a torn append and says what else is wrong).
-func tailOK(f *os.File, h *recordHead) bool {
+// without decoding the items before it. start is what readHead read of the file's
+// start (the whole file, when it is small). false: the last line is torn, not a
+// sound update line, or longer than headWindow; the caller reads the record whole
+// (which passes over a torn append and says what else is wrong).
+func tailOK(f *os.File, size int64, start []byte, h *recordHead) bool {
 	if h.Format != JournalFormat {
 		return true // format 1 has no update lines
 	}
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
-	size := fi.Size()
-	for win := int64(4 << 10); win <= headTail; win *= 4 {
+	for win := int64(4 << 10); win <= headWindow; win *= 4 {
 		off := max(0, size-win)
-		buf := make([]byte, size-off)
-		if _, err := f.ReadAt(buf, off); err != nil || len(buf) == 0 || buf[len(buf)-1] != '\n' {
+		var buf []byte
+		if off == 0 && int64(len(start)) == size {
+			buf = start
+		} else {
+			buf = make([]byte, size-off)
+			if _, err := f.ReadAt(buf, off); err != nil {
+				return false
+			}
+		}
+		if len(buf) == 0 || buf[len(buf)-1] != '\n' {
 			return false
 		}
-		start := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
-		if start < 0 && off > 0 {
+		lineStart := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+		if lineStart < 0 && off > 0 {
 			continue // the last line starts before the window
 		}
-		if start < 0 {
+		if lineStart < 0 {
 			return false // one line: a record without its update line
 		}
-		state, history, err := parseUpdateHead(buf[start+1 : len(buf)-1])
+		state, history, err := parseUpdateHead(buf[lineStart+1 : len(buf)-1])
 		if err != nil {
 			return false
 		}
@@ -571,33 +585,21 @@ func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(payload))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return "", nil, errors.New("update line: payload is not an object")
+	prefix, _, err := objectPrefix(payload, "items")
+	if err != nil {
+		return "", nil, fmt.Errorf("update line: %w", err)
 	}
-	var state RunState
-	var history []StateChange
-	for dec.More() {
-		t, err := dec.Token()
-		key, isKey := t.(string)
-		if err != nil || !isKey || key == "items" {
-			break
-		}
-		var v any = new(json.RawMessage)
-		switch key {
-		case "state":
-			v = &state
-		case "history":
-			v = &history
-		}
-		if err := dec.Decode(v); err != nil {
-			return "", nil, err
-		}
+	var head struct {
+		State   RunState      `json:"state"`
+		History []StateChange `json:"history"`
 	}
-	if !state.known() || history == nil {
-		return "", nil, fmt.Errorf("update line: state %q, history %v", state, history)
+	if err := json.Unmarshal(prefix, &head); err != nil {
+		return "", nil, fmt.Errorf("update line: %w", err)
 	}
-	return state, history, nil
+	if !head.State.known() || head.History == nil {
+		return "", nil, fmt.Errorf("update line: state %q, history %v", head.State, head.History)
+	}
+	return head.State, head.History, nil
 }
 
 // parseUpdate decodes one update line of a record of the given item count.

@@ -51,6 +51,23 @@ func TestReadHeadOfWrittenRecord(t *testing.T) {
 	}
 }
 
+// A head longer than readHead's first read (long arguments, a long history) is
+// read by growing the window, and one longer than headWindow is read whole.
+func TestReadHeadOfLongHead(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range []int{10_000, headWindow} {
+		rec := headRecord("20261201T090000.000000000Z-bbbb", StateCommitted)
+		rec.Args = []string{strings.Repeat("a", args)}
+		if err := syncer(nil).writeRecord(dir, rec); err != nil {
+			t.Fatal(err)
+		}
+		h, ok := readHead(filepath.Join(dir, rec.RunID+recordSuffix))
+		if want := args < headWindow; ok != want || (ok && (h.State != StateCommitted || h.maxEpoch() != 9)) {
+			t.Errorf("readHead with %d bytes of arguments = %+v, %v; want ok %v", args, h, ok, want)
+		}
+	}
+}
+
 // Records readHead cannot vouch for are read whole: the older layout (history
 // after the items), and heads missing a field, repeating one, or naming
 // another run or format.
@@ -69,6 +86,9 @@ func TestReadHeadRefusesWhatItCannotVouchFor(t *testing.T) {
 		"not json":           `{"format":1,"runId":`,
 		"not an object":      `[1]`,
 		"epoch not a number": `{"format":1,"runId":"r1","epoch":"4","state":"committed","history":[],"items":[]}`,
+		"escaped key":        `{"format":1,"runId":"r1","epoch":4,"st\u0061te":"committed","history":[],"items":[]}`,
+		"unquoted key":       `{"format":1,"runId":"r1",epoch:4,"state":"committed","history":[],"items":[]}`,
+		"head not closed":    `{"format":1,"runId":"r1","epoch":4,"state":"committed","history":[]`,
 	} {
 		if err := os.WriteFile(path, []byte(data), 0o644); err != nil {
 			t.Fatal(err)

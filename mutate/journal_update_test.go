@@ -124,7 +124,7 @@ func TestReadHeadOfLargeRecords(t *testing.T) {
 	if h, ok := readHead(path); !ok || h.State != StateCommitted {
 		t.Fatalf("readHead = %+v, %v; want committed from the window", h, ok)
 	}
-	_, path, rec = commitOne(t, "v", 12000) // the update line alone is over headTail
+	_, path, rec = commitOne(t, "v", 12000) // the update line alone is over headWindow
 	if h, ok := readHead(path); ok && h.State != StateCommitted {
 		t.Fatalf("readHead of a record whose update is over the window = %+v", h)
 	}

@@ -1,0 +1,136 @@
+package mutate
+
+import (
+	"bytes"
+	"errors"
+)
+
+// objectPrefix finds, in data that starts with a JSON object, the part before its
+// top-level key stop, and returns it closed as an object of its own (the fields
+// before stop), with the top-level keys it passed. It reads no value: it only
+// finds where each ends (strings, with their escapes, and nesting), so the caller
+// decodes the prefix with one json.Unmarshal, which checks its syntax, instead of
+// streaming tokens (encoding/json's Decoder allocates an error per value it reads
+// that way). The journal's records and update lines put their items last, and
+// recovery needs only what comes before them.
+//
+// errShortPrefix: data ends before stop or the object's end (read more of the
+// file). Any other error: data is not such an object, or a key is not a plain
+// string (an escape in a key is never written by the journal).
+func objectPrefix(data []byte, stop string) (prefix []byte, keys []string, err error) {
+	i := skipSpace(data, 0)
+	if i == len(data) {
+		return nil, nil, errShortPrefix
+	}
+	if data[i] != '{' {
+		return nil, nil, errNotObject
+	}
+	end := i + 1 // just after the last complete field (or the brace)
+	for i = end; ; {
+		i = skipSpace(data, i)
+		if i == len(data) {
+			return nil, nil, errShortPrefix
+		}
+		if data[i] == '}' {
+			return closedPrefix(data[:end]), keys, nil
+		}
+		if len(keys) > 0 {
+			if data[i] != ',' {
+				return nil, nil, errNotObject
+			}
+			if i = skipSpace(data, i+1); i == len(data) {
+				return nil, nil, errShortPrefix
+			}
+		}
+		if data[i] != '"' {
+			return nil, nil, errNotObject
+		}
+		close := bytes.IndexAny(data[i+1:], `"\`)
+		if close < 0 {
+			return nil, nil, errShortPrefix
+		}
+		if data[i+1+close] == '\\' {
+			return nil, nil, errNotObject
+		}
+		key := string(data[i+1 : i+1+close])
+		if key == stop {
+			return closedPrefix(data[:end]), keys, nil
+		}
+		keys = append(keys, key)
+		if i = skipSpace(data, i+close+2); i == len(data) {
+			return nil, nil, errShortPrefix
+		}
+		if data[i] != ':' {
+			return nil, nil, errNotObject
+		}
+		if i, err = skipValue(data, skipSpace(data, i+1)); err != nil {
+			return nil, nil, err
+		}
+		end = i
+	}
+}
+
+var (
+	errShortPrefix = errors.New("JSON object ends after the data read")
+	errNotObject   = errors.New("not a JSON object of plain keys")
+)
+
+// closedPrefix is fields (an object's opening brace and its first fields) closed
+// with a brace, in a new slice.
+func closedPrefix(fields []byte) []byte {
+	out := make([]byte, len(fields)+1)
+	copy(out, fields)
+	out[len(fields)] = '}'
+	return out
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns where the value starting at data[i] ends. It does not check
+// the value's syntax beyond strings and brackets: json.Unmarshal of the prefix does.
+func skipValue(data []byte, i int) (int, error) {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch c := data[i]; c {
+		case '"':
+			j, err := skipString(data, i)
+			if err != nil {
+				return 0, err
+			}
+			i = j - 1
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i, nil // the end of the enclosing object: the caller checks it
+			}
+			depth--
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i, nil
+			}
+		}
+		if depth == 0 && (data[i] == '}' || data[i] == ']' || data[i] == '"') {
+			return i + 1, nil
+		}
+	}
+	return 0, errShortPrefix
+}
+
+// skipString returns the index just after the string whose opening quote is data[i].
+func skipString(data []byte, i int) (int, error) {
+	for i++; i < len(data); i++ {
+		switch data[i] {
+		case '\\':
+			i++ // the escaped byte (a \u escape's hex digits need no care)
+		case '"':
+			return i + 1, nil
+		}
+	}
+	return 0, errShortPrefix
+}
