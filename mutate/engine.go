@@ -329,17 +329,16 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 // re-applied (its undo undone) is reverted by undoing that later run instead: the
 // node versions the first run wrote are gone.
 func (e *Engine) checkUndoable(runID string) error {
-	recs, err := readRecords(e.dir)
+	runs, err := List(e.dir) // summaries: the items of every run ever journaled are not read
 	if err != nil {
 		return err
 	}
-	undone := undoneBy(recs)
-	for i := len(recs) - 1; i >= 0; i-- {
-		r := recs[i]
+	for i := len(runs) - 1; i >= 0; i-- {
+		r := runs[i]
 		if r.UndoOf != runID || r.State != StateCommitted {
 			continue
 		}
-		if by := undone[r.RunID]; by != "" {
+		if by := r.UndoneBy; by != "" {
 			return fmt.Errorf("undo run %s: it was undone by run %s and re-applied by run %s; undo run %s instead: %w",
 				runID, r.RunID, by, by, ErrAlreadyUndone)
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -45,12 +46,22 @@ func FuzzJournalRecord(f *testing.F) {
 			t.Fatal(err)
 		}
 		got, err := Show(dir, "r1")
-		// A head readHead vouches for says what the whole record says (keys
-		// repeated in other cases are left out: only hand-made files have them).
-		if h, ok := readHead(filepath.Join(dir, "r1.json")); ok && err == nil && !repeatsKey(data) {
+		// What readHead and readSummary vouch for is what the whole record says,
+		// for records as writeRecord and commits write them. Left out: keys repeated
+		// or after the items, and a last update line of another item count than
+		// the record's items (the ends are read so that the items are not: items
+		// changed after they were written are for the whole read, Show and undo, to
+		// find).
+		asWritten := err == nil && !repeatsKey(data) && !keyAfterItems(data) && lastLineCounts(data, len(got.Items))
+		if h, ok := readHead(filepath.Join(dir, "r1.json")); ok && asWritten {
 			whole := recordHead{Epoch: got.Epoch, History: got.History}
 			if h.State != got.State || h.RunID != got.RunID || h.maxEpoch() != whole.maxEpoch() {
 				t.Fatalf("head %+v disagrees with the record: state %s, max epoch %d", h, got.State, whole.maxEpoch())
+			}
+		}
+		if sum, ok := readSummary(filepath.Join(dir, "r1.json")); ok && asWritten {
+			if want := summaryOf(got, len(got.Items), ""); !reflect.DeepEqual(sum, want) {
+				t.Fatalf("summary from the ends %+v, from the whole record %+v", sum, want)
 			}
 		}
 		if err != nil {
@@ -67,6 +78,37 @@ func FuzzJournalRecord(f *testing.F) {
 			inversePlan(got).Validate()
 		}
 	})
+}
+
+// lastLineCounts: data's last line is not an update line, or one of items items.
+func lastLineCounts(data []byte, items int) bool {
+	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
+	u, err := parseUpdate(lines[len(lines)-1], -1)
+	return err != nil || len(u.Items) == items
+}
+
+// keyAfterItems reports a top-level key after "items" (writeRecord puts items last).
+func keyAfterItems(data []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return false
+	}
+	items := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return true
+		}
+		if items {
+			return true
+		}
+		items = t == "items"
+		var v json.RawMessage
+		if dec.Decode(&v) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // repeatsKey reports a top-level key that occurs twice, compared as

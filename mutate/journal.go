@@ -191,36 +191,47 @@ func JournalDir(dataDir string) string { return filepath.Join(dataDir, journalDi
 // List returns a summary of every run in the journal, oldest first. It only reads,
 // so it works on a read-only data dir; a missing journal folder means no runs.
 func List(journalDir string) ([]RunSummary, error) {
-	recs, err := readRecords(journalDir)
+	files, err := recordFiles(journalDir)
 	if err != nil {
 		return nil, err
 	}
-	undoneBy := undoneBy(recs)
-	out := make([]RunSummary, 0, len(recs))
-	for _, r := range recs {
-		out = append(out, summaryOf(r, undoneBy[r.RunID]))
+	out := make([]RunSummary, 0, len(files))
+	for _, path := range files {
+		s, ok := readSummary(path)
+		if !ok {
+			rec, err := readRecord(path)
+			if err != nil {
+				return nil, err
+			}
+			s = summaryOf(rec, len(rec.Items), "")
+		}
+		out = append(out, s)
+	}
+	undone := undoneBy(out)
+	for i := range out {
+		out[i].UndoneBy = undone[out[i].RunID]
 	}
 	return out, nil
 }
 
-func summaryOf(r *RunRecord, undoneBy string) RunSummary {
+func summaryOf(r *RunRecord, items int, undoneBy string) RunSummary {
 	return RunSummary{
 		RunID: r.RunID, Command: r.Command, Args: r.Args, Flags: r.Flags,
 		CreatedAt: r.CreatedAt, Epoch: r.Epoch, MetadataStore: r.MetadataStore, ToolVersion: r.ToolVersion,
-		Invocation: r.Invocation, State: r.State, Items: len(r.Items),
+		Invocation: r.Invocation, State: r.State, Items: items,
 		Verified: r.Verified, UndoOf: r.UndoOf, UndoneBy: undoneBy, Error: r.Error,
 	}
 }
 
 // undoneBy maps each run that is currently undone to the run that undid it. Runs are
 // replayed in time order: undoing an undo re-applies the run it had undone.
-func undoneBy(recs []*RunRecord) map[string]string {
-	byID := make(map[string]*RunRecord, len(recs))
-	for _, r := range recs {
-		byID[r.RunID] = r
+func undoneBy(runs []RunSummary) map[string]string {
+	byID := make(map[string]*RunSummary, len(runs))
+	for i := range runs {
+		byID[runs[i].RunID] = &runs[i]
 	}
 	m := make(map[string]string)
-	for _, r := range recs {
+	for _, r := range runs {
 		if r.UndoOf == "" || r.State != StateCommitted {
 			continue
 		}
@@ -242,23 +253,6 @@ func Show(journalDir, runID string) (*RunRecord, error) {
 		return nil, fmt.Errorf("run %s in %s: %w", runID, journalDir, ErrRunNotFound)
 	}
 	return rec, err
-}
-
-// readRecords reads every run record, sorted by run id (which sorts by time).
-func readRecords(dir string) ([]*RunRecord, error) {
-	files, err := recordFiles(dir)
-	if err != nil {
-		return nil, err
-	}
-	recs := make([]*RunRecord, 0, len(files))
-	for _, path := range files {
-		rec, err := readRecord(path)
-		if err != nil {
-			return nil, err
-		}
-		recs = append(recs, rec)
-	}
-	return recs, nil
 }
 
 // recordFiles lists the run records' files, sorted by run id (which sorts by
@@ -343,34 +337,105 @@ var headKeys = []string{"format", "runId", "state", "epoch", "history"}
 // and run id right. Otherwise (a record of the older layout, with the history
 // after the items; a damaged file; a head longer than headWindow) the caller reads
 // the record whole, which decodes it or says what is wrong. Records are replaced
-// by rename, whole, and commits appended as checked update lines (tailOK reads the
-// last), so a head that reads well belongs to a record that does.
+// by rename, whole, and commits appended as checked update lines (lastLine reads
+// the last), so a head that reads well belongs to a record that does.
 func readHead(path string) (h recordHead, ok bool) {
+	rf, ok := openFront(path, nil)
+	if !ok {
+		return recordHead{}, false
+	}
+	defer rf.close()
+	h = rf.head
+	if h.Format != JournalFormat {
+		return h, true // format 1 has no update lines
+	}
+	line, ok := rf.lastLine()
+	if !ok {
+		return recordHead{}, false
+	}
+	state, history, err := parseUpdateHead(line)
+	if err != nil {
+		return recordHead{}, false
+	}
+	h.State, h.History = state, history
+	return h, true
+}
+
+// readSummary is List's line for a format-2 record, read as readHead reads one:
+// the fields before its items, and its outcome and item count from its last update
+// line, so listing a journal does not read every before and after image ever
+// journaled (a back-fill of 1M ledgers leaves 10k runs of about 1 MB). Like
+// readHead it does not look at the items: items damaged after they were written
+// are found by the whole read (Show, undo). ok false: read the record whole
+// (format 1 records, whose item count only the items say, and whatever readHead
+// would not vouch for).
+func readSummary(path string) (RunSummary, bool) {
+	var rec RunRecord
+	rf, ok := openFront(path, &rec)
+	if !ok || rec.Format != JournalFormat {
+		return RunSummary{}, false
+	}
+	defer rf.close()
+	line, ok := rf.lastLine()
+	if !ok {
+		return RunSummary{}, false
+	}
+	u, err := parseUpdate(line, -1)
+	if err != nil {
+		return RunSummary{}, false
+	}
+	rec.runOutcome = u.runOutcome
+	return summaryOf(&rec, len(u.Items), ""), true
+}
+
+// recordFile is a journal record open for reading its ends: what readHead and
+// readSummary need lies in its first and last few kB.
+type recordFile struct {
+	f     *os.File
+	size  int64
+	start []byte // what openFront read of the file's start (the whole file, when small)
+	head  recordHead
+}
+
+func (rf *recordFile) close() { rf.f.Close() }
+
+// openFront opens a record and decodes its fields before "items" into its head
+// and, unless nil, into v (a RunRecord). ok false: the file does not open, its fields before
+// the items are not headKeys once each under their exact names plus others, do not
+// decode, are longer than headWindow, or name another run or an unknown format.
+func openFront(path string, v any) (*recordFile, bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return h, false
+		return nil, false
 	}
-	defer f.Close()
-	fi, err := f.Stat()
+	rf := &recordFile{f: f}
+	if rf.readFront(path, v) {
+		return rf, true
+	}
+	f.Close()
+	return nil, false
+}
+
+func (rf *recordFile) readFront(path string, v any) bool {
+	fi, err := rf.f.Stat()
 	if err != nil {
-		return h, false
+		return false
 	}
-	size := fi.Size()
+	rf.size = fi.Size()
 	for win := int64(4 << 10); win <= headWindow; win *= 4 {
-		start := make([]byte, min(win, size))
-		if _, err := f.ReadAt(start, 0); err != nil {
-			return h, false
+		rf.start = make([]byte, min(win, rf.size))
+		if _, err := rf.f.ReadAt(rf.start, 0); err != nil {
+			return false
 		}
-		prefix, keys, err := objectPrefix(start, "items")
-		if errors.Is(err, errShortPrefix) && int64(len(start)) < size {
+		prefix, keys, err := objectPrefix(rf.start, "items")
+		if errors.Is(err, errShortPrefix) && int64(len(rf.start)) < rf.size {
 			continue
 		}
-		if err != nil || !headKeysOnce(keys) || json.Unmarshal(prefix, &h) != nil {
-			return recordHead{}, false
-		}
-		return h, headOK(&h, path) && tailOK(f, size, start, &h)
+		return err == nil && headKeysOnce(keys) &&
+			json.Unmarshal(prefix, &rf.head) == nil && headOK(&rf.head, path) &&
+			(v == nil || json.Unmarshal(prefix, v) == nil)
 	}
-	return h, false
+	return false
 }
 
 // headKeysOnce: each of headKeys once, under its exact name, and no key repeated
@@ -403,50 +468,42 @@ func headOK(h *recordHead, path string) bool {
 }
 
 // headWindow bounds how much of a record's start (for its head) and of its end
-// (for its last line) readHead reads; each read starts at 4 kB (a back-fill
+// (for its last line) readHead and readSummary read; each read starts at 4 kB (a back-fill
 // record's head is a few hundred bytes; an update line of 100 items about 3 kB)
 // and grows fourfold.
 const headWindow = 256 << 10
 
-// tailOK brings a format-2 head up to date with the record's last line, which is
-// always an update line (writeRecord, appendUpdate), read from the file's end
-// without decoding the items before it. start is what readHead read of the file's
-// start (the whole file, when it is small). false: the last line is torn, not a
-// sound update line, or longer than headWindow; the caller reads the record whole
-// (which passes over a torn append and says what else is wrong).
-func tailOK(f *os.File, size int64, start []byte, h *recordHead) bool {
-	if h.Format != JournalFormat {
-		return true // format 1 has no update lines
-	}
+// lastLine returns a format-2 record's last line, which is always an update line
+// (writeRecord, appendUpdate), read from the file's end without the items before
+// it, and without its newline. false: the file does not end with a newline (a torn
+// append), holds one line only (a record without its update line), or its last
+// line is longer than headWindow; the caller reads the record whole (which passes
+// over a torn append and says what else is wrong).
+func (rf *recordFile) lastLine() ([]byte, bool) {
 	for win := int64(4 << 10); win <= headWindow; win *= 4 {
-		off := max(0, size-win)
+		off := max(0, rf.size-win)
 		var buf []byte
-		if off == 0 && int64(len(start)) == size {
-			buf = start
+		if off == 0 && int64(len(rf.start)) == rf.size {
+			buf = rf.start
 		} else {
-			buf = make([]byte, size-off)
-			if _, err := f.ReadAt(buf, off); err != nil {
-				return false
+			buf = make([]byte, rf.size-off)
+			if _, err := rf.f.ReadAt(buf, off); err != nil {
+				return nil, false
 			}
 		}
 		if len(buf) == 0 || buf[len(buf)-1] != '\n' {
-			return false
+			return nil, false
 		}
-		lineStart := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
-		if lineStart < 0 && off > 0 {
+		at := bytes.LastIndexByte(buf[:len(buf)-1], '\n')
+		if at < 0 && off > 0 {
 			continue // the last line starts before the window
 		}
-		if lineStart < 0 {
-			return false // one line: a record without its update line
+		if at < 0 {
+			return nil, false
 		}
-		state, history, err := parseUpdateHead(buf[lineStart+1 : len(buf)-1])
-		if err != nil {
-			return false
-		}
-		h.State, h.History = state, history
-		return true
+		return buf[at+1 : len(buf)-1], true
 	}
-	return false
+	return nil, false
 }
 
 // Unfinished lists the runs a writable open would recover (applying or rolling
@@ -460,7 +517,7 @@ func Unfinished(journalDir string) ([]RunSummary, error) {
 	var out []RunSummary
 	for _, r := range runs {
 		if !r.state.Finished() {
-			out = append(out, summaryOf(r.rec, ""))
+			out = append(out, summaryOf(r.rec, len(r.rec.Items), ""))
 		}
 	}
 	return out, nil
@@ -508,7 +565,7 @@ func readRecord(path string) (*RunRecord, error) {
 // costs ten times its encoding, twice per run. `jq .` shows it indented.
 //
 // A format-2 record ends with an update line of its state even when written whole,
-// so the last line of every record says its state (tailOK).
+// so the last line of every record says its state (lastLine).
 func (s syncer) writeRecord(dir string, rec *RunRecord) error {
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -602,7 +659,8 @@ func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
 	return head.State, head.History, nil
 }
 
-// parseUpdate decodes one update line of a record of the given item count.
+// parseUpdate decodes one update line of a record of the given item count (any,
+// when items < 0).
 func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	payload, err := updatePayload(line)
 	if err != nil {
@@ -615,7 +673,7 @@ func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	if !u.State.known() {
 		return nil, fmt.Errorf("update line: unknown state %q", u.State)
 	}
-	if len(u.Items) != items {
+	if items >= 0 && len(u.Items) != items {
 		return nil, fmt.Errorf("update line has %d items, the record %d", len(u.Items), items)
 	}
 	return &u, nil

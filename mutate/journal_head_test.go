@@ -5,9 +5,12 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // headRecord is a finished record with items and a history whose last change
@@ -170,5 +173,111 @@ func TestRecoverPassesOverFinishedRunsByHead(t *testing.T) {
 	}
 	if unf, err := Unfinished(dir); err != nil || len(unf) != 0 {
 		t.Fatalf("Unfinished after recovery = %+v, %v; want none", unf, err)
+	}
+}
+
+// wholeSummaries is List as it was before it read records by their ends: every
+// record decoded whole. The oracle for List.
+func wholeSummaries(t *testing.T, dir string) []RunSummary {
+	t.Helper()
+	files, err := recordFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []RunSummary
+	for _, path := range files {
+		rec, err := readRecord(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, summaryOf(rec, len(rec.Items), ""))
+	}
+	undone := undoneBy(out)
+	for i := range out {
+		out[i].UndoneBy = undone[out[i].RunID]
+	}
+	return out
+}
+
+// List reads each record by its ends and says what reading every record whole
+// says, for runs in every state the engine leaves: committed, refused, undone, an
+// undo undone (re-applied), and a format 1 record among them.
+func TestListReadsRecordsByTheirEnds(t *testing.T) {
+	dd, _ := newDataDir(t)
+	seed(t, dd)
+	e := newEngine(t, dd)
+	set := func(after string) *Result {
+		p := &Plan{Command: "set", Args: []string{after}, Flags: map[string]string{"k": "v"},
+			Items: []Item{{Kind: KindSet, Path: "/a", Expect: version(t, dd, "/a"), After: []byte(after)}}}
+		res, err := e.Apply(ctx, p, ApplyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	first := set("one")
+	set("two")
+	stale := &Plan{Command: "set", Items: []Item{{Kind: KindSet, Path: "/a", Expect: 1, After: []byte("stale")}}}
+	if _, err := e.Apply(ctx, stale, ApplyOptions{}); !errors.Is(err, store.ErrVersionMismatch) {
+		t.Fatalf("stale plan: %v, want a refusal", err)
+	}
+	last := set("three")
+	undo, err := e.Undo(ctx, last.RunID, ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Undo(ctx, undo.RunID, ApplyOptions{}); err != nil { // re-applies "three"
+		t.Fatal(err)
+	}
+	dir := e.JournalDir()
+	old := `{"format":1,"runId":"20000101T000000.000000000Z-f1f1","command":"old","state":"committed","epoch":1,` +
+		`"history":[],"items":[{"kind":"create","path":"/x","after":"eA==","status":"verified"},{"kind":"create","path":"/y","after":"eQ==","status":"verified"}]}`
+	if err := os.WriteFile(filepath.Join(dir, "20000101T000000.000000000Z-f1f1"+recordSuffix), []byte(old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := List(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := wholeSummaries(t, dir)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("List:\n%+v\nreading every record whole:\n%+v", got, want)
+	}
+	if len(got) != 7 || got[0].Items != 2 || got[1].RunID != first.RunID || got[5].UndoneBy == "" {
+		t.Fatalf("List = %+v; want the format 1 run (2 items) first, then six runs with the undo of run %s undone", got, last.RunID)
+	}
+	files, _ := recordFiles(dir)
+	for _, path := range files[1:] {
+		if _, ok := readSummary(path); !ok {
+			t.Errorf("%s was read whole, not by its ends", path)
+		}
+	}
+}
+
+// List does not decode items: a committed record whose items would not decode is
+// listed from its ends (show and undo read it whole and say so), as recovery
+// passes over it.
+func TestListPassesOverItems(t *testing.T) {
+	dir := t.TempDir()
+	rec := headRecord("20200101T000000.000000000Z-old0", StateCommitted)
+	b, err := json.Marshal(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := appendUpdateLine(nil, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := strings.Index(string(b), `"items":`)
+	damaged := string(b[:i]) + `"items":[{"kind":"no-such-kind"}]}` + "\n" + string(line)
+	if err := os.WriteFile(filepath.Join(dir, rec.RunID+recordSuffix), []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runs, err := List(dir)
+	if err != nil || len(runs) != 1 || runs[0].State != StateCommitted || runs[0].Items != 1 || runs[0].Command != "index backfill" {
+		t.Fatalf("List = %+v, %v; want the committed run of 1 item", runs, err)
+	}
+	if _, err := Show(dir, rec.RunID); !errors.Is(err, ErrBadJournal) {
+		t.Fatalf("Show: %v, want ErrBadJournal", err)
 	}
 }
