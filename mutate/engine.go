@@ -63,6 +63,13 @@ type Engine struct {
 	mu        sync.Mutex
 	recovered bool
 	held      uint64 // the epoch of this engine's last run (0: none yet)
+	// listed is the journal's runs as checkUndoable last listed them, with the
+	// undo runs this engine made since (nil: list again). Undoing an invocation's
+	// runs (a back-fill's batches: 10k runs for 1M ledgers) then lists the
+	// journal once, not once per run. Any other run or recovery drops it. The
+	// epoch fences other engines: a run of another that took the journal since
+	// makes this engine's next write fail.
+	listed []RunSummary
 }
 
 // ApplyOptions tune one run.
@@ -202,6 +209,7 @@ func (e *Engine) Recover(ctx context.Context) ([]RecoveryReport, error) {
 }
 
 func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
+	e.listed = nil
 	if err := removeTemps(e.dir); err != nil {
 		return nil, err
 	}
@@ -322,23 +330,32 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 	rec.UndoOf = runID
 	who := invocationOf(ctx)
 	rec.ToolVersion, rec.Invocation = who.ToolVersion, who.ID
-	return e.run(ctx, rec, opts)
+	listed := e.listed
+	res, err := e.run(ctx, rec, opts)
+	if listed != nil {
+		e.listed = append(listed, summaryOf(rec, len(rec.Items), "")) // the undo as it ended
+	}
+	return res, err
 }
 
 // checkUndoable refuses to undo a run twice. A run that was undone and then
 // re-applied (its undo undone) is reverted by undoing that later run instead: the
 // node versions the first run wrote are gone.
 func (e *Engine) checkUndoable(runID string) error {
-	runs, err := List(e.dir) // summaries: the items of every run ever journaled are not read
-	if err != nil {
-		return err
+	if e.listed == nil {
+		runs, err := List(e.dir) // summaries: the items of every run ever journaled are not read
+		if err != nil {
+			return err
+		}
+		e.listed = runs
 	}
-	for i := len(runs) - 1; i >= 0; i-- {
-		r := runs[i]
+	undone := undoneBy(e.listed)
+	for i := len(e.listed) - 1; i >= 0; i-- {
+		r := e.listed[i]
 		if r.UndoOf != runID || r.State != StateCommitted {
 			continue
 		}
-		if by := r.UndoneBy; by != "" {
+		if by := undone[r.RunID]; by != "" {
 			return fmt.Errorf("undo run %s: it was undone by run %s and re-applied by run %s; undo run %s instead: %w",
 				runID, r.RunID, by, by, ErrAlreadyUndone)
 		}
@@ -397,6 +414,7 @@ func (e *Engine) newRecord(p *Plan) (*RunRecord, error) {
 // run takes an epoch and drives a record through preflight, backup, journal, apply,
 // verify and commit: the three stages a Series overlaps across runs.
 func (e *Engine) run(ctx context.Context, rec *RunRecord, opts ApplyOptions) (*Result, error) {
+	e.listed = nil
 	if end := e.journalRun(ctx, rec, opts); end != nil {
 		return end.res, end.err
 	}

@@ -58,6 +58,7 @@ func (e *Engine) StartSeries(ctx context.Context, opts ApplyOptions, done func(*
 		e.mu.Unlock()
 		return nil, err
 	}
+	e.listed = nil
 	s := &Series{
 		e: e, ctx: ctx, opts: opts, done: done,
 		plans:    make(chan *Plan),
