@@ -19,7 +19,7 @@ mkdir -p "$logs"
 bin="$logs/ledgermedic"
 
 sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
-  zkdata bookie zk-live report etcd verify live)
+  zkdata bookie zk-live report etcd verify live journal)
 
 fixture() {
   [ -e "$bench_dir/fixture-manifest.json" ] && return
@@ -96,6 +96,8 @@ section() {
   live)
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
     run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;
+  journal)
+    run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkList$' -benchmem -count 3 ;;
   *)
     echo "unknown section $1 (bench/ratios.sh -l lists them)" >&2
     exit 2 ;;
