@@ -380,12 +380,39 @@ func readSummary(path string) (RunSummary, bool) {
 	if !ok {
 		return RunSummary{}, false
 	}
-	u, err := parseUpdate(line, -1)
+	outcome, items, err := parseUpdateSummary(line)
 	if err != nil {
 		return RunSummary{}, false
 	}
-	rec.runOutcome = u.runOutcome
-	return summaryOf(&rec, len(u.Items), ""), true
+	rec.runOutcome = outcome
+	return summaryOf(&rec, items, ""), true
+}
+
+// parseUpdateSummary checks an update line and decodes its outcome, which comes
+// before its items, and counts the items without decoding them.
+func parseUpdateSummary(line []byte) (runOutcome, int, error) {
+	payload, err := updatePayload(line)
+	if err != nil {
+		return runOutcome{}, 0, err
+	}
+	prefix, _, at, err := objectPrefix(payload, "items")
+	if err != nil {
+		return runOutcome{}, 0, fmt.Errorf("update line: %w", err)
+	}
+	var out runOutcome
+	if err := json.Unmarshal(prefix, &out); err != nil {
+		return runOutcome{}, 0, fmt.Errorf("update line: %w", err)
+	}
+	if !out.State.known() {
+		return runOutcome{}, 0, fmt.Errorf("update line: unknown state %q", out.State)
+	}
+	items := 0
+	if at >= 0 {
+		if items, err = arrayLen(payload, at); err != nil {
+			return runOutcome{}, 0, fmt.Errorf("update line items: %w", err)
+		}
+	}
+	return out, items, nil
 }
 
 // recordFile is a journal record open for reading its ends: what readHead and
@@ -427,7 +454,7 @@ func (rf *recordFile) readFront(path string, v any) bool {
 		if _, err := rf.f.ReadAt(rf.start, 0); err != nil {
 			return false
 		}
-		prefix, keys, err := objectPrefix(rf.start, "items")
+		prefix, keys, _, err := objectPrefix(rf.start, "items")
 		if errors.Is(err, errShortPrefix) && int64(len(rf.start)) < rf.size {
 			continue
 		}
@@ -642,7 +669,7 @@ func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
 	if err != nil {
 		return "", nil, err
 	}
-	prefix, _, err := objectPrefix(payload, "items")
+	prefix, _, _, err := objectPrefix(payload, "items")
 	if err != nil {
 		return "", nil, fmt.Errorf("update line: %w", err)
 	}
@@ -659,8 +686,7 @@ func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
 	return head.State, head.History, nil
 }
 
-// parseUpdate decodes one update line of a record of the given item count (any,
-// when items < 0).
+// parseUpdate decodes one update line of a record of the given item count.
 func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	payload, err := updatePayload(line)
 	if err != nil {
@@ -673,7 +699,7 @@ func parseUpdate(line []byte, items int) (*recordUpdate, error) {
 	if !u.State.known() {
 		return nil, fmt.Errorf("update line: unknown state %q", u.State)
 	}
-	if items >= 0 && len(u.Items) != items {
+	if len(u.Items) != items {
 		return nil, fmt.Errorf("update line has %d items, the record %d", len(u.Items), items)
 	}
 	return &u, nil

@@ -14,57 +14,58 @@ import (
 // that way). The journal's records and update lines put their items last, and
 // recovery needs only what comes before them.
 //
-// errShortPrefix: data ends before stop or the object's end (read more of the
-// file). Any other error: data is not such an object, or a key is not a plain
+// value is where stop's value starts in data, or -1 when the object ends without
+// stop. errShortPrefix: data ends before stop or the object's end (read more of
+// the file). Any other error: data is not such an object, or a key is not a plain
 // string (an escape in a key is never written by the journal).
-func objectPrefix(data []byte, stop string) (prefix []byte, keys []string, err error) {
+func objectPrefix(data []byte, stop string) (prefix []byte, keys []string, value int, err error) {
 	i := skipSpace(data, 0)
 	if i == len(data) {
-		return nil, nil, errShortPrefix
+		return nil, nil, -1, errShortPrefix
 	}
 	if data[i] != '{' {
-		return nil, nil, errNotObject
+		return nil, nil, -1, errNotObject
 	}
 	end := i + 1 // just after the last complete field (or the brace)
 	for i = end; ; {
 		i = skipSpace(data, i)
 		if i == len(data) {
-			return nil, nil, errShortPrefix
+			return nil, nil, -1, errShortPrefix
 		}
 		if data[i] == '}' {
-			return closedPrefix(data[:end]), keys, nil
+			return closedPrefix(data[:end]), keys, -1, nil
 		}
 		if len(keys) > 0 {
 			if data[i] != ',' {
-				return nil, nil, errNotObject
+				return nil, nil, -1, errNotObject
 			}
 			if i = skipSpace(data, i+1); i == len(data) {
-				return nil, nil, errShortPrefix
+				return nil, nil, -1, errShortPrefix
 			}
 		}
 		if data[i] != '"' {
-			return nil, nil, errNotObject
+			return nil, nil, -1, errNotObject
 		}
 		close := bytes.IndexAny(data[i+1:], `"\`)
 		if close < 0 {
-			return nil, nil, errShortPrefix
+			return nil, nil, -1, errShortPrefix
 		}
 		if data[i+1+close] == '\\' {
-			return nil, nil, errNotObject
+			return nil, nil, -1, errNotObject
 		}
 		key := string(data[i+1 : i+1+close])
-		if key == stop {
-			return closedPrefix(data[:end]), keys, nil
-		}
-		keys = append(keys, key)
 		if i = skipSpace(data, i+close+2); i == len(data) {
-			return nil, nil, errShortPrefix
+			return nil, nil, -1, errShortPrefix
 		}
 		if data[i] != ':' {
-			return nil, nil, errNotObject
+			return nil, nil, -1, errNotObject
 		}
+		if key == stop {
+			return closedPrefix(data[:end]), keys, i + 1, nil
+		}
+		keys = append(keys, key)
 		if i, err = skipValue(data, skipSpace(data, i+1)); err != nil {
-			return nil, nil, err
+			return nil, nil, -1, err
 		}
 		end = i
 	}
@@ -73,7 +74,44 @@ func objectPrefix(data []byte, stop string) (prefix []byte, keys []string, err e
 var (
 	errShortPrefix = errors.New("JSON object ends after the data read")
 	errNotObject   = errors.New("not a JSON object of plain keys")
+	errNotArray    = errors.New("not a JSON array")
 )
+
+// arrayLen counts the elements of the JSON array (or null) whose value starts at
+// data[at], finding where each ends as objectPrefix does, without decoding any:
+// List counts a run's items from its update line this way.
+func arrayLen(data []byte, at int) (int, error) {
+	i := skipSpace(data, at)
+	if bytes.HasPrefix(data[i:], []byte("null")) {
+		return 0, nil
+	}
+	if i == len(data) || data[i] != '[' {
+		return 0, errNotArray
+	}
+	if i = skipSpace(data, i+1); i < len(data) && data[i] == ']' {
+		return 0, nil
+	}
+	for n := 1; ; n++ {
+		j, err := skipValue(data, i)
+		if err != nil {
+			return 0, err
+		}
+		if j == i {
+			return 0, errNotArray // an empty element
+		}
+		if i = skipSpace(data, j); i == len(data) {
+			return 0, errShortPrefix
+		}
+		switch data[i] {
+		case ']':
+			return n, nil
+		case ',':
+			i = skipSpace(data, i+1)
+		default:
+			return 0, errNotArray
+		}
+	}
+}
 
 // closedPrefix is fields (an object's opening brace and its first fields) closed
 // with a brace, in a new slice.
