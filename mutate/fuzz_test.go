@@ -166,13 +166,16 @@ func FuzzObjectPrefix(f *testing.F) {
 	f.Add([]byte(`{"a":"\u0041\\","items":`), "items")
 	f.Add([]byte(`{"a":1 "b":2}`), "b")
 	f.Fuzz(func(t *testing.T, data []byte, stop string) {
-		prefix, keys, _, err := objectPrefix(data, stop)
+		prefix, keys, value, err := objectPrefix(data, stop)
 		want, wantKeys, complete := fieldsBefore(data, stop)
 		if !complete {
 			return // not a valid object up to stop: any answer but a panic will do
 		}
 		if err != nil {
 			t.Fatalf("objectPrefix(%q, %q): %v; the fields before it are %s", data, stop, err, want)
+		}
+		if value >= 0 && data[value-1] != ':' {
+			t.Fatalf("objectPrefix(%q, %q): stop's value at %d, not after its colon", data, stop, value)
 		}
 		got, gotKeys, ok := fieldsBefore(prefix, "\x00none")
 		if !ok || got != want || strings.Join(gotKeys, ",") != strings.Join(wantKeys, ",") || strings.Join(keys, ",") != strings.Join(wantKeys, ",") {
@@ -206,6 +209,10 @@ func fieldsBefore(data []byte, stop string) (fields string, keys []string, compl
 			return "", nil, false
 		}
 		if k == stop {
+			// objectPrefix also says where stop's value starts: it needs the colon.
+			if rest := bytes.TrimLeft(data[dec.InputOffset():], " \t\r\n"); len(rest) == 0 || rest[0] != ':' {
+				return "", nil, false
+			}
 			break
 		}
 		var v json.RawMessage
