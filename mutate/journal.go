@@ -427,9 +427,10 @@ type recordFile struct {
 func (rf *recordFile) close() { rf.f.Close() }
 
 // openFront opens a record and decodes its fields before "items" into its head
-// and, unless nil, into v (a RunRecord). ok false: the file does not open, its fields before
-// the items are not headKeys once each under their exact names plus others, do not
-// decode, are longer than headWindow, or name another run or an unknown format.
+// and, unless nil, into v (a RunRecord). ok false: the file does not open, or its
+// fields before the items are not headKeys once each under their exact names (and
+// any others), do not decode, are longer than headWindow, or name another run or
+// an unknown format.
 func openFront(path string, v any) (*recordFile, bool) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -495,9 +496,9 @@ func headOK(h *recordHead, path string) bool {
 }
 
 // headWindow bounds how much of a record's start (for its head) and of its end
-// (for its last line) readHead and readSummary read; each read starts at 4 kB (a back-fill
-// record's head is a few hundred bytes; an update line of 100 items about 3 kB)
-// and grows fourfold.
+// (for its last line) readHead and readSummary read; each read starts at 4 kB (a
+// back-fill record's head is a few hundred bytes, an update line of 100 items
+// about 3 kB) and grows fourfold.
 const headWindow = 256 << 10
 
 // lastLine returns a format-2 record's last line, which is always an update line

@@ -46,15 +46,15 @@ func objectPrefix(data []byte, stop string) (prefix []byte, keys []string, value
 		if data[i] != '"' {
 			return nil, nil, -1, errNotObject
 		}
-		close := bytes.IndexAny(data[i+1:], `"\`)
-		if close < 0 {
+		keyLen := bytes.IndexAny(data[i+1:], `"\`)
+		if keyLen < 0 {
 			return nil, nil, -1, errShortPrefix
 		}
-		if data[i+1+close] == '\\' {
+		if data[i+1+keyLen] == '\\' {
 			return nil, nil, -1, errNotObject
 		}
-		key := string(data[i+1 : i+1+close])
-		if i = skipSpace(data, i+close+2); i == len(data) {
+		key := string(data[i+1 : i+1+keyLen])
+		if i = skipSpace(data, i+keyLen+2); i == len(data) {
 			return nil, nil, -1, errShortPrefix
 		}
 		if data[i] != ':' {
