@@ -427,24 +427,24 @@ type recordFile struct {
 func (rf *recordFile) close() { rf.f.Close() }
 
 // openFront opens a record and decodes its fields before "items" into its head
-// and, unless nil, into v (a RunRecord). ok false: the file does not open, or its
+// and, unless nil, into rec. ok false: the file does not open, or its
 // fields before the items are not headKeys once each under their exact names (and
 // any others), do not decode, are longer than headWindow, or name another run or
 // an unknown format.
-func openFront(path string, v any) (*recordFile, bool) {
+func openFront(path string, rec *RunRecord) (*recordFile, bool) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, false
 	}
 	rf := &recordFile{f: f}
-	if rf.readFront(path, v) {
+	if rf.readFront(path, rec) {
 		return rf, true
 	}
 	f.Close()
 	return nil, false
 }
 
-func (rf *recordFile) readFront(path string, v any) bool {
+func (rf *recordFile) readFront(path string, rec *RunRecord) bool {
 	fi, err := rf.f.Stat()
 	if err != nil {
 		return false
@@ -459,11 +459,22 @@ func (rf *recordFile) readFront(path string, v any) bool {
 		if errors.Is(err, errShortPrefix) && int64(len(rf.start)) < rf.size {
 			continue
 		}
-		return err == nil && headKeysOnce(keys) &&
-			json.Unmarshal(prefix, &rf.head) == nil && headOK(&rf.head, path) &&
-			(v == nil || json.Unmarshal(prefix, v) == nil)
+		return err == nil && headKeysOnce(keys) && rf.decodeFront(prefix, rec) == nil && headOK(&rf.head, path)
 	}
 	return false
+}
+
+// decodeFront decodes a record's fields before its items into rec, when not nil,
+// and its head.
+func (rf *recordFile) decodeFront(prefix []byte, rec *RunRecord) error {
+	if rec == nil {
+		return json.Unmarshal(prefix, &rf.head)
+	}
+	if err := json.Unmarshal(prefix, rec); err != nil {
+		return err
+	}
+	rf.head = recordHead{Format: rec.Format, RunID: rec.RunID, State: rec.State, Epoch: rec.Epoch, History: rec.History}
+	return nil
 }
 
 // headKeysOnce: each of headKeys once, under its exact name, and no key repeated
