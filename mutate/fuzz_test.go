@@ -83,7 +83,7 @@ func FuzzJournalRecord(f *testing.F) {
 // lastLineCounts: data's last line is not an update line, or one of items items.
 func lastLineCounts(data []byte, items int) bool {
 	lines := bytes.Split(bytes.TrimSuffix(data, []byte("\n")), []byte("\n"))
-	_, n, err := parseUpdateSummary(lines[len(lines)-1])
+	_, n, err := parseUpdateOutcome(lines[len(lines)-1], true)
 	return err != nil || n == items
 }
 

@@ -353,11 +353,11 @@ func readHead(path string) (h recordHead, ok bool) {
 	if !ok {
 		return recordHead{}, false
 	}
-	state, history, err := parseUpdateHead(line)
-	if err != nil {
+	out, _, err := parseUpdateOutcome(line, false)
+	if err != nil || out.History == nil {
 		return recordHead{}, false
 	}
-	h.State, h.History = state, history
+	h.State, h.History = out.State, out.History
 	return h, true
 }
 
@@ -372,15 +372,18 @@ func readHead(path string) (h recordHead, ok bool) {
 func readSummary(path string) (RunSummary, bool) {
 	var rec RunRecord
 	rf, ok := openFront(path, &rec)
-	if !ok || rec.Format != JournalFormat {
+	if !ok {
 		return RunSummary{}, false
 	}
 	defer rf.close()
+	if rec.Format != JournalFormat {
+		return RunSummary{}, false
+	}
 	line, ok := rf.lastLine()
 	if !ok {
 		return RunSummary{}, false
 	}
-	outcome, items, err := parseUpdateSummary(line)
+	outcome, items, err := parseUpdateOutcome(line, true)
 	if err != nil {
 		return RunSummary{}, false
 	}
@@ -388,9 +391,9 @@ func readSummary(path string) (RunSummary, bool) {
 	return summaryOf(&rec, items, ""), true
 }
 
-// parseUpdateSummary checks an update line and decodes its outcome, which comes
-// before its items, and counts the items without decoding them.
-func parseUpdateSummary(line []byte) (runOutcome, int, error) {
+// parseUpdateOutcome checks an update line and decodes its outcome, which comes
+// before its items, without decoding the items; with countItems it counts them.
+func parseUpdateOutcome(line []byte, countItems bool) (runOutcome, int, error) {
 	payload, err := updatePayload(line)
 	if err != nil {
 		return runOutcome{}, 0, err
@@ -407,7 +410,7 @@ func parseUpdateSummary(line []byte) (runOutcome, int, error) {
 		return runOutcome{}, 0, fmt.Errorf("update line: unknown state %q", out.State)
 	}
 	items := 0
-	if at >= 0 {
+	if countItems && at >= 0 {
 		if items, err = arrayLen(payload, at); err != nil {
 			return runOutcome{}, 0, fmt.Errorf("update line items: %w", err)
 		}
@@ -672,30 +675,6 @@ func (u *recordUpdate) applyTo(rec *RunRecord) {
 	for i, iu := range u.Items {
 		rec.Items[i].Status, rec.Items[i].Reason, rec.Items[i].Written = iu.Status, iu.Reason, iu.Written
 	}
-}
-
-// parseUpdateHead checks an update line and decodes its state and history, which
-// come before its items (recordUpdate's field order), without decoding the items.
-func parseUpdateHead(line []byte) (RunState, []StateChange, error) {
-	payload, err := updatePayload(line)
-	if err != nil {
-		return "", nil, err
-	}
-	prefix, _, _, err := objectPrefix(payload, "items")
-	if err != nil {
-		return "", nil, fmt.Errorf("update line: %w", err)
-	}
-	var head struct {
-		State   RunState      `json:"state"`
-		History []StateChange `json:"history"`
-	}
-	if err := json.Unmarshal(prefix, &head); err != nil {
-		return "", nil, fmt.Errorf("update line: %w", err)
-	}
-	if !head.State.known() || head.History == nil {
-		return "", nil, fmt.Errorf("update line: state %q, history %v", head.State, head.History)
-	}
-	return head.State, head.History, nil
 }
 
 // parseUpdate decodes one update line of a record of the given item count.

@@ -3,6 +3,7 @@ package mutate
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -279,5 +280,34 @@ func TestListPassesOverItems(t *testing.T) {
 	}
 	if _, err := Show(dir, rec.RunID); !errors.Is(err, ErrBadJournal) {
 		t.Fatalf("Show: %v, want ErrBadJournal", err)
+	}
+}
+
+// List closes every record it opens, the format 1 ones it then reads whole too.
+func TestListClosesRecords(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd to count open files")
+	}
+	dir := t.TempDir()
+	for i := range 50 {
+		id := fmt.Sprintf("20000101T000000.%09dZ-f1f1", i)
+		rec := `{"format":1,"runId":"` + id + `","command":"old","state":"committed","epoch":1,"history":[],"items":[]}`
+		if err := os.WriteFile(filepath.Join(dir, id+recordSuffix), []byte(rec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	open := func() int {
+		ents, err := os.ReadDir("/proc/self/fd")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(ents)
+	}
+	before := open()
+	if runs, err := List(dir); err != nil || len(runs) != 50 {
+		t.Fatalf("List = %d runs, %v", len(runs), err)
+	}
+	if after := open(); after > before {
+		t.Fatalf("%d files open after List, %d before", after, before)
 	}
 }
