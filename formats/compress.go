@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/golang/snappy"
+	kzlib "github.com/klauspost/compress/zlib"
 	"github.com/klauspost/compress/zstd"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
@@ -35,8 +36,12 @@ var (
 	zstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
 		return zstd.NewReader(nil, zstd.WithDecoderMaxMemory(MaxUncompressedSize))
 	})
+	// Writers take their fastest level: any level decodes the same in Pulsar's
+	// codecs, the broker compresses the node again at its own level on its next
+	// write, and back-fill re-encodes every managed ledger it changes
+	// (docs/benchmarks.md, "Compression levels").
 	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
-		return zstd.NewWriter(nil)
+		return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	})
 )
 
@@ -102,9 +107,12 @@ func appendCompressed(dst []byte, codec int32, src []byte) ([]byte, error) {
 var lz4Compressors = sync.Pool{New: func() any { return new(lz4.Compressor) }}
 
 // deflater is a zlib writer kept for reuse: a fresh one allocates about 800 KB.
+// klauspost's writer at BestSpeed, not the standard library's at its default
+// level: that one clears 640 KB of hash tables on every Reset, 30 µs for a node of
+// a few hundred bytes (8 µs here). Reading stays with compress/zlib.
 type deflater struct {
 	out appender
-	zw  *zlib.Writer
+	zw  *kzlib.Writer
 }
 
 // appender is an io.Writer that appends to b.
@@ -117,11 +125,16 @@ func (a *appender) Write(p []byte) (int, error) {
 
 var deflaters sync.Pool // of *deflater
 
+func newZlibWriter(w io.Writer) *kzlib.Writer {
+	zw, _ := kzlib.NewWriterLevel(w, kzlib.BestSpeed) // a valid level: never fails
+	return zw
+}
+
 func getDeflater() *deflater {
 	z, _ := deflaters.Get().(*deflater)
 	if z == nil {
 		z = new(deflater)
-		z.zw = zlib.NewWriter(&z.out)
+		z.zw = newZlibWriter(&z.out)
 		return z
 	}
 	// Reset makes the writer as NewWriter left it: the same bytes come out.

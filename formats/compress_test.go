@@ -160,7 +160,7 @@ func freshCompress(t *testing.T, codec int32, src []byte) []byte {
 		return dst[:n]
 	case codecZLIB:
 		var buf bytes.Buffer
-		w := zlib.NewWriter(&buf)
+		w := newZlibWriter(&buf)
 		if _, err := w.Write(src); err != nil {
 			t.Fatal(err)
 		}
