@@ -3,6 +3,7 @@ package mutate
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -64,16 +65,54 @@ func BenchmarkApplyBackfillRun(b *testing.B) {
 }
 
 // BenchmarkReadRuns: the start-up read of a journal of 200 finished back-fill
-// runs (100 nodes of 500 B each), which every writable open and dry run pays.
+// runs (100 nodes of 500 B each) that the heads file does not list (the first
+// start after they were journaled), against a plain read of each record's ends.
 func BenchmarkReadRuns(b *testing.B) {
 	const nodes, runs = 100, 200
-	benchJournalRead(b, nodes, runs, 500, func(dir string) error {
-		got, err := readRuns(dir)
+	benchJournalRead(b, nodes, runs, 500, dropHeads, readRunsOf(runs), readEachEnds)
+}
+
+// BenchmarkReadRunsListed: the same start-up read when the heads file lists every
+// run (every later start), against a plain listing of the journal folder, a stat
+// of each record and a read of the heads file.
+func BenchmarkReadRunsListed(b *testing.B) {
+	const nodes, runs = 100, 200
+	listAll := func(dir string) {
+		dropHeads(dir)
+		if _, err := readRuns(dir, true); err != nil {
+			b.Fatal(err)
+		}
+		if h := readHeads(dir); len(h) != runs {
+			b.Fatalf("heads file lists %d runs, want %d", len(h), runs)
+		}
+	}
+	bare := func(b *testing.B, dir string, files []string) {
+		if _, err := os.ReadDir(dir); err != nil {
+			b.Fatal(err)
+		}
+		for _, path := range files {
+			if _, err := os.Lstat(path); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := os.ReadFile(filepath.Join(dir, headsFileName)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	benchJournalRead(b, nodes, runs, 500, listAll, readRunsOf(runs), bare)
+}
+
+func dropHeads(dir string) { os.Remove(filepath.Join(dir, headsFileName)) }
+
+// readRunsOf is a dry run's start-up read, checked: runs finished runs.
+func readRunsOf(runs int) func(dir string) error {
+	return func(dir string) error {
+		got, err := readRuns(dir, false)
 		if err == nil && (len(got) != runs || got[runs-1].rec != nil) {
 			err = fmt.Errorf("%d runs, the last read whole: %v", len(got), got[runs-1].rec != nil)
 		}
 		return err
-	})
+	}
 }
 
 // BenchmarkList: journal list (and undo's check, and run-id lookups) over a journal
@@ -81,19 +120,20 @@ func BenchmarkReadRuns(b *testing.B) {
 // (-benchmem) must not grow with the items journaled.
 func BenchmarkList(b *testing.B) {
 	const nodes, runs = 100, 50
-	benchJournalRead(b, nodes, runs, 5000, func(dir string) error {
+	benchJournalRead(b, nodes, runs, 5000, func(string) {}, func(dir string) error {
 		got, err := List(dir)
 		if err == nil && (len(got) != runs || got[0].Items != nodes) {
 			err = fmt.Errorf("%d runs, the first of %d items", len(got), got[0].Items)
 		}
 		return err
-	})
+	}, readEachEnds)
 }
 
 // benchJournalRead journals runs committed back-fill runs of nodes nodes of size
-// bytes, then times read over the journal against a plain read of each record's
-// first and last 4 kB, the bytes the start-up and listing readers need.
-func benchJournalRead(b *testing.B, nodes, runs, size int, read func(dir string) error) {
+// bytes, calls setup on the journal, then times read over it against bare, the
+// plain reads of the bytes read needs.
+func benchJournalRead(b *testing.B, nodes, runs, size int, setup func(dir string), read func(dir string) error,
+	bare func(b *testing.B, dir string, files []string)) {
 	dd, _ := newDataDir(b)
 	value := func(gen int) []byte { return []byte(fmt.Sprintf("%d %s", gen, strings.Repeat("x", size))) }
 	for i := range nodes {
@@ -116,20 +156,27 @@ func benchJournalRead(b *testing.B, nodes, runs, size int, read func(dir string)
 	if err != nil || len(files) != runs {
 		b.Fatalf("%d record files, %v", len(files), err)
 	}
-	var ours, bare time.Duration
+	setup(e.dir)
+	var ours, plain time.Duration
 	for b.Loop() {
 		t0 := time.Now()
 		if err := read(e.dir); err != nil {
 			b.Fatal(err)
 		}
 		t1 := time.Now()
-		for _, path := range files {
-			readEnds(b, path, 4<<10)
-		}
-		ours, bare = ours+t1.Sub(t0), bare+time.Since(t1)
+		bare(b, e.dir, files)
+		ours, plain = ours+t1.Sub(t0), plain+time.Since(t1)
 	}
-	b.ReportMetric(float64(ours.Microseconds())/float64(b.N*runs), "µs/record")
-	b.ReportMetric(bare.Seconds()/ours.Seconds(), "ours/bare-speed")
+	b.ReportMetric(float64(ours.Nanoseconds())/1e3/float64(b.N*runs), "µs/record")
+	b.ReportMetric(plain.Seconds()/ours.Seconds(), "ours/bare-speed")
+}
+
+// readEachEnds reads each record's first and last 4 kB, the bytes the start-up
+// and listing readers need of a record they read.
+func readEachEnds(b *testing.B, _ string, files []string) {
+	for _, path := range files {
+		readEnds(b, path, 4<<10)
+	}
 }
 
 // readEnds reads a file's first and last n bytes, as plainly as Go can.

@@ -213,7 +213,7 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 	if err := removeTemps(e.dir); err != nil {
 		return nil, err
 	}
-	runs, err := readRuns(e.dir)
+	runs, err := readRuns(e.dir, true)
 	if err != nil {
 		return nil, err
 	}
@@ -263,6 +263,10 @@ func (e *Engine) recover(ctx context.Context) ([]RecoveryReport, error) {
 	if err := errors.Join(errs...); err != nil {
 		return reports, err
 	}
+	// The runs just finished go into the heads file now, so that the next start
+	// reads nothing again (and a second recovery writes nothing). It is only a
+	// cache: its failure is not recovery's.
+	_, _ = readRuns(e.dir, true)
 	e.recovered = true
 	return reports, nil
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -227,4 +229,52 @@ func fieldsBefore(data []byte, stop string) (fields string, keys []string, compl
 		fmt.Fprintf(&b, "%q:%s;", k, c.String())
 	}
 	return b.String(), keys, true
+}
+
+// FuzzHeads feeds arbitrary bytes to the heads file's decoder: it returns heads or
+// an error, never panics; what it accepts lists only finished runs under names
+// the file can hold, and encodes back to the same bytes (names in order).
+func FuzzHeads(f *testing.F) {
+	heads := map[string]cachedHead{
+		"20261201T090000.000000001Z-aaaa.json": {id: 12, size: 1420, mtime: 1796145247539237230, state: StateCommitted, maxEpoch: 4},
+		"20261201T090000.000000002Z-aaaa.json": {id: 13, size: 99, mtime: -1, state: StateRolledBack, maxEpoch: 0},
+	}
+	good := encodeHeads(slices.Sorted(maps.Keys(heads)), heads)
+	f.Add(good)
+	f.Add(encodeHeads(nil, nil))
+	f.Add(good[:len(good)-3])
+	f.Add([]byte(headsMagic + "a.json\t1\t2\t3\tapplying\t4\ncrc32c\t0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodeHeads(data)
+		if err != nil {
+			return
+		}
+		for name, c := range got {
+			if !cacheableName(name) || !c.state.Finished() || c.size < 0 {
+				t.Fatalf("accepted %q: %+v", name, c)
+			}
+		}
+		names := headNames(data)
+		if len(names) != len(got) {
+			return // a name listed twice: the last line counts
+		}
+		if back := encodeHeads(names, got); !bytes.Equal(back, data) {
+			// Numbers with leading zeros or a sign decode to the same heads.
+			again, err := decodeHeads(back)
+			if err != nil || !reflect.DeepEqual(again, got) {
+				t.Fatalf("re-encoded %q -> %q: %v", data, back, err)
+			}
+		}
+	})
+}
+
+// headNames are the record names of a heads file that decodes, in file order.
+func headNames(data []byte) []string {
+	var names []string
+	lines := strings.Split(string(data[len(headsMagic):]), "\n")
+	for _, l := range lines[:len(lines)-2] { // the checksum line, and after its newline
+		name, _, _ := strings.Cut(l, "\t")
+		names = append(names, name)
+	}
+	return names
 }

@@ -280,35 +280,67 @@ func recordFiles(dir string) ([]string, error) {
 // journaledRun is one run as recovery sees it: every run's state and highest
 // epoch, and the whole record (rec) of a run that may need recovery.
 type journaledRun struct {
-	runID    string
 	state    RunState
 	maxEpoch uint64 // the highest epoch the record names: its own and its history's
 	rec      *RunRecord
 }
 
 // readRuns reads what recovery needs of every run, sorted by run id. A finished
-// run is read by its head (readHead) where that suffices, so the cost of start-up
-// does not grow with the items of every run ever journaled; any other record is
-// read and checked whole.
-func readRuns(dir string) ([]journaledRun, error) {
+// run listed in the heads file (heads.go) whose file has not changed since is not
+// read at all; another finished one is read by its head (readHead) where that
+// suffices, so the cost of start-up does not grow with the items of every run
+// ever journaled; any other record is read and checked whole. keepHeads (a
+// writable start) rewrites the heads file when it is not current.
+func readRuns(dir string, keepHeads bool) ([]journaledRun, error) {
 	files, err := recordFiles(dir)
 	if err != nil {
 		return nil, err
 	}
+	cached := readHeads(dir)
+	heads := make(map[string]cachedHead, len(files))
+	names := make([]string, 0, len(files))
+	current := true
 	runs := make([]journaledRun, 0, len(files))
 	for _, path := range files {
-		if h, ok := readHead(path); ok && h.State.Finished() {
-			runs = append(runs, journaledRun{runID: h.RunID, state: h.State, maxEpoch: h.maxEpoch()})
+		name := filepath.Base(path)
+		var fi fs.FileInfo
+		if cacheableName(name) {
+			// Taken before the read: a change after it makes the next start read again.
+			fi, _ = os.Lstat(path)
+		}
+		if c, ok := cached[name]; ok && fi != nil && c.matches(fi) {
+			runs = append(runs, journaledRun{state: c.state, maxEpoch: c.maxEpoch})
+			heads[name], names = c, append(names, name)
 			continue
 		}
-		rec, err := readRecord(path)
+		current = false
+		r, err := readRun(path)
 		if err != nil {
 			return nil, err
 		}
-		h := recordHead{Epoch: rec.Epoch, History: rec.History}
-		runs = append(runs, journaledRun{runID: rec.RunID, state: rec.State, maxEpoch: h.maxEpoch(), rec: rec})
+		runs = append(runs, r)
+		if fi != nil && r.state.Finished() {
+			heads[name], names = headOf(fi, r), append(names, name)
+		}
+	}
+	if keepHeads && (!current || len(cached) != len(names)) {
+		writeHeads(dir, names, heads)
 	}
 	return runs, nil
+}
+
+// readRun reads one record for recovery: by its head when it is finished and the
+// head reads well, else whole.
+func readRun(path string) (journaledRun, error) {
+	if h, ok := readHead(path); ok && h.State.Finished() {
+		return journaledRun{state: h.State, maxEpoch: h.maxEpoch()}, nil
+	}
+	rec, err := readRecord(path)
+	if err != nil {
+		return journaledRun{}, err
+	}
+	h := recordHead{Epoch: rec.Epoch, History: rec.History}
+	return journaledRun{state: rec.State, maxEpoch: h.maxEpoch(), rec: rec}, nil
 }
 
 // recordHead is the part of a RunRecord that precedes its items.
@@ -552,7 +584,7 @@ func (rf *recordFile) lastLine() ([]byte, bool) {
 // back), oldest first. Like List it only reads; finished runs are passed over by
 // their heads.
 func Unfinished(journalDir string) ([]RunSummary, error) {
-	runs, err := readRuns(journalDir)
+	runs, err := readRuns(journalDir, false) // a dry run writes nothing
 	if err != nil {
 		return nil, err
 	}

@@ -49,7 +49,7 @@ func TestReadHeadOfWrittenRecord(t *testing.T) {
 	if !ok || h.RunID != rec.RunID || h.State != StateCommitted || h.Epoch != 4 || h.maxEpoch() != 9 {
 		t.Fatalf("readHead = %+v, %v; want the record's run id, state, epoch 4 and max epoch 9", h, ok)
 	}
-	runs, err := readRuns(dir)
+	runs, err := readRuns(dir, false)
 	if err != nil || len(runs) != 1 || runs[0].rec != nil || runs[0].maxEpoch != 9 {
 		t.Fatalf("readRuns = %+v, %v; want the finished run by its head, max epoch 9", runs, err)
 	}
@@ -105,7 +105,7 @@ func TestReadHeadRefusesWhatItCannotVouchFor(t *testing.T) {
 	if err := os.WriteFile(path, []byte(old), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runs, err := readRuns(dir)
+	runs, err := readRuns(dir, false)
 	if err != nil || len(runs) != 1 || runs[0].rec == nil || runs[0].maxEpoch != 7 {
 		t.Fatalf("readRuns of the older layout = %+v, %v; want the whole record, max epoch 7", runs, err)
 	}
@@ -113,7 +113,7 @@ func TestReadHeadRefusesWhatItCannotVouchFor(t *testing.T) {
 	if err := os.WriteFile(path, []byte(`{"format":1,"runId":"r1","state":"committed","epoch":`), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readRuns(dir); !errors.Is(err, ErrBadJournal) || !strings.Contains(err.Error(), path) {
+	if _, err := readRuns(dir, false); !errors.Is(err, ErrBadJournal) || !strings.Contains(err.Error(), path) {
 		t.Fatalf("readRuns of a damaged record: %v; want ErrBadJournal naming %s", err, path)
 	}
 }

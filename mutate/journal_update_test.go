@@ -128,7 +128,7 @@ func TestReadHeadOfLargeRecords(t *testing.T) {
 	if h, ok := readHead(path); ok && h.State != StateCommitted {
 		t.Fatalf("readHead of a record whose update is over the window = %+v", h)
 	}
-	runs, err := readRuns(filepath.Dir(path))
+	runs, err := readRuns(filepath.Dir(path), false)
 	if err != nil || len(runs) != 1 || runs[0].state != StateCommitted || rec.State != StateCommitted {
 		t.Fatalf("readRuns = %+v, %v; want the run committed", runs, err)
 	}
