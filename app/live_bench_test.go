@@ -171,6 +171,13 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 // store, as the engine's verification does. Each is reported as a share of bare's
 // time (plan-only/bare-time = 2 means planning alone takes twice the bare writes).
 func benchBackfill(b *testing.B, raw liveRaw) {
+	// settle lets the writes before a timed loop land (the server's batched
+	// backend commits, our journal's write-back) before it starts, so that
+	// neither loop pays for the other's or for the set-up's clones.
+	settle := func() {
+		syscall.Sync()
+		time.Sleep(300 * time.Millisecond)
+	}
 	f := loadLiveFixture(b, raw)
 	dd := openLive(b, f.dir, raw.url(), false)
 	// The fixture's own topics first, untimed: each timed run then writes only the
@@ -198,6 +205,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 			b.Fatal(err)
 		}
 		planOnly, planCPU = planOnly+time.Since(tp), planCPU+rusage.ProcessCPU()-cp
+		settle() // the clones' creation, as before the bare loop
 		b.StartTimer()
 		t0, c0, s0 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		// The phase label lets a CPU profile of this benchmark be cut to our
@@ -224,11 +232,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		}
 		// The bare loop writes what back-fill wrote: the same bytes, the same batches.
 		value := raw.get(b, mine[0])
-		// Let our run's aftermath settle (the server's batched backend commits,
-		// our journal's write-back) so the bare loop does not pay for it; our own
-		// run starts after untimed work too.
-		syscall.Sync()
-		time.Sleep(300 * time.Millisecond)
+		settle() // our run's aftermath
 		t2, c2, s2 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		for i := 0; i < len(theirs); i += liveBenchBatch {
 			raw.writeBatch(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
