@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -160,7 +162,7 @@ func backfillError(err error) error {
 
 // backfillSummary is the totals of a back-fill.
 type backfillSummary struct {
-	Topics  int   `json:"topics" table:"TOPICS"`
+	Topics  int64 `json:"topics" table:"TOPICS"`
 	Ledgers int64 `json:"ledgers" table:"LEDGERS"`
 	Had     int64 `json:"had" table:"HAD"`
 	Planned int64 `json:"planned" table:"PLANNED"`
@@ -181,19 +183,19 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	for _, n := range res.Skipped {
 		skipped += n
 	}
-	doc.Add(report.Rows("summary", "Back-fill of "+opts.Key, []backfillSummary{{Topics: len(res.Topics),
+	doc.Add(report.Rows("summary", "Back-fill of "+opts.Key, []backfillSummary{{Topics: res.TopicCount,
 		Ledgers: res.Ledgers, Had: res.Had, Planned: res.Planned, Written: res.Written, Skipped: skipped, Runs: len(res.Runs)}}))
-
-	topics := []index.TopicResult{}
-	complete := 0
-	for _, t := range res.Topics {
-		if t.Planned == 0 && t.Skipped == 0 {
-			complete++
-			continue
+	doc.Add(report.Rows("topics", "Topics with work or skips", nonNilTopics(res.Topics)))
+	if res.TopicsNotListed > 0 {
+		shown := fmt.Sprintf("the topics table lists the first %d of %d topics with work or skips", len(res.Topics), int64(len(res.Topics))+res.TopicsNotListed)
+		if len(res.Runs) > 0 {
+			shown += "; each batch run lists its writes: ledgermedic journal show RUN"
 		}
-		topics = append(topics, t)
+		doc.Note("%s", shown)
 	}
-	doc.Add(report.Rows("topics", "Topics with work or skips", topics))
+	for _, kind := range slices.Sorted(maps.Keys(res.FindingsNotListed)) {
+		doc.Note("%d more %s finding(s) not listed (the first %d are)", res.FindingsNotListed[kind], kind, countKind(res.Findings, kind))
+	}
 
 	reasons := []skipReason{}
 	for _, r := range res.SkippedReasons() {
@@ -207,11 +209,11 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 		}
 		doc.Note("dry run: nothing was written; add --apply to write %d ledger value(s)", res.Planned)
 	}
-	if n := countKind(res.Findings, index.KindOpenLedger); n > 0 {
+	if n := int64(countKind(res.Findings, index.KindOpenLedger)) + res.FindingsNotListed[index.KindOpenLedger]; n > 0 {
 		doc.Note("warning: %d open last ledger(s) got a value; a broker rebuilds the open ledger's LedgerInfo when it opens the topic, so re-run after it rolls over", n)
 	}
-	if complete > 0 {
-		doc.Note("%d topic(s) needed nothing", complete)
+	if res.TopicsComplete > 0 {
+		doc.Note("%d topic(s) needed nothing", res.TopicsComplete)
 	}
 	for _, r := range res.Recovered {
 		doc.Note("rolled back unfinished run %s (%s) from the journal before planning: %s", r.RunID, r.Command, r.State)
@@ -223,7 +225,8 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	if res.Interrupted {
 		doc.Note("interrupted: run the same command again to resume")
 	}
-	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply}
+	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply,
+		"topics_not_listed": res.TopicsNotListed, "findings_not_listed": res.FindingsNotListed}
 	return doc
 }
 
@@ -235,6 +238,13 @@ func countKind(fs []report.Finding, kind string) int {
 		}
 	}
 	return n
+}
+
+func nonNilTopics(t []index.TopicResult) []index.TopicResult {
+	if t == nil {
+		return []index.TopicResult{}
+	}
+	return t
 }
 
 func nonNilStrings(s []string) []string {

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/report"
 )
 
@@ -119,4 +121,65 @@ func TestIndexFindBadInput(t *testing.T) {
 	if code, _, stderr := indexRun(t, "-d", dir, "index", "backfill", "--topic", "acme/orders/nope"); code != report.ExitBadInput {
 		t.Errorf("backfill unknown topic: exit %d %s", code, stderr)
 	}
+}
+
+// A back-fill of more topics than index.DefaultRowLimit lists the first ones and
+// counts the rest, in the table and in JSON, and still writes every topic.
+func TestIndexBackfillListsAtMostRowLimit(t *testing.T) {
+	const topics = index.DefaultRowLimit + 60
+	dir := filepath.Join(t.TempDir(), "dd")
+	if _, err := fixtures.Generate(context.Background(), dir, fixtures.Options{Seed: 2, Topics: topics}, nil); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := indexRun(t, "-d", dir, "index", "backfill")
+	if code > report.ExitFindings || !strings.Contains(out, fmt.Sprintf("the topics table lists the first %d of ", index.DefaultRowLimit)) {
+		t.Fatalf("dry run: exit %d, no note of the topics not listed:\n%s%s", code, tail(out, 2000), stderr)
+	}
+	code, out, stderr = indexRun(t, "-d", dir, "--json", "index", "backfill", "--apply")
+	if code > report.ExitFindings {
+		t.Fatalf("apply: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Summary           []struct{ Topics, Planned, Written int64 }
+		Topics            []json.RawMessage
+		Findings          []struct{ Kind string }
+		TopicsNotListed   int64            `json:"topics_not_listed"`
+		FindingsNotListed map[string]int64 `json:"findings_not_listed"`
+	}
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatalf("%v: %s", err, tail(out, 2000))
+	}
+	s := doc.Summary[0]
+	// A partitioned topic has a managed ledger per partition: the summary counts those.
+	if s.Topics < topics || s.Written == 0 || s.Written != s.Planned {
+		t.Fatalf("summary %+v, want at least %d managed ledgers, every planned ledger written", s, topics)
+	}
+	if len(doc.Topics) != index.DefaultRowLimit || doc.TopicsNotListed == 0 || int64(len(doc.Topics))+doc.TopicsNotListed > s.Topics {
+		t.Fatalf("%d topics listed, %d not listed, of %d", len(doc.Topics), doc.TopicsNotListed, s.Topics)
+	}
+	kinds := map[string]int{}
+	for _, f := range doc.Findings {
+		kinds[f.Kind]++
+	}
+	for kind, n := range doc.FindingsNotListed {
+		if n <= 0 || kinds[kind] != index.DefaultRowLimit {
+			t.Errorf("%s: %d not listed, %d listed; want the first %d listed", kind, n, kinds[kind], index.DefaultRowLimit)
+		}
+	}
+	if len(doc.FindingsNotListed) == 0 {
+		t.Error("no finding kind reached the limit; the fixture has an open ledger per topic")
+	}
+	// Every topic was written: a second run has nothing to do.
+	code, out, _ = indexRun(t, "-d", dir, "--json", "index", "backfill")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Summary[0].Planned != 0 {
+		t.Fatalf("after --apply: exit %d, %+v, %v", code, doc.Summary, err)
+	}
+}
+
+// tail is the last n bytes of s, for failure messages of long outputs.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }

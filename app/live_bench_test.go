@@ -221,12 +221,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		t1 := time.Now()
 		applyCPU += rusage.ProcessCPU() - c0
 		applyServerCPU += raw.serverCPU() - s0
-		nodes := 0
-		for _, tr := range res.Topics {
-			if tr.Written > 0 {
-				nodes++
-			}
-		}
+		nodes := int(res.TopicsWritten)
 		if nodes != liveBenchBackfill {
 			b.Fatalf("back-fill wrote %d managed-ledger nodes, want %d (skipped %v)", nodes, liveBenchBackfill, res.Skipped)
 		}

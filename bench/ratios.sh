@@ -97,7 +97,7 @@ section() {
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
     run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;
   journal)
-    run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkList$' -benchmem -count 3 ;;
+    run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkReadRunsListed$|BenchmarkList$' -benchmem -count 3 ;;
   *)
     echo "unknown section $1 (bench/ratios.sh -l lists them)" >&2
     exit 2 ;;

@@ -91,7 +91,15 @@ type BackfillOptions struct {
 	OnPlanned func(PlannedLedger)
 	// Args is the command line, for the journal.
 	Args []string
+	// RowLimit bounds the topics (those with work or skips) and the findings of
+	// each kind that the result lists (0: DefaultRowLimit; negative: every one);
+	// its counts cover the rest. Without a bound the result of a cluster of 1M
+	// topics held a row and an open-ledger warning for each.
+	RowLimit int
 }
+
+// DefaultRowLimit is BackfillOptions.RowLimit's default.
+const DefaultRowLimit = 1000
 
 func (o *BackfillOptions) defaults() {
 	o.Key = cluster.KeyFor(o.Key)
@@ -106,6 +114,9 @@ func (o *BackfillOptions) defaults() {
 	}
 	if o.Progress == nil {
 		o.Progress = report.NoProgress{}
+	}
+	if o.RowLimit == 0 {
+		o.RowLimit = DefaultRowLimit
 	}
 }
 
@@ -134,15 +145,24 @@ type TopicResult struct {
 
 // BackfillResult sums up a back-fill.
 type BackfillResult struct {
-	Topics    []TopicResult
-	Ledgers   int64
-	Had       int64
-	Planned   int64
-	Written   int64
-	Skipped   map[string]int64
-	Runs      []string
-	Recovered []mutate.RecoveryReport
-	Findings  []report.Finding
+	// Topics are the managed ledgers with work or skips, in path order, up to
+	// RowLimit of them; TopicsNotListed counts the rest.
+	Topics          []TopicResult
+	TopicsNotListed int64
+	TopicCount      int64 // managed ledgers planned
+	TopicsComplete  int64 // of them, those that needed nothing
+	TopicsWritten   int64 // of them, those whose batch was written
+	Ledgers         int64
+	Had             int64
+	Planned         int64
+	Written         int64
+	Skipped         map[string]int64
+	Runs            []string
+	Recovered       []mutate.RecoveryReport
+	// Findings lists up to RowLimit findings of each kind, in the order found;
+	// FindingsNotListed counts the rest by kind.
+	Findings          []report.Finding
+	FindingsNotListed map[string]int64
 	// Interrupted: the context ended; batches written before that stay written.
 	Interrupted bool
 }
@@ -158,7 +178,7 @@ type BackfillResult struct {
 // of it written, and a re-run plans it again).
 func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*BackfillResult, error) {
 	opts.defaults()
-	res := &BackfillResult{Skipped: make(map[string]int64)}
+	res := &BackfillResult{Skipped: make(map[string]int64), FindingsNotListed: make(map[string]int64)}
 	var eng *mutate.Engine
 	if opts.Apply {
 		var err error
@@ -290,6 +310,8 @@ type backfiller struct {
 
 	mu  sync.Mutex // res: the planner adds topics, the writer records runs
 	res *BackfillResult
+	// findingsOfKind counts the findings listed in res, by kind (under mu).
+	findingsOfKind map[string]int
 
 	batch        []*topicPlan
 	batchLedgers int
@@ -410,9 +432,10 @@ const (
 // take records a topic's plan and hands the batch to the writer when it is full.
 func (b *backfiller) take(tp *topicPlan, w *writer) {
 	b.mu.Lock()
-	b.res.Topics = append(b.res.Topics, tp.result)
-	tp.resultIndex = len(b.res.Topics) - 1
-	b.res.Findings = append(b.res.Findings, tp.findings...)
+	b.listTopic(tp)
+	for _, f := range tp.findings {
+		b.addFinding(f)
+	}
 	b.res.Ledgers += int64(tp.result.Ledgers)
 	b.res.Had += int64(tp.result.Had)
 	b.res.Planned += int64(tp.result.Planned)
@@ -434,6 +457,37 @@ func (b *backfiller) take(tp *topicPlan, w *writer) {
 	if len(b.batch) >= b.opts.BatchTopics || b.batchLedgers >= b.opts.BatchLedgers {
 		w.send(b.cut())
 	}
+}
+
+// listTopic counts a planned topic and lists it in the result when it had work or
+// skips and the list has room; tp.resultIndex is its row, or -1. b.mu is held.
+func (b *backfiller) listTopic(tp *topicPlan) {
+	r := b.res
+	r.TopicCount++
+	tp.resultIndex = -1
+	switch {
+	case tp.result.Planned == 0 && tp.result.Skipped == 0:
+		r.TopicsComplete++
+	case b.opts.RowLimit < 0 || len(r.Topics) < b.opts.RowLimit:
+		r.Topics = append(r.Topics, tp.result)
+		tp.resultIndex = len(r.Topics) - 1
+	default:
+		r.TopicsNotListed++
+	}
+}
+
+// addFinding lists f, or counts it when RowLimit findings of its kind are listed.
+// b.mu is held.
+func (b *backfiller) addFinding(f report.Finding) {
+	if b.opts.RowLimit >= 0 && b.findingsOfKind[f.Kind] >= b.opts.RowLimit {
+		b.res.FindingsNotListed[f.Kind]++
+		return
+	}
+	if b.findingsOfKind == nil {
+		b.findingsOfKind = make(map[string]int)
+	}
+	b.findingsOfKind[f.Kind]++
+	b.res.Findings = append(b.res.Findings, f)
 }
 
 // cut returns the batch planned so far and starts a new one.
@@ -559,7 +613,7 @@ func (w *writer) ended(plan *mutate.Plan, r *mutate.Result, err error) {
 			// batch was written; a re-run plans again from the new state.
 			for _, tp := range batch {
 				b.res.Skipped[SkipRefused] += int64(tp.result.Planned)
-				b.res.Findings = append(b.res.Findings, report.Finding{
+				b.addFinding(report.Finding{
 					Kind: KindRefused, Severity: report.SeverityError, Location: tp.result.Topic,
 					Topic: tp.result.Topic, Path: tp.result.Path,
 					Message: fmt.Sprintf("batch run %s was refused, nothing written: %v", r.RunID, err),
@@ -577,9 +631,12 @@ func (w *writer) ended(plan *mutate.Plan, r *mutate.Result, err error) {
 	}
 	b.res.Runs = append(b.res.Runs, r.RunID)
 	for _, tp := range batch {
-		t := &b.res.Topics[tp.resultIndex]
-		t.Written, t.RunID = t.Planned, r.RunID
-		b.res.Written += int64(t.Planned)
+		b.res.Written += int64(tp.result.Planned)
+		b.res.TopicsWritten++
+		if tp.resultIndex >= 0 {
+			t := &b.res.Topics[tp.resultIndex]
+			t.Written, t.RunID = t.Planned, r.RunID
+		}
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"testing"
 
@@ -558,5 +559,72 @@ func TestBackfillOpenLedgerCount(t *testing.T) {
 	}
 	if res.Planned != 5 || res.Written != 5 { // ledger 0 of each topic and the open one with entries
 		t.Errorf("planned %d written %d, want 5 and 5", res.Planned, res.Written)
+	}
+}
+
+// RowLimit bounds what the result lists, not what is done: the same cluster
+// back-filled with and without a limit writes the same bytes and counts the same
+// totals, and the limited result lists the first topics and findings of each kind
+// and counts the rest.
+func TestBackfillRowLimitBoundsTheResultOnly(t *testing.T) {
+	opts := fixtures.Options{Seed: 11, Topics: 20}
+	const limit = 3
+	ddAll, _ := generate(t, opts)
+	ddLim, _ := generate(t, opts)
+	all := backfill(t, ddAll, BackfillOptions{Apply: true, BatchTopics: 4, RowLimit: -1})
+	lim := backfill(t, ddLim, BackfillOptions{Apply: true, BatchTopics: 4, RowLimit: limit})
+
+	if len(all.Topics) <= limit || len(findingsOf(all, KindOpenLedger)) <= limit {
+		t.Fatalf("fixture too small for the test: %d topics with work, %d open-ledger findings", len(all.Topics), len(findingsOf(all, KindOpenLedger)))
+	}
+	type totals struct {
+		topics, complete, written, ledgers, had, planned, writtenLedgers int64
+		runs                                                             int
+		skipped                                                          map[string]int64
+	}
+	of := func(r *BackfillResult) totals {
+		return totals{r.TopicCount, r.TopicsComplete, r.TopicsWritten, r.Ledgers, r.Had, r.Planned, r.Written, len(r.Runs), r.Skipped}
+	}
+	if a, l := of(all), of(lim); !reflect.DeepEqual(a, l) {
+		t.Fatalf("totals differ: without a limit %+v, with %+v", a, l)
+	}
+	if all.TopicCount != all.TopicsComplete+int64(len(all.Topics)) || all.TopicsNotListed != 0 || len(all.FindingsNotListed) != 0 {
+		t.Fatalf("without a limit: %d topics = %d complete + %d listed, %d not listed, findings not listed %v",
+			all.TopicCount, all.TopicsComplete, len(all.Topics), all.TopicsNotListed, all.FindingsNotListed)
+	}
+	written := 0
+	for _, tr := range all.Topics {
+		if tr.Written > 0 {
+			written++
+		}
+	}
+	if all.TopicsWritten != int64(written) || written == 0 {
+		t.Fatalf("%d topics written, the rows say %d", all.TopicsWritten, written)
+	}
+	if len(lim.Topics) != limit || lim.TopicsNotListed != int64(len(all.Topics)-limit) {
+		t.Fatalf("with limit %d: %d topics listed, %d not listed; want %d and %d", limit, len(lim.Topics), lim.TopicsNotListed, limit, len(all.Topics)-limit)
+	}
+	for i, got := range lim.Topics {
+		want := all.Topics[i]
+		if (got.RunID == "") != (got.Written == 0) {
+			t.Errorf("listed topic %s: written %d, run %q", got.Topic, got.Written, got.RunID)
+		}
+		got.RunID, want.RunID = "", ""
+		if got != want {
+			t.Errorf("listed topic %d = %+v, want %+v", i, got, want)
+		}
+	}
+	kinds := map[string]int{}
+	for _, f := range all.Findings {
+		kinds[f.Kind]++
+	}
+	for kind, n := range kinds {
+		listed := min(n, limit)
+		if got := len(findingsOf(lim, kind)); got != listed || lim.FindingsNotListed[kind] != int64(n-listed) {
+			t.Errorf("%s: %d listed and %d not, want %d and %d", kind, got, lim.FindingsNotListed[kind], listed, n-listed)
+		}
+	}
+	if a, l := snapshot(t, ddAll), snapshot(t, ddLim); !maps.EqualFunc(a, l, bytes.Equal) {
+		t.Fatal("the limit changed what was written")
 	}
 }
