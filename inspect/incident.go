@@ -15,7 +15,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
-	"github.com/ledgermedic/ledgermedic/schemaid"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -306,18 +305,11 @@ func (g *gatherer) useOf(base formats.TopicName, v *htmlreport.Version) {
 	if g.usage == nil {
 		return
 	}
-	for _, tu := range g.usage.Topics {
-		if tu.Topic != base.String() {
-			continue
-		}
-		for _, u := range tu.Uses {
-			if u.Field == schemaid.FieldSchemaVersion && u.ID.Kind == schemaid.KindPulsarVersion && u.ID.Version == v.Version {
-				v.Messages += u.Messages
-				v.Entries += u.Entries
-				v.FirstPublish, v.LastPublish = int64(u.FirstPublishMs), int64(u.LastPublishMs)
-			}
-		}
-	}
+	g.usage.TopicUses(base.String(), v.Version, func(u SchemaUse) {
+		v.Messages += u.Messages
+		v.Entries += u.Entries
+		v.FirstPublish, v.LastPublish = int64(u.FirstPublishMs), int64(u.LastPublishMs)
+	})
 }
 
 func restoredKey(key string, version int64) string { return fmt.Sprintf("%s\x00%d", key, version) }

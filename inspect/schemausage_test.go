@@ -156,6 +156,11 @@ func TestSchemaUsageMatchesManifest(t *testing.T) {
 					if n := r.MessagesNeeding(tu.SchemaKey, *u.Version); n != u.Messages {
 						t.Errorf("MessagesNeeding(%s, %d) = %d, want %d", tu.SchemaKey, *u.Version, n, u.Messages)
 					}
+					var n int64
+					r.TopicUses(tu.Topic, *u.Version, func(su SchemaUse) { n += su.Messages })
+					if n != u.Messages {
+						t.Errorf("TopicUses(%s, %d): %d messages, want %d", tu.Topic, *u.Version, n, u.Messages)
+					}
 				}
 			}
 			reports = append(reports, r)
