@@ -181,7 +181,11 @@ func (p Presence) Lost() bool { return !p.Node && !p.Entries }
 // LedgerNodeExists reports whether a ledger's metadata node exists; a node whose
 // value is damaged exists.
 func LedgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
-	_, err := ms.Get(formats.LedgerPath(id))
+	return ledgerNodeExists(ms.Get, id)
+}
+
+func ledgerNodeExists(get func(string) (store.Node, error), id int64) (bool, error) {
+	_, err := get(formats.LedgerPath(id))
 	switch {
 	case err == nil, errors.Is(err, store.ErrTruncatedValue):
 		return true, nil
@@ -189,6 +193,26 @@ func LedgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
 		return false, nil
 	}
 	return false, err
+}
+
+// LedgerNodesExist is LedgerNodeExists for many ledgers, their nodes read ahead
+// in batches (store.ReadAhead): a live store then answers the ledgers of
+// thousands of schema versions in tens of round trips, not thousands.
+func LedgerNodesExist(ms store.MetadataStore, ids []int64) ([]bool, error) {
+	paths := make([]string, len(ids))
+	for i, id := range ids {
+		paths[i] = formats.LedgerPath(id)
+	}
+	ahead := store.ReadAhead(ms, paths)
+	out := make([]bool, len(ids))
+	for i, id := range ids {
+		ok, err := ledgerNodeExists(ahead.Get, id)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = ok
+	}
+	return out, nil
 }
 
 // LedgerPresence looks up a ledger's node and whether it has any entry: two key

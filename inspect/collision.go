@@ -124,11 +124,11 @@ func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.Top
 // the locator lists readably, whether the version was registered after the
 // first of those messages was published; for the topics where one was, it
 // splits the messages at the registration times and reports each version.
-func collisionFindings(ctx context.Context, dd *store.DataDir, r *UsageReport) ([]report.Finding, error) {
+func collisionFindings(ctx context.Context, dd *store.DataDir, locators *store.AheadReader, r *UsageReport) ([]report.Finding, error) {
 	var out []report.Finding
 	for i := range r.Topics {
 		tu := &r.Topics[i]
-		fs, err := topicCollisions(ctx, dd, tu)
+		fs, err := topicCollisions(ctx, dd, locators, tu)
 		if err != nil {
 			return nil, err
 		}
@@ -137,7 +137,7 @@ func collisionFindings(ctx context.Context, dd *store.DataDir, r *UsageReport) (
 	return out, nil
 }
 
-func topicCollisions(ctx context.Context, dd *store.DataDir, tu *TopicUsage) ([]report.Finding, error) {
+func topicCollisions(ctx context.Context, dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
 	suspects := map[int64]int64{} // version -> registration time
 	var locPath string
 	for _, u := range tu.Uses {
@@ -147,7 +147,7 @@ func topicCollisions(ctx context.Context, dd *store.DataDir, tu *TopicUsage) ([]
 		if locPath == "" {
 			locPath = formats.SchemasRoot + "/" + tu.SchemaKey
 		}
-		ts, ok, err := registeredAt(dd, locPath, u.ID.Version)
+		ts, ok, err := registeredAt(dd, locators, locPath, u.ID.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -192,8 +192,8 @@ func topicCollisions(ctx context.Context, dd *store.DataDir, tu *TopicUsage) ([]
 
 // registeredAt reads the SchemaInfo timestamp of one version the locator at
 // path lists; ok is false when it cannot be read (other findings say why).
-func registeredAt(dd *store.DataDir, path string, version int64) (ts int64, ok bool, err error) {
-	n, err := dd.Metadata.Get(path)
+func registeredAt(dd *store.DataDir, locators *store.AheadReader, path string, version int64) (ts int64, ok bool, err error) {
+	n, err := locators.Get(path)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {
 			return 0, false, nil

@@ -264,6 +264,17 @@ func (g *gatherer) locator(n store.Node) {
 // schemaStates reads each locator version's entry, as the schemas view does,
 // and joins it with the messages that use it.
 func (g *gatherer) schemaStates(ctx context.Context) error {
+	// Every version's ledger at once: one Get each cost a round trip on a live store.
+	var ids []int64
+	for _, lv := range g.locators {
+		for _, ie := range locatorVersions(lv.loc) {
+			ids = append(ids, ie.GetPosition().GetLedgerId())
+		}
+	}
+	facts, err := ledgerPresences(g.dd, ids)
+	if err != nil {
+		return fmt.Errorf("schema ledgers: %w", err)
+	}
 	for _, lv := range g.locators {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -276,11 +287,8 @@ func (g *gatherer) schemaStates(ctx context.Context) error {
 		for _, ie := range locatorVersions(lv.loc) {
 			sv := schemaVersion{key: lv.key, version: ie.GetVersion(), ledger: ie.GetPosition().GetLedgerId(),
 				entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash()}
-			f, err := ledgerPresence(g.dd, sv.ledger)
-			if err != nil {
-				return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
-			}
-			state, detail, info, err := schemaState(g.dd.Ledgers, f, sv)
+			f := facts[sv.ledger]
+			state, detail, info, err := schemaState(g.dd.Ledgers, &f, sv)
 			if err != nil {
 				return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
 			}

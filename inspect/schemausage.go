@@ -264,15 +264,22 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 // findings are the ones made before the pass; the report's come after them.
 func finishUsage(ctx context.Context, dd *store.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
 	r := mergeUsage(topics, states, maxBad)
+	// Every topic's locator at once: a Get per topic (and another per version
+	// checked for a collision) cost a round trip each on a live store.
+	paths := make([]string, len(r.Topics))
 	for i := range r.Topics {
-		fs, err := joinLocator(dd, &r.Topics[i], topics[i].name)
+		paths[i] = topics[i].name.SchemaLocatorPath()
+	}
+	locators := store.ReadAhead(dd.Metadata, paths)
+	for i := range r.Topics {
+		fs, err := joinLocator(dd, locators, &r.Topics[i], topics[i].name)
 		if err != nil {
 			return nil, err
 		}
 		findings = append(findings, fs...)
 	}
 	// Versions registered after messages that use them (inspect/collision.go).
-	cf, err := collisionFindings(ctx, dd, r)
+	cf, err := collisionFindings(ctx, dd, locators, r)
 	if err != nil {
 		return nil, err
 	}
@@ -611,7 +618,7 @@ func sortUses(us []SchemaUse) {
 
 // joinLocator sets the status of each schema reference of a topic from its
 // schema locator and returns the findings.
-func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
+func joinLocator(dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
 	var (
 		findings []report.Finding
 		loc      *schemapb.SchemaLocator
@@ -624,7 +631,7 @@ func joinLocator(dd *store.DataDir, tu *TopicUsage, base formats.TopicName) ([]r
 			return nil
 		}
 		locRead = true
-		n, err := dd.Metadata.Get(path)
+		n, err := locators.Get(path)
 		switch {
 		case err == nil:
 			// Required fields too, as Check does: a locator the broker would

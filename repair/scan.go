@@ -41,11 +41,42 @@ type locatorView struct {
 	Value     []byte // node bytes (a copy)
 	Locator   *schemapb.SchemaLocator
 	DecodeErr error
+	// ledgers has its versions' ledger nodes read ahead (scanLocators).
+	ledgers *store.AheadReader
 }
+
+// locatorBatch locators are read before the ledger nodes of their versions are
+// looked up, at once (store.ReadAhead): a Get per version cost a round trip each on
+// a live store (5,000 topics on etcd: 8 s for a dry run of schema repair).
+const locatorBatch = 100
 
 // scanLocators calls fn for every schema locator (only keyFilter's when not empty),
 // in path order. Nodes under /schemas/ that are not locator paths are skipped.
 func scanLocators(ctx context.Context, dd *store.DataDir, keyFilter string, fn func(*locatorView) error) error {
+	var pending []*locatorView
+	flush := func() error {
+		var paths []string
+		for _, lv := range pending {
+			if lv.DecodeErr != nil {
+				continue
+			}
+			for _, ie := range locatorVersions(lv.Locator) {
+				if p := formats.LedgerPath(ie.GetPosition().GetLedgerId()); p != "" {
+					paths = append(paths, p)
+				}
+			}
+		}
+		ahead := store.ReadAhead(dd.Metadata, paths)
+		batch := pending
+		pending = nil
+		for _, lv := range batch {
+			lv.ledgers = ahead
+			if err := fn(lv); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
 	visit := func(n store.Node) error {
 		t, ok := formats.ParseSchemaLocatorPath(n.Path)
 		if !ok {
@@ -56,7 +87,10 @@ func scanLocators(ctx context.Context, dd *store.DataDir, keyFilter string, fn f
 			return nil
 		}
 		lv.Locator, lv.DecodeErr = formats.DecodeSchemaLocator(lv.Value)
-		return fn(lv)
+		if pending = append(pending, lv); len(pending) >= locatorBatch {
+			return flush()
+		}
+		return nil
 	}
 	if keyFilter != "" {
 		n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + keyFilter)
@@ -66,9 +100,15 @@ func scanLocators(ctx context.Context, dd *store.DataDir, keyFilter string, fn f
 		if err != nil {
 			return fmt.Errorf("schema locator %s: %w", keyFilter, err)
 		}
-		return visit(n)
+		if err := visit(n); err != nil {
+			return err
+		}
+		return flush()
 	}
-	return dd.Metadata.Walk(ctx, formats.SchemasRoot+"/", visit)
+	if err := dd.Metadata.Walk(ctx, formats.SchemasRoot+"/", visit); err != nil {
+		return err
+	}
+	return flush()
 }
 
 // locatorVersions returns one IndexEntry per version, ascending: the index, plus
@@ -96,11 +136,15 @@ func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
 // readVersions reads every version of a decoded locator, ascending, and calls fn
 // with what the data dir holds for it.
 func readVersions(ctx context.Context, dd *store.DataDir, lv *locatorView, fn func(*schemapb.IndexEntry, storedVersion) error) error {
+	getNode := dd.Metadata.Get
+	if lv.ledgers != nil {
+		getNode = lv.ledgers.Get
+	}
 	for _, ie := range locatorVersions(lv.Locator) {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		sv, err := readVersion(dd, lv.Key, ie)
+		sv, err := readVersion(dd, getNode, lv.Key, ie)
 		if err != nil {
 			return err
 		}
@@ -119,12 +163,12 @@ type storedVersion struct {
 	Info   *schemapb.SchemaInfo
 }
 
-// readVersion reads the ledger entry an IndexEntry points at.
-func readVersion(dd *store.DataDir, key string, ie *schemapb.IndexEntry) (storedVersion, error) {
+// readVersion reads the ledger entry an IndexEntry points at; getNode reads ledger nodes.
+func readVersion(dd *store.DataDir, getNode func(string) (store.Node, error), key string, ie *schemapb.IndexEntry) (storedVersion, error) {
 	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
 	nodeExists := false
 	if p := formats.LedgerPath(ledger); p != "" {
-		_, err := dd.Metadata.Get(p)
+		_, err := getNode(p)
 		switch {
 		case err == nil:
 			nodeExists = true
