@@ -269,16 +269,10 @@ func TestUndoRefusesChangedSinceRun(t *testing.T) {
 		}, "ledger 100"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dd, _ := newDataDir(t)
-			seed(t, dd)
-			e := newEngine(t, dd)
-			res, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			dd, _, e, res := appliedSample(t)
 			tc.change(t, dd)
 			changed := dump(t, dd)
-			_, err = e.Undo(ctx, res.RunID, ApplyOptions{})
+			_, err := e.Undo(ctx, res.RunID, ApplyOptions{})
 			if !errors.Is(err, store.ErrVersionMismatch) || !strings.Contains(err.Error(), tc.names) {
 				t.Fatalf("undo err = %v, want a version mismatch naming %s", err, tc.names)
 			}
@@ -395,13 +389,7 @@ func TestBackup(t *testing.T) {
 }
 
 func TestNewRefusesReadOnly(t *testing.T) {
-	dd, path := newDataDir(t)
-	seed(t, dd)
-	e := newEngine(t, dd)
-	res, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dd, path, _, res := appliedSample(t)
 	dd.Close()
 	ro, err := store.Open(path, store.Options{ReadOnly: true})
 	if err != nil {

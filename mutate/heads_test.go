@@ -195,13 +195,7 @@ func TestHeadsRewrittenOnlyWhenStale(t *testing.T) {
 // whatever the heads file says of the runs before it; recovery then lists it
 // finished.
 func TestHeadsNeverHideAnUnfinishedRun(t *testing.T) {
-	dd, _ := newDataDir(t)
-	seed(t, dd)
-	e := newEngine(t, dd)
-	res, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dd, _, e, res := appliedSample(t)
 	if _, err := newEngine(t, dd).Recover(ctx); err != nil { // lists the committed run
 		t.Fatal(err)
 	}

@@ -257,3 +257,17 @@ func setStepBytes(t testing.TB, n int) {
 	testStepBytes = n
 	t.Cleanup(func() { testStepBytes = old })
 }
+
+// appliedSample is a seeded data dir (and its path) with samplePlan applied by
+// the engine it returns, and the run's result.
+func appliedSample(t testing.TB) (*store.DataDir, string, *Engine, *Result) {
+	t.Helper()
+	dd, path := newDataDir(t)
+	seed(t, dd)
+	e := newEngine(t, dd)
+	res, err := e.Apply(ctx, samplePlan(t, dd), ApplyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dd, path, e, res
+}
