@@ -120,23 +120,10 @@ func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.Top
 	return out, nil
 }
 
-// collisionFindings looks, for every registry version stored messages use and
-// the locator lists readably, whether the version was registered after the
-// first of those messages was published; for the topics where one was, it
-// splits the messages at the registration times and reports each version.
-func collisionFindings(ctx context.Context, dd *store.DataDir, locators *store.AheadReader, r *UsageReport) ([]report.Finding, error) {
-	var out []report.Finding
-	for i := range r.Topics {
-		tu := &r.Topics[i]
-		fs, err := topicCollisions(ctx, dd, locators, tu)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, fs...)
-	}
-	return out, nil
-}
-
+// topicCollisions looks, for every registry version the topic's stored messages
+// use and the locator lists readably, whether the version was registered after
+// the first of those messages was published; where one was, it splits the
+// messages at the registration times and reports each version.
 func topicCollisions(ctx context.Context, dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
 	suspects := map[int64]int64{} // version -> registration time
 	var locPath string

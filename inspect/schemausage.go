@@ -260,30 +260,39 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 	return finishUsage(ctx, dd, topics, p.usage.states, maxBad, findings)
 }
 
+// usageLocatorWindow topics' locators are read ahead at once by finishUsage.
+const usageLocatorWindow = 100
+
 // finishUsage adds up the workers' counters and joins them with the locators.
 // findings are the ones made before the pass; the report's come after them.
 func finishUsage(ctx context.Context, dd *store.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
 	r := mergeUsage(topics, states, maxBad)
-	// Every topic's locator at once: a Get per topic (and another per version
-	// checked for a collision) cost a round trip each on a live store.
-	paths := make([]string, len(r.Topics))
-	for i := range r.Topics {
-		paths[i] = topics[i].name.SchemaLocatorPath()
-	}
-	locators := store.ReadAhead(dd.Metadata, paths)
-	for i := range r.Topics {
-		fs, err := joinLocator(dd, locators, &r.Topics[i], topics[i].name)
-		if err != nil {
-			return nil, err
+	// The topics' locators are read ahead a window at a time: a Get per topic
+	// (and another per version checked for a collision) cost a round trip each
+	// on a live store, and all of them at once would hold every locator.
+	var collisions []report.Finding
+	for lo := 0; lo < len(r.Topics); lo += usageLocatorWindow {
+		hi := min(lo+usageLocatorWindow, len(r.Topics))
+		paths := make([]string, 0, hi-lo)
+		for i := lo; i < hi; i++ {
+			paths = append(paths, topics[i].name.SchemaLocatorPath())
 		}
-		findings = append(findings, fs...)
+		locators := store.ReadAhead(dd.Metadata, paths)
+		for i := lo; i < hi; i++ {
+			fs, err := joinLocator(dd, locators, &r.Topics[i], topics[i].name)
+			if err != nil {
+				return nil, err
+			}
+			findings = append(findings, fs...)
+			// Versions registered after messages that use them (inspect/collision.go).
+			cf, err := topicCollisions(ctx, dd, locators, &r.Topics[i])
+			if err != nil {
+				return nil, err
+			}
+			collisions = append(collisions, cf...)
+		}
 	}
-	// Versions registered after messages that use them (inspect/collision.go).
-	cf, err := collisionFindings(ctx, dd, locators, r)
-	if err != nil {
-		return nil, err
-	}
-	findings = append(findings, cf...)
+	findings = append(findings, collisions...)
 	r.Findings = append(findings, r.Findings...)
 	r.Findings = append(r.Findings, StoreDamageFindings(dd)...)
 	MarkStoreDamage(r.Findings, dd)
