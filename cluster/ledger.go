@@ -199,21 +199,28 @@ func ledgerNodeExists(get func(string) (store.Node, error), id int64) (bool, err
 // in batches (store.ReadAhead): a live store then answers the ledgers of
 // thousands of schema versions in tens of round trips, not thousands.
 func LedgerNodesExist(ms store.MetadataStore, ids []int64) ([]bool, error) {
-	paths := make([]string, len(ids))
-	for i, id := range ids {
-		paths[i] = formats.LedgerPath(id)
-	}
-	ahead := store.ReadAhead(ms, paths)
-	out := make([]bool, len(ids))
-	for i, id := range ids {
-		ok, err := ledgerNodeExists(ahead.Get, id)
-		if err != nil {
-			return nil, err
+	out := make([]bool, 0, len(ids))
+	// A window at a time: what is read ahead is held until it is answered.
+	for lo := 0; lo < len(ids); lo += ledgerLookupWindow {
+		window := ids[lo:min(lo+ledgerLookupWindow, len(ids))]
+		paths := make([]string, len(window))
+		for i, id := range window {
+			paths[i] = formats.LedgerPath(id)
 		}
-		out[i] = ok
+		ahead := store.ReadAhead(ms, paths)
+		for _, id := range window {
+			ok, err := ledgerNodeExists(ahead.Get, id)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ok)
+		}
 	}
 	return out, nil
 }
+
+// ledgerLookupWindow ledgers are looked up at once by LedgerNodesExist.
+const ledgerLookupWindow = 1000
 
 // LedgerPresence looks up a ledger's node and whether it has any entry: two key
 // lookups, no entry read.

@@ -164,3 +164,28 @@ func TestTopicManagedLedgersAndPresence(t *testing.T) {
 		}
 	}
 }
+
+// LedgerNodesExist, reading ahead a window at a time, answers as LedgerNodeExists
+// does for each ledger: more ledgers than a window, every third without a node.
+func TestLedgerNodesExistAnswersAsLedgerNodeExists(t *testing.T) {
+	b := testutil.NewDataDir(t)
+	var ids []int64
+	for id := int64(1); id <= 2500; id++ {
+		ids = append(ids, id)
+		if id%3 != 0 {
+			b.Node(formats.LedgerPath(id), []byte("x"))
+		}
+	}
+	ids = append(ids, 7, 9, 7) // repeats
+	dd := b.Open()
+	got, err := cluster.LedgerNodesExist(dd.Metadata, ids)
+	if err != nil || len(got) != len(ids) {
+		t.Fatalf("LedgerNodesExist: %d answers, %v", len(got), err)
+	}
+	for i, id := range ids {
+		want, err := cluster.LedgerNodeExists(dd.Metadata, id)
+		if err != nil || got[i] != want || want != (id%3 != 0) {
+			t.Fatalf("ledger %d: LedgerNodesExist %v, LedgerNodeExists %v (%v)", id, got[i], want, err)
+		}
+	}
+}
