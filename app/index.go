@@ -185,7 +185,7 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	}
 	doc.Add(report.Rows("summary", "Back-fill of "+opts.Key, []backfillSummary{{Topics: res.TopicCount,
 		Ledgers: res.Ledgers, Had: res.Had, Planned: res.Planned, Written: res.Written, Skipped: skipped, Runs: len(res.Runs)}}))
-	doc.Add(report.Rows("topics", "Topics with work or skips", nonNilTopics(res.Topics)))
+	doc.Add(report.Rows("topics", "Topics with work or skips", nonNil(res.Topics)))
 	if res.TopicsNotListed > 0 {
 		shown := fmt.Sprintf("the topics table lists the first %d of %d topics with work or skips", len(res.Topics), int64(len(res.Topics))+res.TopicsNotListed)
 		if len(res.Runs) > 0 {
@@ -225,7 +225,7 @@ func backfillDocument(res *index.BackfillResult, opts index.BackfillOptions, pla
 	if res.Interrupted {
 		doc.Note("interrupted: run the same command again to resume")
 	}
-	doc.Extra = map[string]any{"runs": nonNilStrings(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply,
+	doc.Extra = map[string]any{"runs": nonNil(res.Runs), "interrupted": res.Interrupted, "dry_run": !opts.Apply,
 		"topics_not_listed": res.TopicsNotListed, "findings_not_listed": res.FindingsNotListed}
 	return doc
 }
@@ -240,16 +240,10 @@ func countKind(fs []report.Finding, kind string) int {
 	return n
 }
 
-func nonNilTopics(t []index.TopicResult) []index.TopicResult {
-	if t == nil {
-		return []index.TopicResult{}
-	}
-	return t
-}
-
-func nonNilStrings(s []string) []string {
+// nonNil is s, or an empty slice for nil: JSON prints [] rather than null.
+func nonNil[T any](s []T) []T {
 	if s == nil {
-		return []string{}
+		return []T{}
 	}
 	return s
 }

@@ -225,12 +225,33 @@ const ledgerLookupWindow = 1000
 // LedgerPresence looks up a ledger's node and whether it has any entry: two key
 // lookups, no entry read.
 func LedgerPresence(ms store.MetadataStore, ls store.LedgerStore, id int64) (Presence, error) {
-	var p Presence
-	var err error
-	if p.Node, err = LedgerNodeExists(ms, id); err != nil {
-		return p, err
+	node, err := LedgerNodeExists(ms, id)
+	if err != nil {
+		return Presence{}, err
 	}
-	_, err = ls.LastEntry(id)
+	return presence(ls, id, node)
+}
+
+// LedgerPresences is LedgerPresence for many ledgers, their nodes looked up in
+// batches (LedgerNodesExist).
+func LedgerPresences(ms store.MetadataStore, ls store.LedgerStore, ids []int64) ([]Presence, error) {
+	nodes, err := LedgerNodesExist(ms, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Presence, len(ids))
+	for i, id := range ids {
+		if out[i], err = presence(ls, id, nodes[i]); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// presence completes a ledger's Presence with whether it has any entry.
+func presence(ls store.LedgerStore, id int64, node bool) (Presence, error) {
+	p := Presence{Node: node}
+	_, err := ls.LastEntry(id)
 	switch {
 	case err == nil:
 		p.Entries = true

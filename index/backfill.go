@@ -195,7 +195,7 @@ func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*Ba
 	opts.Progress.Start("backfill ledgers", 0)
 	defer opts.Progress.Done()
 
-	b := &backfiller{dd: dd, opts: &opts, res: res, eng: eng}
+	b := &backfiller{dd: dd, opts: &opts, res: res, eng: eng, findingsOfKind: make(map[string]int)}
 	b.pool = newPool(opts.Workers, newLimiter(opts.Rate, opts.Workers))
 	defer b.pool.close()
 	err := b.run(ctx)
@@ -482,9 +482,6 @@ func (b *backfiller) addFinding(f report.Finding) {
 	if b.opts.RowLimit >= 0 && b.findingsOfKind[f.Kind] >= b.opts.RowLimit {
 		b.res.FindingsNotListed[f.Kind]++
 		return
-	}
-	if b.findingsOfKind == nil {
-		b.findingsOfKind = make(map[string]int)
 	}
 	b.findingsOfKind[f.Kind]++
 	b.res.Findings = append(b.res.Findings, f)

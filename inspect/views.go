@@ -345,23 +345,16 @@ type SchemaRow struct {
 }
 
 // ledgerPresences is ledgerPresence for many ledgers (repeats allowed), their
-// nodes looked up in batches (cluster.LedgerNodesExist). Each use takes a copy.
+// nodes looked up in batches (cluster.LedgerPresences). Each use takes a copy.
 func ledgerPresences(dd *store.DataDir, ids []int64) (map[int64]ledgerFacts, error) {
 	uniq := slices.Compact(slices.Sorted(slices.Values(ids)))
-	exists, err := cluster.LedgerNodesExist(dd.Metadata, uniq)
+	ps, err := cluster.LedgerPresences(dd.Metadata, dd.Ledgers, uniq)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[int64]ledgerFacts, len(uniq))
 	for i, id := range uniq {
-		f := ledgerFacts{node: exists[i]}
-		switch _, err := dd.Ledgers.LastEntry(id); {
-		case err == nil:
-			f.stored = 1
-		case !errors.Is(err, store.ErrNotFound):
-			return nil, err
-		}
-		out[id] = f
+		out[id] = factsOf(ps[i])
 	}
 	return out, nil
 }
@@ -373,11 +366,17 @@ func ledgerPresence(dd *store.DataDir, id int64) (*ledgerFacts, error) {
 	if err != nil {
 		return nil, err
 	}
-	f := &ledgerFacts{node: p.Node}
+	f := factsOf(p)
+	return &f, nil
+}
+
+// factsOf is what schemaState needs of a ledger's presence.
+func factsOf(p cluster.Presence) ledgerFacts {
+	f := ledgerFacts{node: p.Node}
 	if p.Entries {
 		f.stored = 1
 	}
-	return f, nil
+	return f
 }
 
 // EntriesOptions selects entries of one ledger.
