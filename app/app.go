@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/internal/gcpace"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -174,6 +175,9 @@ func didYouMean(cmds []*cli.Command, name string) string {
 // Run runs the app with args (args[0] is the program name) and returns the exit code.
 func Run(ctx context.Context, args []string, e Env) int {
 	app := New(e)
+	// Collections wait for a fixed headroom of garbage (internal/gcpace): a
+	// small live heap would otherwise be collected every few megabytes.
+	defer gcpace.Start()()
 	// Every run this invocation journals records the version and the invocation id.
 	runCtx := mutate.WithInvocation(ctx, mutate.Invocation{ID: newInvocationID(), ToolVersion: Version()})
 	err := app.RunContext(runCtx, args)

@@ -19,6 +19,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
+	"github.com/ledgermedic/ledgermedic/internal/gcpace"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -180,6 +181,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	}
 	f := loadLiveFixture(b, raw)
 	dd := openLive(b, f.dir, raw.url(), false)
+	b.Cleanup(gcpace.Start()) // as Run paces the binary's runs
 	// The fixture's own topics first, untimed: each timed run then writes only the
 	// clones, found as the CLI finds them without --topic (a walk of the tree).
 	if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/internal/gcpace"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -420,6 +421,7 @@ func dirSize(t *testing.T, dir string) int64 {
 
 // memChild runs one workload and prints its peaks.
 func memChild(t *testing.T, dir, mode string) {
+	defer gcpace.Start()() // as the binary paces its runs (app.Run)
 	dd, err := store.Open(dir, store.Options{ReadOnly: mode != "apply", NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
