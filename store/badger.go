@@ -62,7 +62,8 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 		WithBlockCacheSize(blockCacheSize).
 		WithIndexCacheSize(indexCacheSize).
 		WithNumMemtables(writableMemTables).
-		WithNumCompactors(compactors)
+		WithNumCompactors(compactors).
+		WithMetricsEnabled(false)
 	if readOnly {
 		mem = readOnlyMemTableSize
 	}
