@@ -609,18 +609,26 @@ func (e *Engine) checkEpoch(held uint64) error {
 
 // readNodeItems reads the current node of every node item of the run that want
 // accepts (nil: every one) from one snapshot, keyed by item index.
-func (e *Engine) readNodeItems(rec *RunRecord, want func(*Item) bool) (map[int]store.Node, error) {
+// Items whose node known already holds are not read; known's nodes are in the result.
+func (e *Engine) readNodeItems(rec *RunRecord, want func(*Item) bool, known map[int]store.Node) (map[int]store.Node, error) {
+	current := make(map[int]store.Node, len(rec.Items))
 	var nodeItems []int
 	for i := range rec.Items {
 		if it := &rec.Items[i].Item; it.isNode() && (want == nil || want(it)) {
-			nodeItems = append(nodeItems, i)
+			if n, ok := known[i]; ok {
+				current[i] = n
+			} else {
+				nodeItems = append(nodeItems, i)
+			}
 		}
+	}
+	if len(nodeItems) == 0 {
+		return current, nil
 	}
 	nodes, err := e.getNodes(rec, nodeItems)
 	if err != nil {
 		return nil, err
 	}
-	current := make(map[int]store.Node, len(nodeItems))
 	for k, i := range nodeItems {
 		current[i] = nodes[k]
 	}
@@ -633,7 +641,7 @@ func (e *Engine) readNodeItems(rec *RunRecord, want func(*Item) bool) (map[int]s
 // before-image (and creates) are not read: the write step's compare-and-set guards them.
 func (e *Engine) preflight(ctx context.Context, rec *RunRecord, trust bool) ([]string, error) {
 	check := func(it *Item) bool { return !trust || (it.Kind != KindCreate && it.Before == nil) }
-	current, err := e.readNodeItems(rec, check)
+	current, err := e.readNodeItems(rec, check, nil)
 	if err != nil {
 		return nil, fmt.Errorf("preflight: %w", err)
 	}
@@ -743,9 +751,10 @@ func nonNil(b []byte) []byte {
 }
 
 // verify re-reads everything the run wrote and compares it with the plan. Nodes are
-// read from one snapshot.
+// read from one snapshot, except those the write step's own transaction read back
+// after writing them (rec.readBack): each is the node as the write left it.
 func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
-	current, err := e.readNodeItems(rec, nil)
+	current, err := e.readNodeItems(rec, nil, rec.readBack)
 	if err != nil {
 		return nil, fmt.Errorf("verify: %w", err)
 	}

@@ -14,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // The journal lives in <data-dir>/journal/, apart from the Pulsar metadata:
@@ -151,6 +153,10 @@ type RunRecord struct {
 	// Items come last in the JSON: recovery reads what comes before them
 	// (readHead) to pass over a finished run without decoding its items.
 	Items []JournalItem `json:"items"`
+	// readBack holds, by item index, nodes as the write step's own transaction
+	// read them after writing (store.ReadBackWriter); verify compares these
+	// instead of reading again. Never journaled: only the run that wrote holds it.
+	readBack map[int]store.Node
 }
 
 // runOutcome is where a run stands; a commit appends it to the record (with the

@@ -221,8 +221,7 @@ func (e *Engine) writeNodes(ctx context.Context, rec *RunRecord, step []int) err
 		}
 		writes[k] = w
 	}
-	nb, _ := e.nodeStore()
-	versions, err := nb.CompareAndSetNodes(writes)
+	versions, readBack, err := e.compareAndSet(writes)
 	if errors.Is(err, store.ErrBatchTooBig) && len(step) > 1 {
 		h := len(step) / 2
 		if err := e.writeNodes(ctx, rec, step[:h]); err != nil {
@@ -253,10 +252,29 @@ func (e *Engine) writeNodes(ctx context.Context, rec *RunRecord, step []int) err
 			it.Written = versions[k]
 		}
 	}
+	if readBack != nil {
+		if rec.readBack == nil {
+			rec.readBack = make(map[int]store.Node, len(rec.Items))
+		}
+		for k, i := range step {
+			rec.readBack[i] = readBack[k]
+		}
+	}
 	for _, i := range step {
 		e.crashPoint("item-%d", i)
 	}
 	return nil
+}
+
+// compareAndSet writes one step, reading the nodes back in the same
+// transaction when the store can (nil nodes when it did not).
+func (e *Engine) compareAndSet(writes []store.NodeWrite) ([]uint64, []store.Node, error) {
+	nb, _ := e.nodeStore()
+	if rb, ok := nb.(store.ReadBackWriter); ok {
+		return rb.CompareAndSetNodesReadBack(writes)
+	}
+	versions, err := nb.CompareAndSetNodes(writes)
+	return versions, nil, err
 }
 
 // getNodes reads the nodes of the given items from one snapshot.

@@ -38,6 +38,18 @@ type NodeBatcher interface {
 	CompareAndSetNodes(writes []NodeWrite) ([]uint64, error)
 }
 
+// ReadBackWriter is a NodeBatcher whose compare-and-set can also read the nodes
+// back in its own transaction, after its writes, so the caller's verification
+// needs no second request. The etcd backend implements it (a Txn's Then branch
+// reads what its puts wrote).
+type ReadBackWriter interface {
+	// CompareAndSetNodesReadBack is CompareAndSetNodes that also returns each
+	// written node as the transaction left it, in the writes' order (Version 0
+	// and a nil Value: absent). It returns nil nodes, the writes still applied,
+	// when the transaction could not carry the read: the caller then reads them.
+	CompareAndSetNodesReadBack(writes []NodeWrite) ([]uint64, []Node, error)
+}
+
 // EntryWrite is one entry of a multi-entry write.
 type EntryWrite struct {
 	LedgerID, EntryID int64

@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -59,6 +61,9 @@ type etcdStore struct {
 	// noSpans: a span read (getSpan) met more keys than it may read; the nodes
 	// this store is asked for lie among many others, so it reads single Gets.
 	noSpans atomic.Bool
+	// noReadBack: a compare-and-set's read-back range met more keys than it may
+	// read (CompareAndSetNodesReadBack); later writes leave verification its own read.
+	noReadBack atomic.Bool
 }
 
 // openEtcd connects to the endpoints u names and proves the connection with one
@@ -423,11 +428,28 @@ func (s *etcdStore) getEach(ctx context.Context, paths []string, nodes []Node, r
 // that differ. (An Else branch of reads would name them from the Txn's own
 // snapshot, but every request would carry and encode it, refused or not.)
 func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
+	versions, _, err := s.compareAndSet(writes, false)
+	return versions, err
+}
+
+// CompareAndSetNodesReadBack is CompareAndSetNodes whose Then branch ends with a
+// range read over the written keys: etcd applies a Txn's ops in order, so the
+// range returns each node as the puts and deletes left it, at the Txn's own
+// revision, and a back-fill's verification costs no second request (a
+// linearizable read of its own) on a server that shares the cores. The range
+// spans from the least to the greatest path, as GetNodes' span reads do; when it
+// holds more keys than etcdSpanSlack per write, or the Txn has no op to spare,
+// the nodes come back nil and the caller reads them.
+func (s *etcdStore) CompareAndSetNodesReadBack(writes []NodeWrite) ([]uint64, []Node, error) {
+	return s.compareAndSet(writes, true)
+}
+
+func (s *etcdStore) compareAndSet(writes []NodeWrite, readBack bool) ([]uint64, []Node, error) {
 	if err := s.checkBatch(writes); err != nil {
-		return nil, fmt.Errorf("%s: %w", describeWrites(writes), err)
+		return nil, nil, fmt.Errorf("%s: %w", describeWrites(writes), err)
 	}
 	cmps := make([]clientv3.Cmp, len(writes))
-	then := make([]clientv3.Op, len(writes))
+	then := make([]clientv3.Op, len(writes), len(writes)+1)
 	for i, w := range writes {
 		if w.Expect == 0 {
 			cmps[i] = clientv3.Compare(clientv3.CreateRevision(w.Path), "=", 0)
@@ -440,14 +462,23 @@ func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 			then[i] = clientv3.OpPut(w.Path, string(w.Value))
 		}
 	}
+	readBack = readBack && len(writes) > 0 && len(writes) < s.maxOps && !s.noReadBack.Load()
+	if readBack {
+		lo, hi := writes[0].Path, writes[0].Path
+		for _, w := range writes[1:] {
+			lo, hi = min(lo, w.Path), max(hi, w.Path)
+		}
+		then = append(then, clientv3.OpGet(lo, clientv3.WithRange(hi+"\x00"),
+			clientv3.WithLimit(int64(etcdSpanSlack*len(writes)))))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
 	defer cancel()
 	resp, err := s.cli.Txn(ctx).If(cmps...).Then(then...).Commit()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", describeWrites(writes), s.writeError(err))
+		return nil, nil, fmt.Errorf("%s: %w", describeWrites(writes), s.writeError(err))
 	}
 	if !resp.Succeeded {
-		return nil, fmt.Errorf("%s: %w", describeWrites(writes), s.refusal(writes, resp.Header.Revision))
+		return nil, nil, fmt.Errorf("%s: %w", describeWrites(writes), s.refusal(writes, resp.Header.Revision))
 	}
 	// The compares held, so each version is known: a put adds one, a create is 1.
 	versions := make([]uint64, len(writes))
@@ -456,7 +487,31 @@ func (s *etcdStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 			versions[i] = w.Expect + 1
 		}
 	}
-	return versions, nil
+	var nodes []Node
+	if readBack && len(resp.Responses) == len(then) {
+		nodes = s.spanNodes(writes, resp.Responses[len(writes)].GetResponseRange())
+	}
+	return versions, nodes, nil
+}
+
+// spanNodes picks the written paths' nodes out of a range read's keys (sorted,
+// as etcd returns them); nil when the range was cut short (More). That turns
+// read-backs off for the store: the next batch of the same kind would hold as
+// many keys between its own (a topic's cursors), and pay the range for nothing.
+func (s *etcdStore) spanNodes(writes []NodeWrite, r *etcdserverpb.RangeResponse) []Node {
+	if r == nil || r.More {
+		s.noReadBack.Store(true)
+		return nil
+	}
+	nodes := make([]Node, len(writes))
+	for i, w := range writes {
+		nodes[i] = Node{Path: w.Path}
+		k, found := sort.Find(len(r.Kvs), func(k int) int { return strings.Compare(w.Path, string(r.Kvs[k].Key)) })
+		if found {
+			nodes[i].Value, nodes[i].Version = r.Kvs[k].Value, uint64(r.Kvs[k].Version)
+		}
+	}
+	return nodes
 }
 
 // refusal names the nodes of a refused Txn that are not at their expected

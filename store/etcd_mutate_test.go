@@ -3,7 +3,11 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -114,6 +118,63 @@ func TestEtcdMutateApplyUndo(t *testing.T) {
 	}
 }
 
+// etcdRPCs is how many requests of a gRPC method (Range, Txn) the server has
+// answered, from its own /metrics.
+func etcdRPCs(t testing.TB, endpoint, method string) int {
+	t.Helper()
+	resp, err := http.Get(endpoint + "/metrics")
+	if err != nil {
+		t.Fatalf("etcd metrics: %v", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, "grpc_server_handled_total{") && strings.Contains(line, `grpc_method="`+method+`"`) {
+			f := strings.Fields(line)
+			v, err := strconv.ParseFloat(f[len(f)-1], 64)
+			if err != nil {
+				t.Fatalf("etcd metrics line %q: %v", line, err)
+			}
+			n += int(v)
+		}
+	}
+	return n
+}
+
+// A run's verification on etcd reads nothing of its own: the compare-and-set's
+// Txn read the nodes back after writing them, and verify compares those.
+func TestEtcdMutateVerifiesFromTheWriteTxn(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	seedForPlan(t, c)
+	_, dd := newEtcdDataDir(t, srv.Endpoint)
+	defer dd.Close()
+	e, err := mutate.New(dd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := etcdPlan(t, dd.Metadata)
+	txns, ranges := etcdRPCs(t, srv.Endpoint, "Txn"), etcdRPCs(t, srv.Endpoint, "Range")
+	res, err := e.Apply(context.Background(), plan, mutate.ApplyOptions{})
+	if err != nil || res.State != mutate.StateCommitted || !res.Verified {
+		t.Fatalf("apply = %+v, %v", res, err)
+	}
+	// Preflight reads the set's and the delete's nodes (one Txn of Gets), then
+	// the compare-and-set: two Txns, and no read for verification.
+	if n, r := etcdRPCs(t, srv.Endpoint, "Txn")-txns, etcdRPCs(t, srv.Endpoint, "Range")-ranges; n != 2 || r != 0 {
+		t.Errorf("the run sent %d Txns and %d Ranges; want 2 Txns (preflight, write) and no Range", n, r)
+	}
+	for _, it := range res.Items {
+		if it.Status != mutate.StatusVerified {
+			t.Errorf("item %s: %s, want verified", it.Path, it.Status)
+		}
+	}
+}
+
 // kill -9 of etcd at each point of a run, restart, recover: the keys are as before
 // the run or fully applied, never a mixture.
 func TestEtcdMutateKilledServer(t *testing.T) {
@@ -122,8 +183,11 @@ func TestEtcdMutateKilledServer(t *testing.T) {
 		wantAfter bool // the run committed before the kill
 	}{
 		{"journaled", false}, // the write never reaches etcd: outcome unknown to the engine
-		{"item-0", false},    // the write committed, the engine lost etcd right after
-		{"applied", false},
+		// The write committed, the engine lost etcd right after: verification
+		// compares what the write's own Txn read back and the commit is the
+		// journal's, so the run ends committed without etcd.
+		{"item-0", true},
+		{"applied", true},
 		{"verified", true}, // the journal commit needs no etcd: the run is done
 	}
 	for _, tc := range cases {

@@ -494,3 +494,109 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 		t.Error("spans stay on after a span read met more keys than it may read")
 	}
 }
+
+// CompareAndSetNodesReadBack returns, from its own Txn, each node as the write
+// left it: the same as a read after it. It gives up the read-back (nil nodes,
+// writes applied) where the range would hold too many other keys or the Txn has
+// no op to spare, and a refused Txn writes and returns nothing.
+func TestEtcdCompareAndSetReadsBack(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	c := etcdClient(t, srv.Endpoint)
+	ml := func(i int) string { return fmt.Sprintf("/managed-ledgers/t/ns/persistent/topic-%06d", i) }
+	cursor := func(i, k int) string { return fmt.Sprintf("%s/sub-%d", ml(i), k) }
+	for i := range 400 {
+		cursors := 1
+		if i >= 300 && i < 310 {
+			cursors = 10
+		}
+		kvs := []string{ml(i), fmt.Sprint("info-", i)}
+		for k := range cursors {
+			kvs = append(kvs, cursor(i, k), "cursor")
+		}
+		put(t, c, kvs...)
+	}
+	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	rb, ok := b.(store.ReadBackWriter)
+	if !ok {
+		t.Fatal("the etcd backend does not read back its writes")
+	}
+	// check compares nodes with a read after the write.
+	check := func(writes []store.NodeWrite, nodes []store.Node) {
+		t.Helper()
+		paths := make([]string, len(writes))
+		for i, w := range writes {
+			paths[i] = w.Path
+		}
+		after, err := b.GetNodes(paths)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, n := range nodes {
+			if n.Path != after[i].Path || n.Version != after[i].Version || !bytes.Equal(n.Value, after[i].Value) {
+				t.Errorf("read back %q v%d %q; read after: %q v%d %q", n.Path, n.Version, n.Value, after[i].Path, after[i].Version, after[i].Value)
+			}
+		}
+	}
+	// Puts, a create and a delete, out of order, with cursors between.
+	var writes []store.NodeWrite
+	for i := 99; i >= 0; i-- {
+		writes = append(writes, store.NodeWrite{Path: ml(i), Expect: 1, Value: []byte(fmt.Sprint("new-", i))})
+	}
+	writes[40] = store.NodeWrite{Path: cursor(50, 0), Expect: 1, Delete: true}
+	writes = append(writes, store.NodeWrite{Path: ml(5) + "-created", Value: []byte("made")})
+	vs, nodes, err := rb.CompareAndSetNodesReadBack(writes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != len(writes) {
+		t.Fatalf("read back %d nodes for %d writes", len(nodes), len(writes))
+	}
+	check(writes, nodes)
+	for i, w := range writes {
+		want := store.Node{Path: w.Path, Version: vs[i], Value: w.Value}
+		if w.Delete {
+			want.Value = nil
+		}
+		if n := nodes[i]; n.Path != want.Path || n.Version != want.Version || !bytes.Equal(n.Value, want.Value) {
+			t.Errorf("write %d: read back %q v%d %q, want %q v%d %q", i, n.Path, n.Version, n.Value, want.Path, want.Version, want.Value)
+		}
+	}
+
+	// Refused: nothing written, nothing read back.
+	stale := []store.NodeWrite{{Path: ml(200), Expect: 1, Value: []byte("x")}, {Path: ml(201), Expect: 7, Value: []byte("y")}}
+	if _, nodes, err := rb.CompareAndSetNodesReadBack(stale); !errors.Is(err, store.ErrVersionMismatch) || nodes != nil {
+		t.Errorf("stale batch: nodes %v, %v; want a mismatch", nodes, err)
+	}
+	if n, _ := b.Get(ml(200)); string(n.Value) != "info-200" {
+		t.Errorf("a refused batch wrote %q", n.Value)
+	}
+
+	// As many writes as etcd takes ops: no op left for the read, the writes applied.
+	var full []store.NodeWrite
+	for i := 100; i < 228; i++ {
+		full = append(full, store.NodeWrite{Path: ml(i), Expect: 1, Value: []byte("full")})
+	}
+	if _, nodes, err := rb.CompareAndSetNodesReadBack(full); err != nil || nodes != nil {
+		t.Errorf("128 writes: nodes %d, %v; want none read back, no error", len(nodes), err)
+	}
+	if n, _ := b.Get(ml(227)); string(n.Value) != "full" {
+		t.Errorf("128 writes: %q holds %q", ml(227), n.Value)
+	}
+
+	// Ten cursors a topic between the writes: the range would hold too many keys,
+	// so none is read back, and later batches do not try again.
+	var crowded []store.NodeWrite
+	for i := 300; i < 310; i++ {
+		crowded = append(crowded, store.NodeWrite{Path: ml(i), Expect: 1, Value: []byte("crowded")})
+	}
+	if _, nodes, err := rb.CompareAndSetNodesReadBack(crowded); err != nil || nodes != nil {
+		t.Errorf("crowded batch: nodes %d, %v; want none read back", len(nodes), err)
+	}
+	if n, _ := b.Get(ml(309)); string(n.Value) != "crowded" {
+		t.Errorf("crowded batch: %q holds %q", ml(309), n.Value)
+	}
+	sparse := []store.NodeWrite{{Path: ml(350), Expect: 1, Value: []byte("s")}, {Path: ml(351), Expect: 1, Value: []byte("s")}}
+	if _, nodes, err := rb.CompareAndSetNodesReadBack(sparse); err != nil || nodes != nil {
+		t.Errorf("after a crowded batch: nodes %d, %v; want read-backs off", len(nodes), err)
+	}
+}
