@@ -132,6 +132,7 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 	f := loadLiveFixture(b, raw)
 	cloneTopics(b, raw, "/managed-ledgers", "bench", liveBenchTopics, f.all)
 	dd := openLive(b, f.dir, raw.url(), true)
+	b.Cleanup(gcpace.Start()) // as Run paces the binary's runs
 	prefix := "/managed-ledgers/"
 	var paths []string
 	if err := dd.Metadata.Walk(context.Background(), prefix, func(n store.Node) error {
