@@ -25,7 +25,9 @@ var ErrNoSuchTopic = cluster.ErrNoSuchTopic
 // firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey).
 func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Table, error) {
 	indexKey = cluster.KeyFor(indexKey)
-	var rows []TopicRow
+	// Pointers: a cluster has tens of thousands of topics, and a growing slice
+	// of rows would copy each row (pointers and all) at every doubling.
+	var rows []*TopicRow
 	err := walkNodes(ctx, dd.Metadata, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
 		topic, ok := formats.ParseManagedLedgerPath(n.Path)
 		if !ok {
@@ -33,7 +35,7 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 		}
 		info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			rows = append(rows, TopicRow{Topic: topic.String(), Error: err.Error()})
+			rows = append(rows, &TopicRow{Topic: topic.String(), Error: err.Error()})
 			return nil
 		}
 		var entries, size int64
@@ -48,7 +50,7 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 		if err != nil {
 			return fmt.Errorf("%s: %w", n.Path, err)
 		}
-		row := TopicRow{Topic: topic.String(), Ledgers: report.Ptr(len(info.GetLedgerInfo())), Entries: report.Ptr(entries),
+		row := &TopicRow{Topic: topic.String(), Ledgers: report.Ptr(len(info.GetLedgerInfo())), Entries: report.Ptr(entries),
 			Size: report.Ptr(size), Encoding: enc.String(),
 			Coverage: fmt.Sprintf("%d/%d", covered, withEntries), LedgersWithEntries: report.Ptr(withEntries),
 			LedgersWithIndex: report.Ptr(covered)}
@@ -59,7 +61,7 @@ func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Ta
 	}, func(te *store.TruncatedError) error {
 		topic, ok := formats.ParseManagedLedgerPath(te.Path)
 		if ok {
-			rows = append(rows, TopicRow{Topic: topic.String(), Error: te.Error()})
+			rows = append(rows, &TopicRow{Topic: topic.String(), Error: te.Error()})
 		}
 		return nil
 	})

@@ -23,7 +23,7 @@ func Rows[T any](name, title string, rows []T) *Table {
 	if rt.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("report: table %q: rows of %s, want a struct", name, rt))
 	}
-	t := &Table{Name: name, Title: title, items: make([]any, 0, len(rows))}
+	t := &Table{Name: name, Title: title, items: make([]any, 0, len(rows)), Rows: make([][]any, 0, len(rows))}
 	var fields []int
 	for i := range rt.NumField() {
 		f := rt.Field(i)
