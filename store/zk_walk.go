@@ -176,19 +176,34 @@ func (w *zkWalk) run(fn func(Node) error) error {
 }
 
 // dispatch sends pending reads in key order while fewer than the concurrency are
-// in flight, and while the window of undelivered reads has room (the smallest
-// pending item always goes: nothing can be handed over before it). Through the
+// in flight, and while the window of undelivered reads has room (the head, and
+// a batch after it, always goes: nothing can be handed over before it). Through the
 // multiRead session a request carries a batch of reads and a few are in flight;
 // through go-zookeeper each read is one request and conc are in flight.
 func (w *zkWalk) dispatch() {
 	maxBatch, maxInflight := w.limits()
+	// over counts items sent past a full window in this call (-1: none may go).
+	// When the window is full only the head, the smallest item not handed over,
+	// may go, and with it the smallest pending items after it, up to one batch
+	// (through go-zookeeper, one read each: up to the concurrency). Without them,
+	// when the window filled with later subtrees while an earlier one was still
+	// being listed (the whole tree: /ledgers' levels while /managed-ledgers was
+	// read ahead), the rest of the earlier subtree went an item a round trip:
+	// 21 s against 0.6 s for 48k nodes. The window grows by at most that much.
+	over, maxOver := -1, max(maxBatch, maxInflight)
 	for w.pending.Len() > 0 && w.inflight < maxInflight {
 		var batch []*walkItem
 		req, resp := 4+8+9, 0
 		for w.pending.Len() > 0 && len(batch) < maxBatch {
 			next := w.pending.items[0]
-			if w.buffered+len(batch) >= w.window && next != w.all.items[0] {
-				break
+			if w.buffered+len(batch) >= w.window {
+				if over < 0 && next == w.all.items[0] {
+					over = 0
+				}
+				if over < 0 || over >= maxOver {
+					break
+				}
+				over++
 			}
 			req += 9 + 4 + len(w.s.zkPath(next.path)) + 1
 			resp += w.expect(next)
