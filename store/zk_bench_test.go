@@ -28,30 +28,30 @@ func zkBenchTree(b *testing.B, raw *zk.Conn) []string {
 		b.Fatal(err)
 	}
 	var paths []string
-	var ops []any
-	flush := func() {
-		if _, err := raw.Multi(ops...); err != nil {
-			b.Fatal(err)
-		}
-		ops = ops[:0]
-	}
 	for p := range zkBenchParents {
 		parent := fmt.Sprintf("/bench/t%03d", p)
 		paths = append(paths, parent)
-		ops = append(ops, &zk.CreateRequest{Path: parent, Data: value, Acl: openACL})
 		for l := range zkBenchLeaves {
-			leaf := fmt.Sprintf("%s/l%04d", parent, l)
-			paths = append(paths, leaf)
-			ops = append(ops, &zk.CreateRequest{Path: leaf, Data: value, Acl: openACL})
-			if len(ops) == 1000 {
-				flush()
-			}
+			paths = append(paths, fmt.Sprintf("%s/l%04d", parent, l))
 		}
 	}
-	if len(ops) > 0 {
-		flush()
-	}
+	zkCreateMany(b, raw, paths, value)
 	return paths
+}
+
+// zkCreateMany creates paths in order (parents before their children), with
+// value, in multis of 1000 creates.
+func zkCreateMany(t testing.TB, raw *zk.Conn, paths []string, value []byte) {
+	t.Helper()
+	for lo := 0; lo < len(paths); lo += 1000 {
+		var ops []any
+		for _, p := range paths[lo:min(lo+1000, len(paths))] {
+			ops = append(ops, &zk.CreateRequest{Path: p, Data: value, Acl: openACL})
+		}
+		if _, err := raw.Multi(ops...); err != nil {
+			t.Fatalf("create %d nodes from %s: %v", len(ops), paths[lo], err)
+		}
+	}
 }
 
 // zkBareGets is the yardstick: a pipelined Get of every path, conc at a time, on a
