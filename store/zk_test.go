@@ -272,6 +272,16 @@ func TestZKWalkDeepSubtreeBehindAFullWindow(t *testing.T) {
 	if requests > 400 {
 		t.Errorf("walk of %d nodes sent %d requests, want at most 400 (batches, not a node a request)", len(got), requests)
 	}
+	// Without multiRead (a proxy cuts the read session) a read is a request of
+	// its own, and past a full window the head goes with up to the concurrency
+	// of them: the same nodes, in the same order.
+	fb := zkMustOpen(t, "zk://"+firstOnlyProxy(t, srv.Addr), store.Options{})
+	if active, _, _ := store.ZKReadStatsForTest(fb); active {
+		t.Fatal("a read session through a proxy that cuts it")
+	}
+	if got := paths(zkWalkAll(t, fb, "", "")); !slices.Equal(got, wantPaths(all, "", "")) {
+		t.Errorf("walk without multiRead: %d paths, want %d", len(got), len(all))
+	}
 }
 
 // TestZKWalkRandomTrees: the walk of random trees of names that share prefixes is
