@@ -385,18 +385,20 @@ func (s *etcdStore) getSpan(ctx context.Context, paths []string, nodes []Node, r
 		s.noSpans.Store(true)
 		return 0, false, nil
 	}
-	k := 0
 	for i, p := range paths {
-		nodes[i] = Node{Path: p}
-		for k < len(resp.Kvs) && string(resp.Kvs[k].Key) < p {
-			k++
-		}
-		if k < len(resp.Kvs) && string(resp.Kvs[k].Key) == p {
-			nodes[i].Value, nodes[i].Version = resp.Kvs[k].Value, uint64(resp.Kvs[k].Version)
-			k++
-		}
+		nodes[i] = spanNode(p, resp.Kvs)
 	}
 	return resp.Header.Revision, true, nil
+}
+
+// spanNode is path's node among a range read's keys (sorted, as etcd returns
+// them); Version 0 when the range does not hold it.
+func spanNode(path string, kvs []*mvccpb.KeyValue) Node {
+	n := Node{Path: path}
+	if k, found := sort.Find(len(kvs), func(k int) int { return strings.Compare(path, string(kvs[k].Key)) }); found {
+		n.Value, n.Version = kvs[k].Value, uint64(kvs[k].Version)
+	}
+	return n
 }
 
 // getEach reads the paths with one Txn of Gets.
@@ -505,11 +507,7 @@ func (s *etcdStore) spanNodes(writes []NodeWrite, r *etcdserverpb.RangeResponse)
 	}
 	nodes := make([]Node, len(writes))
 	for i, w := range writes {
-		nodes[i] = Node{Path: w.Path}
-		k, found := sort.Find(len(r.Kvs), func(k int) int { return strings.Compare(w.Path, string(r.Kvs[k].Key)) })
-		if found {
-			nodes[i].Value, nodes[i].Version = r.Kvs[k].Value, uint64(r.Kvs[k].Version)
-		}
+		nodes[i] = spanNode(w.Path, r.Kvs)
 	}
 	return nodes
 }
