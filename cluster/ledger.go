@@ -184,8 +184,18 @@ func LedgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
 	return ledgerNodeExists(ms.Get, id)
 }
 
+// LedgerNodeExistsIn is LedgerNodeExists with the node read by get (a
+// read-ahead reader, or a store other than the data dir's metadata).
+func LedgerNodeExistsIn(get func(string) (store.Node, error), id int64) (bool, error) {
+	return ledgerNodeExists(get, id)
+}
+
 func ledgerNodeExists(get func(string) (store.Node, error), id int64) (bool, error) {
-	_, err := get(formats.LedgerPath(id))
+	path := formats.LedgerPath(id)
+	if path == "" {
+		return false, nil // a negative id (a damaged pointer): no node can have it
+	}
+	_, err := get(path)
 	switch {
 	case err == nil, errors.Is(err, store.ErrTruncatedValue):
 		return true, nil
@@ -203,9 +213,11 @@ func LedgerNodesExist(ms store.MetadataStore, ids []int64) ([]bool, error) {
 	// A window at a time: what is read ahead is held until it is answered.
 	for lo := 0; lo < len(ids); lo += ledgerLookupWindow {
 		window := ids[lo:min(lo+ledgerLookupWindow, len(ids))]
-		paths := make([]string, len(window))
-		for i, id := range window {
-			paths[i] = formats.LedgerPath(id)
+		paths := make([]string, 0, len(window))
+		for _, id := range window {
+			if p := formats.LedgerPath(id); p != "" {
+				paths = append(paths, p)
+			}
 		}
 		ahead := store.ReadAhead(ms, paths)
 		for _, id := range window {

@@ -177,6 +177,7 @@ func TestLedgerNodesExistAnswersAsLedgerNodeExists(t *testing.T) {
 		}
 	}
 	ids = append(ids, 7, 9, 7) // repeats
+	ids = append(ids, -1, -4) // a damaged pointer's id: no node can have it
 	dd := b.Open()
 	got, err := cluster.LedgerNodesExist(dd.Metadata, ids)
 	if err != nil || len(got) != len(ids) {
@@ -184,7 +185,7 @@ func TestLedgerNodesExistAnswersAsLedgerNodeExists(t *testing.T) {
 	}
 	for i, id := range ids {
 		want, err := cluster.LedgerNodeExists(dd.Metadata, id)
-		if err != nil || got[i] != want || want != (id%3 != 0) {
+		if err != nil || got[i] != want || want != (id > 0 && id%3 != 0) {
 			t.Fatalf("ledger %d: LedgerNodesExist %v, LedgerNodeExists %v (%v)", id, got[i], want, err)
 		}
 	}

@@ -34,7 +34,7 @@ type ledgerUniverse struct {
 func scanLedgerIDs(ctx context.Context, dd *store.DataDir) (*ledgerUniverse, error) {
 	u := &ledgerUniverse{MaxID: -1, TemplateID: -1}
 	see := func(id int64) { u.MaxID = max(u.MaxID, id) }
-	err := dd.Metadata.Walk(ctx, "/", func(n store.Node) error {
+	err := cluster.WalkNodes(ctx, dd.Metadata, "/", func(n store.Node) error {
 		switch formats.ClassifyPath(n.Path) {
 		case formats.NodeLedgerMetadata:
 			id, _ := formats.ParseLedgerPath(n.Path)
@@ -75,6 +75,14 @@ func scanLedgerIDs(ctx context.Context, dd *store.DataDir) (*ledgerUniverse, err
 			for _, ie := range loc.GetIndex() {
 				see(ie.GetPosition().GetLedgerId())
 			}
+		}
+		return nil
+	}, func(te *store.TruncatedError) error {
+		// A damaged value still has its key: a ledger node's names its id.
+		if id, err := formats.ParseLedgerPath(te.Path); err == nil {
+			see(id)
+		} else if k := formats.ClassifyPath(te.Path); k == formats.NodeManagedLedger || k == formats.NodeCursor || k == formats.NodeSchemaLocator {
+			u.warnUnreadable(te.Path, te)
 		}
 		return nil
 	})

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -166,24 +167,19 @@ type storedVersion struct {
 // readVersion reads the ledger entry an IndexEntry points at; getNode reads ledger nodes.
 func readVersion(dd *store.DataDir, getNode func(string) (store.Node, error), key string, ie *schemapb.IndexEntry) (storedVersion, error) {
 	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
-	nodeExists := false
-	if p := formats.LedgerPath(ledger); p != "" {
-		_, err := getNode(p)
-		switch {
-		case err == nil:
-			nodeExists = true
-		case !errors.Is(err, store.ErrNotFound):
-			return storedVersion{}, fmt.Errorf("schema %s version %d: ledger %d node: %w", key, ie.GetVersion(), ledger, err)
-		}
+	// A damaged ledger node exists, as check counts it (cluster's rule).
+	nodeExists, err := cluster.LedgerNodeExistsIn(getNode, ledger)
+	if err != nil {
+		return storedVersion{}, fmt.Errorf("schema %s version %d: ledger %d node: %w", key, ie.GetVersion(), ledger, err)
 	}
 	b, err := dd.Ledgers.Entry(ledger, entry)
 	if errors.Is(err, store.ErrNotFound) {
 		_, lastErr := dd.Ledgers.LastEntry(ledger)
-		switch {
-		case !nodeExists && errors.Is(lastErr, store.ErrNotFound):
-			return storedVersion{State: StateLostLedger, Reason: fmt.Sprintf("ledger %d: no /ledgers node and no entries", ledger)}, nil
-		case lastErr != nil && !errors.Is(lastErr, store.ErrNotFound):
+		if lastErr != nil && !errors.Is(lastErr, store.ErrNotFound) {
 			return storedVersion{}, fmt.Errorf("schema %s version %d: ledger %d: %w", key, ie.GetVersion(), ledger, lastErr)
+		}
+		if (cluster.Presence{Node: nodeExists, Entries: lastErr == nil}).Lost() {
+			return storedVersion{State: StateLostLedger, Reason: fmt.Sprintf("ledger %d: no /ledgers node and no entries", ledger)}, nil
 		}
 		return storedVersion{State: StateLostEntry, Reason: fmt.Sprintf("ledger %d entry %d is missing", ledger, entry)}, nil
 	}
