@@ -177,7 +177,7 @@ func TestLedgerNodesExistAnswersAsLedgerNodeExists(t *testing.T) {
 		}
 	}
 	ids = append(ids, 7, 9, 7) // repeats
-	ids = append(ids, -1, -4) // a damaged pointer's id: no node can have it
+	ids = append(ids, -1, -4)  // a damaged pointer's id: no node can have it
 	dd := b.Open()
 	got, err := cluster.LedgerNodesExist(dd.Metadata, ids)
 	if err != nil || len(got) != len(ids) {
