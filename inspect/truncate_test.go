@@ -16,28 +16,10 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
-
-// truncateVlogs cuts cut bytes off the end of every value-log file under dir/sub
-// that is bigger than cut: the big values stored there lose their tails, as when
-// a disk fills or a copy is interrupted.
-func truncateVlogs(t *testing.T, dir, sub string, cut int64) {
-	t.Helper()
-	files, _ := filepath.Glob(filepath.Join(dir, sub, "*.vlog"))
-	for _, f := range files {
-		st, err := os.Stat(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if st.Size() > 2*cut {
-			if err := os.Truncate(f, st.Size()-cut); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
 
 // TestCheckTruncatedValues damages the value log under a node in the middle of
 // the metadata and an entry in the middle of a ledger: both are reported where
@@ -52,8 +34,8 @@ func TestCheckTruncatedValues(t *testing.T) {
 		b.entry(70, 1, big)
 		b.entry(70, 2, []byte("small"))
 	})
-	truncateVlogs(t, dir, store.MetadataDirName, 1<<20)
-	truncateVlogs(t, dir, store.LedgersDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, store.MetadataDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, store.LedgersDirName, 1<<20)
 	dd := openRO(t, dir)
 	fs, stats, err := Check(context.Background(), dd, CheckOptions{}, nil)
 	if err != nil {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
@@ -51,14 +49,7 @@ func TestDamagedLedgerNodeIsPresent(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDD(t, dd)
-	vlogs, _ := filepath.Glob(filepath.Join(dir, store.MetadataDirName, "*.vlog"))
-	for _, f := range vlogs {
-		if st, err := os.Stat(f); err == nil && st.Size() > 2<<20 {
-			if err := os.Truncate(f, st.Size()-1<<20); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	testutil.TruncateValueLogs(t, dir, store.MetadataDirName, 1<<20)
 
 	dd = openRO(t, dir)
 	defer closeDD(t, dd)

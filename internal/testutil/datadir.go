@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -214,4 +215,27 @@ func TopicEntry(t testing.TB, m Message) []byte {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TruncateValueLogs cuts cut bytes off the end of every value-log file of the
+// data dir's sub store (store.MetadataDirName, store.LedgersDirName) that is
+// bigger than twice cut: the big values stored there lose their tails, as when
+// a disk fills or a copy is interrupted. The data dir must be closed.
+func TruncateValueLogs(t testing.TB, dir, sub string, cut int64) {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, sub, "*.vlog"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no value log under %s (%v)", filepath.Join(dir, sub), err)
+	}
+	for _, f := range files {
+		st, err := os.Stat(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Size() > 2*cut {
+			if err := os.Truncate(f, st.Size()-cut); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 }
