@@ -181,16 +181,12 @@ func (p Presence) Lost() bool { return !p.Node && !p.Entries }
 // LedgerNodeExists reports whether a ledger's metadata node exists; a node whose
 // value is damaged exists.
 func LedgerNodeExists(ms store.MetadataStore, id int64) (bool, error) {
-	return ledgerNodeExists(ms.Get, id)
+	return LedgerNodeExistsIn(ms.Get, id)
 }
 
 // LedgerNodeExistsIn is LedgerNodeExists with the node read by get (a
 // read-ahead reader, or a store other than the data dir's metadata).
 func LedgerNodeExistsIn(get func(string) (store.Node, error), id int64) (bool, error) {
-	return ledgerNodeExists(get, id)
-}
-
-func ledgerNodeExists(get func(string) (store.Node, error), id int64) (bool, error) {
 	path := formats.LedgerPath(id)
 	if path == "" {
 		return false, nil // a negative id (a damaged pointer): no node can have it
@@ -221,7 +217,7 @@ func LedgerNodesExist(ms store.MetadataStore, ids []int64) ([]bool, error) {
 		}
 		ahead := store.ReadAhead(ms, paths)
 		for _, id := range window {
-			ok, err := ledgerNodeExists(ahead.Get, id)
+			ok, err := LedgerNodeExistsIn(ahead.Get, id)
 			if err != nil {
 				return nil, err
 			}
@@ -241,7 +237,7 @@ func LedgerPresence(ms store.MetadataStore, ls store.LedgerStore, id int64) (Pre
 	if err != nil {
 		return Presence{}, err
 	}
-	return presence(ls, id, node)
+	return PresenceWithNode(ls, id, node)
 }
 
 // LedgerPresences is LedgerPresence for many ledgers, their nodes looked up in
@@ -253,15 +249,16 @@ func LedgerPresences(ms store.MetadataStore, ls store.LedgerStore, ids []int64) 
 	}
 	out := make([]Presence, len(ids))
 	for i, id := range ids {
-		if out[i], err = presence(ls, id, nodes[i]); err != nil {
+		if out[i], err = PresenceWithNode(ls, id, nodes[i]); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// presence completes a ledger's Presence with whether it has any entry.
-func presence(ls store.LedgerStore, id int64, node bool) (Presence, error) {
+// PresenceWithNode completes a ledger's Presence, its node already looked up,
+// with whether it has any entry.
+func PresenceWithNode(ls store.LedgerStore, id int64, node bool) (Presence, error) {
 	p := Presence{Node: node}
 	_, err := ls.LastEntry(id)
 	switch {

@@ -174,11 +174,11 @@ func readVersion(dd *store.DataDir, getNode func(string) (store.Node, error), ke
 	}
 	b, err := dd.Ledgers.Entry(ledger, entry)
 	if errors.Is(err, store.ErrNotFound) {
-		_, lastErr := dd.Ledgers.LastEntry(ledger)
-		if lastErr != nil && !errors.Is(lastErr, store.ErrNotFound) {
-			return storedVersion{}, fmt.Errorf("schema %s version %d: ledger %d: %w", key, ie.GetVersion(), ledger, lastErr)
+		p, err := cluster.PresenceWithNode(dd.Ledgers, ledger, nodeExists)
+		if err != nil {
+			return storedVersion{}, fmt.Errorf("schema %s version %d: ledger %d: %w", key, ie.GetVersion(), ledger, err)
 		}
-		if (cluster.Presence{Node: nodeExists, Entries: lastErr == nil}).Lost() {
+		if p.Lost() {
 			return storedVersion{State: StateLostLedger, Reason: fmt.Sprintf("ledger %d: no /ledgers node and no entries", ledger)}, nil
 		}
 		return storedVersion{State: StateLostEntry, Reason: fmt.Sprintf("ledger %d entry %d is missing", ledger, entry)}, nil
