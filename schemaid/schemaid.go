@@ -88,11 +88,11 @@ const (
 )
 
 // KVLayout says how the value id of a 0xFE key/value schema_id is delimited.
-// Both layouts open with `0xFE | u32 keyLen | key`; they differ after the key.
+// Both open with `0xFE | 4-byte big-endian keyLen | key`; they differ after the key.
 type KVLayout string
 
 const (
-	// LayoutJava: `u32 valueLen | value`, as Java's KeyValue.generateKVSchemaId
+	// LayoutJava: `i32 valueLen | value`, as Java's KeyValue.generateKVSchemaId
 	// (pulsar-client-api) writes it, then SchemaIdUtil.addMagicHeader.
 	LayoutJava KVLayout = "java"
 	// LayoutRust: the value id is every byte after the key, with no length, as

@@ -590,6 +590,7 @@ func BenchmarkDecode(b *testing.B) {
 		{"version", FieldSchemaVersion, EncodePulsarVersion(7)},
 		{"external-value", FieldSchemaID, EncodeExternalValue([]byte{1, 2, 3, 4})},
 		{"external-kv", FieldSchemaID, EncodeExternalKV([]byte{1, 2, 3, 4}, []byte{5, 6, 7, 8})},
+		{"external-kv-rust", FieldSchemaID, EncodeRustKV([]byte{1, 2, 3, 4}, []byte{5, 6, 7, 8})},
 		{"confluent", FieldSchemaID, EncodeConfluent(42)},
 		{"unknown", FieldSchemaID, []byte{2, 3, 4}},
 	} {
