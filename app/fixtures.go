@@ -38,6 +38,7 @@ func (e *env) fixturesCommand() *cli.Command {
 				&cli.IntFlag{Name: fxEntries, Usage: "entries per closed ledger (default 20)"},
 				&cli.IntFlag{Name: fxMaxBatch, Usage: "largest batch on batching topics (default 5)"},
 				&cli.BoolFlag{Name: fxFirstEntryIndex, Usage: "store each ledger's first broker index as a LedgerInfo property"},
+				&cli.BoolFlag{Name: fxRustProducers, Usage: "pulsar-rs producers on the external-schema-id topic: some key/value schema ids in the Rust client's layout (no value length)"},
 				indexKeyFlag(),
 				&cli.IntFlag{Name: fxLoseSchemaLedgers, Usage: "fault: delete node and entry of N schema version ledgers"},
 				&cli.IntFlag{Name: fxLoseSchemaEntries, Usage: "fault: delete the entry (keep the node) of N more schema ledgers"},
@@ -70,6 +71,7 @@ const (
 	fxEntries             = "entries"
 	fxMaxBatch            = "max-batch"
 	fxFirstEntryIndex     = "first-entry-index"
+	fxRustProducers       = "rust-producers"
 	fxLoseSchemaLedgers   = "lose-schema-ledgers"
 	fxLoseSchemaEntries   = "lose-schema-entries"
 	fxLoseTopicLedger     = "lose-topic-ledger"
@@ -113,6 +115,7 @@ func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
 			CorruptCRC:          c.Bool(fxCorruptCrc),
 			DeleteSchemaHistory: c.Int(fxDeleteSchemaHistory),
 			ResetSchemaHistory:  c.Int(fxResetSchemaHistory),
+			RustProducers:       c.Bool(fxRustProducers),
 		},
 		Bookies: fixtures.BookieOptions{
 			Bookies:       c.Int(fxBookies),

@@ -126,10 +126,11 @@ type schemaidInput struct {
 
 // schemaidReading is one way the bytes read; the structured id is under "decoded".
 type schemaidReading struct {
-	Field string        `json:"field" table:"FIELD"`
-	Kind  schemaid.Kind `json:"kind" table:"KIND"`
-	ID    string        `json:"id" table:"SCHEMA ID"`
-	Note  string        `json:"note,omitempty" table:"NOTE"`
+	Field  string            `json:"field" table:"FIELD"`
+	Kind   schemaid.Kind     `json:"kind" table:"KIND"`
+	Layout schemaid.KVLayout `json:"layout,omitempty" table:"LAYOUT"` // key/value ids: java or rust
+	ID     string            `json:"id" table:"SCHEMA ID"`
+	Note   string            `json:"note,omitempty" table:"NOTE"`
 }
 
 // schemaidPayload is the Confluent header of a payload.
@@ -153,7 +154,7 @@ func inputTable(raw []byte, format string) *report.Table {
 func readingsTable(rs []schemaid.Reading) *report.Table {
 	rows := make([]schemaidReading, len(rs))
 	for i, r := range rs {
-		rows[i] = schemaidReading{Field: r.Field.String(), Kind: r.ID.Kind, ID: r.ID.String(), Note: note(r.ID)}
+		rows[i] = schemaidReading{Field: r.Field.String(), Kind: r.ID.Kind, Layout: r.ID.Layout, ID: r.ID.String(), Note: note(r.ID)}
 	}
 	return report.Rows("readings", "", rows)
 }

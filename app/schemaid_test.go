@@ -37,10 +37,19 @@ func TestSchemaidDecode(t *testing.T) {
 	}{
 		{name: "external-value", args: []string{"ff010203"}, code: 0,
 			want: []string{"schema_id", "external-value", "external:0x010203"}},
-		{name: "kv-trailing-bytes", args: []string{"--field", "id", "0xfe000000030102030000000304050607"}, code: 2,
-			want: []string{"byte offset 15", "trailing bytes"}},
 		{name: "external-kv-ok", args: []string{"--field", "id", "fe00000003010203000000030405 06"}, code: 0,
-			want: []string{"external-kv", "kv(key=0x010203, value=0x040506)"}},
+			want: []string{"external-kv", "| java ", "kv(key=0x010203, value=0x040506)"}},
+		// pulsar-rs writes no value length: the rest after the key is the value id.
+		{name: "kv-rust-layout", args: []string{"--field", "id", "fe000000040000000100000007"}, code: 0,
+			want: []string{"external-kv", "| rust ", "kv(key=0x00000001, value=0x00000007, layout=rust)"}},
+		// A value length that does not match the rest is no length: the Rust layout.
+		{name: "kv-length-mismatch-is-rust", args: []string{"--field", "id", "0xfe000000030102030000000304050607"}, code: 0,
+			want: []string{"| rust ", "value=0x0000000304050607, layout=rust"}},
+		// A Rust value opening with its own length is byte-for-byte a Java id.
+		{name: "kv-ambiguous-reads-java", args: []string{"--field", "id", "fe000000010900000002aabb"}, code: 0,
+			want: []string{"| java ", "kv(key=0x09, value=0xaabb)"}},
+		{name: "json-kv-rust", args: []string{"--field", "id", "fe000000040000000100000007"}, code: 0,
+			want: []string{`"layout": "rust"`, `"value_hex": "00000007"`}},
 		{name: "version", args: []string{"--field", "version", "0000000000000003"}, code: 0,
 			want: []string{"schema_version", "pulsar:v3"}},
 		{name: "ambiguous", args: []string{"ff00000000000007"}, code: 0,
@@ -210,5 +219,60 @@ func TestSchemaUsageCommand(t *testing.T) {
 	code, _, _ = schemaidRun(t, nil, "--data-dir", clean, "inspect", "schema-usage", "--topic", "not a//topic")
 	if code != 2 {
 		t.Errorf("bad topic: exit %d, want 2", code)
+	}
+}
+
+// A cluster whose external-id topic has pulsar-rs producers (fixtures generate
+// --rust-producers): schema-usage lists the key/value ids of both layouts, the
+// table naming the Rust one, the JSON giving schema_id.layout. The golden is the
+// topic's JSON (the table's widths are the renderer's business).
+func TestSchemaUsageRustLayoutCommand(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "dd")
+	code, stdout, stderr := schemaidRun(t, nil, "fixtures", "generate", "--out", dir, "--seed", "7", "--rust-producers")
+	if code != 0 {
+		t.Fatalf("fixtures generate: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	const topic = "persistent://public/default/device-events~v2"
+	args := []string{"--data-dir", dir, "inspect", "schema-usage", "--topic", topic}
+	code, stdout, stderr = schemaidRun(t, nil, args...)
+	if code != 0 {
+		t.Fatalf("schema-usage: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, w := range []string{"kv(key=0x00000001, value=0x00000007)", "kv(key=0x00000001, value=0x00000007, layout=rust)",
+		`value=0x6465766963652d74656c656d657472792d7633 "device-telemetry-v3", layout=rust)`} {
+		if !strings.Contains(stdout, w) {
+			t.Errorf("schema-usage lacks %s:\n%s", w, stdout)
+		}
+	}
+	if strings.Contains(stdout, "unknown:") {
+		t.Errorf("schema-usage reads an id as unknown:\n%s", stdout)
+	}
+	code, stdout, stderr = schemaidRun(t, nil, append([]string{"--json"}, args...)...)
+	if code != 0 {
+		t.Fatalf("schema-usage --json: exit %d\n%s", code, stderr)
+	}
+	transcript := fmt.Sprintf("$ ledgermedic --json %s\nexit %d\n--- stdout\n%s--- stderr\n%s",
+		strings.ReplaceAll(strings.Join(args, " "), dir, "DIR"), code, strings.ReplaceAll(stdout, dir, "DIR"), stderr)
+	golden.CheckString(t, filepath.Join("testdata", "schemaid", "schema-usage-rust-producers.golden"), transcript)
+	var doc struct {
+		Usage []struct {
+			ID struct {
+				Kind   string `json:"kind"`
+				Layout string `json:"layout"`
+			} `json:"schema_id"`
+			Messages int64 `json:"messages"`
+		} `json:"schema_usage"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	layouts := map[string]int{}
+	for _, u := range doc.Usage {
+		if u.ID.Kind == "external-kv" && u.Messages > 0 {
+			layouts[u.ID.Layout]++
+		}
+	}
+	if layouts["java"] != 1 || layouts["rust"] != 2 {
+		t.Errorf("key/value ids per layout %v, want java 1, rust 2", layouts)
 	}
 }

@@ -219,6 +219,65 @@ func TestSchemaUsageExternalIDsAreInfo(t *testing.T) {
 	}
 }
 
+// Key/value schema ids in both layouts are counted as key/value ids, each
+// layout under its own bytes, and reported as external ids: pulsar-rs's layout
+// (no value length) is not "bytes that fit no layout". Check's pass counts
+// them the same.
+func TestSchemaUsageCountsBothKVLayouts(t *testing.T) {
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 7, RustProducers: true})
+	r := usageRun(t, dir, UsageOptions{Workers: 2})
+	compareUsage(t, gotUsage(r), wantUsage(m))
+	messages := map[schemaid.KVLayout]int64{}
+	for _, tu := range r.Topics {
+		for _, u := range tu.Uses {
+			if u.ID.Kind == schemaid.KindUnknown {
+				t.Errorf("%s: %s read as unknown", tu.Topic, u.ID)
+			}
+			if u.ID.Kind == schemaid.KindExternalKV {
+				messages[u.ID.Layout] += u.Messages
+			}
+		}
+	}
+	if messages[schemaid.LayoutJava] == 0 || messages[schemaid.LayoutRust] == 0 {
+		t.Fatalf("messages per key/value layout %v: want both java and rust", messages)
+	}
+	var rustFindings int
+	for _, f := range findingsOf(r.Findings, KindSchemaRefUnchecked) {
+		if strings.Contains(f.Message, "fit no known") {
+			t.Errorf("%s: %s", f.Location, f.Message)
+		}
+		if strings.Contains(f.Location, "layout=rust") {
+			rustFindings++
+		}
+	}
+	if rustFindings != 2 {
+		t.Errorf("%d unchecked-id findings for Rust-layout ids, want 2 (the fixture's two)", rustFindings)
+	}
+
+	dd := usageOpen(t, dir, true)
+	var fromCheck *UsageReport
+	if _, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true,
+		OnUsage: func(u *UsageReport) { fromCheck = u }}, report.NoProgress{}); err != nil {
+		t.Fatal(err)
+	}
+	if fromCheck == nil {
+		t.Fatal("check made no usage report")
+	}
+	compareUsage(t, gotUsage(fromCheck), wantUsage(m))
+}
+
+// Without RustProducers the fixture writes only the Java layout, as before.
+func TestFixtureWritesRustLayoutOnlyWhenAsked(t *testing.T) {
+	_, m := testutil.Fixture(t, fixtures.Options{Seed: 7})
+	for _, tu := range m.Topics {
+		for _, u := range tu.Usage {
+			if strings.Contains(u.ID, "layout=rust") {
+				t.Errorf("%s: %s without RustProducers", tu.Topic, u.ID)
+			}
+		}
+	}
+}
+
 func TestSchemaUsageTopicFilter(t *testing.T) {
 	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5, Partitions: 2})
 	want := wantUsage(m)

@@ -23,6 +23,16 @@ func EncodeExternalKV(key, value []byte) []byte {
 	return appendKV([]byte{MagicKeyValue}, key, value)
 }
 
+// EncodeRustKV is `0xFE | u32 len | key | value`, the key/value schema id as
+// streamnative/pulsar-rs writes it (no value length). It reads back as the
+// Java layout when value opens with 4 bytes equal to the length of the rest
+// (see ID.Encode).
+func EncodeRustKV(key, value []byte) []byte {
+	dst := binary.BigEndian.AppendUint32([]byte{MagicKeyValue}, uint32(len(key)))
+	dst = append(dst, key...)
+	return append(dst, value...)
+}
+
 // EncodeLegacyKV is the magic-less `i32 len | key | i32 len | value` layout.
 // It decodes back as kv-legacy only when key is not empty.
 func EncodeLegacyKV(key, value []byte) []byte {
@@ -62,7 +72,18 @@ func (id ID) Encode() ([]byte, error) {
 		if err := checkKVLens(id); err != nil {
 			return nil, err
 		}
-		return EncodeExternalKV(id.Key, id.Value), nil
+		switch id.Layout {
+		case LayoutJava, "":
+			return EncodeExternalKV(id.Key, id.Value), nil
+		case LayoutRust:
+			b := EncodeRustKV(id.Key, id.Value)
+			if javaValueAt(b, 5+len(id.Key)) {
+				return nil, fmt.Errorf("schema id %s: a %s-layout value id opening with its own length would read back as %s",
+					id.Kind, id.Layout, LayoutJava)
+			}
+			return b, nil
+		}
+		return nil, fmt.Errorf("schema id %s: unknown layout %q", id.Kind, id.Layout)
 	case KindLegacyKV:
 		if err := checkKVLens(id); err != nil {
 			return nil, err

@@ -13,7 +13,8 @@ import (
 //	pulsar:v3                               registry version
 //	pulsar-legacy:0x… (reason)              over-long schema_version
 //	external:0x010203                       PIP-420 value id (hex; the text follows in quotes when printable)
-//	kv(key=0x010203, value=0x040506)        PIP-420 key/value id
+//	kv(key=0x010203, value=0x040506)        PIP-420 key/value id (Java layout)
+//	kv(key=0x01, value=0x07, layout=rust)   the same, in pulsar-rs's layout (no value length)
 //	kv-legacy(key=0x…, value=0x…)           magic-less key/value id
 //	confluent:42                            Confluent id
 //	confluent-guid:xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
@@ -31,6 +32,9 @@ func (id ID) String() string {
 	case KindExternalValue:
 		return "external:" + bytesText(id.Value)
 	case KindExternalKV:
+		if id.Layout == LayoutRust {
+			return fmt.Sprintf("kv(key=%s, value=%s, layout=%s)", bytesText(id.Key), bytesText(id.Value), id.Layout)
+		}
 		return fmt.Sprintf("kv(key=%s, value=%s)", bytesText(id.Key), bytesText(id.Value))
 	case KindLegacyKV:
 		return fmt.Sprintf("kv-legacy(key=%s, value=%s)", bytesText(id.Key), bytesText(id.Value))
@@ -52,18 +56,19 @@ func (id ID) MapKey() string {
 }
 
 type jsonID struct {
-	Kind        Kind    `json:"kind"`
-	Version     *int64  `json:"version,omitempty"`
-	KeyHex      *string `json:"key_hex,omitempty"`
-	ValueHex    *string `json:"value_hex,omitempty"`
-	ConfluentID *int32  `json:"confluent_id,omitempty"`
-	GUID        string  `json:"guid,omitempty"`
-	RawHex      string  `json:"raw_hex"`
-	Reason      string  `json:"reason,omitempty"`
+	Kind        Kind     `json:"kind"`
+	Version     *int64   `json:"version,omitempty"`
+	KeyHex      *string  `json:"key_hex,omitempty"`
+	ValueHex    *string  `json:"value_hex,omitempty"`
+	Layout      KVLayout `json:"layout,omitempty"`
+	ConfluentID *int32   `json:"confluent_id,omitempty"`
+	GUID        string   `json:"guid,omitempty"`
+	RawHex      string   `json:"raw_hex"`
+	Reason      string   `json:"reason,omitempty"`
 }
 
 // MarshalJSON writes the fields that belong to the kind, in a fixed order:
-// kind, version, key_hex, value_hex, confluent_id, guid, raw_hex, reason.
+// kind, version, key_hex, value_hex, layout, confluent_id, guid, raw_hex, reason.
 func (id ID) MarshalJSON() ([]byte, error) {
 	j := jsonID{Kind: id.Kind, RawHex: hex.EncodeToString(id.Raw), Reason: id.Reason}
 	switch id.Kind {
@@ -74,6 +79,9 @@ func (id ID) MarshalJSON() ([]byte, error) {
 	case KindExternalKV, KindLegacyKV:
 		j.KeyHex = hexPtr(id.Key)
 		j.ValueHex = hexPtr(id.Value)
+		if id.Kind == KindExternalKV {
+			j.Layout = id.Layout
+		}
 	case KindConfluentID:
 		j.ConfluentID = &id.Confluent
 	case KindConfluentGUID:

@@ -10,6 +10,11 @@
 // magic-less key/value layout when its two lengths consume every byte exactly;
 // otherwise the bytes are reported as unknown. Nothing is guessed.
 //
+// A 0xFE id comes in two layouts after its key (KVLayout): Java's, with a
+// value length, and pulsar-rs's, without one. The Java layout is read when
+// exactly 4+valueLen bytes follow the key and the length says so; otherwise the
+// rest is the value id in the Rust layout.
+//
 // Decisions beyond the spec:
 //   - A lone 0xFF decodes as an external value id with empty inner bytes.
 //     Upstream (SchemaIdUtil.addMagicHeader) never writes it, but its
@@ -75,11 +80,24 @@ const (
 	KindPulsarVersion       Kind = "pulsar-version"
 	KindPulsarVersionLegacy Kind = "pulsar-version-legacy"
 	KindExternalValue       Kind = "external-value" // 0xFF | value id
-	KindExternalKV          Kind = "external-kv"    // 0xFE | i32 len | key | i32 len | value
+	KindExternalKV          Kind = "external-kv"    // 0xFE | i32 len | key | i32 len | value (or | value: KVLayout)
 	KindConfluentID         Kind = "confluent-id"   // 0x00 | i32 id
 	KindConfluentGUID       Kind = "confluent-guid" // 0x01 | 16-byte GUID
 	KindLegacyKV            Kind = "kv-legacy"      // i32 len | key | i32 len | value, no magic
 	KindUnknown             Kind = "unknown"
+)
+
+// KVLayout says how the value id of a 0xFE key/value schema_id is delimited.
+// Both open with `0xFE | 4-byte big-endian keyLen | key`; they differ after the key.
+type KVLayout string
+
+const (
+	// LayoutJava: `i32 valueLen | value`, as Java's KeyValue.generateKVSchemaId
+	// (pulsar-client-api) writes it, then SchemaIdUtil.addMagicHeader.
+	LayoutJava KVLayout = "java"
+	// LayoutRust: the value id is every byte after the key, with no length, as
+	// streamnative/pulsar-rs writes it (schema_id_util.rs, generate_kv_schema_id).
+	LayoutRust KVLayout = "rust"
 )
 
 // Magic bytes that open a schema_id.
@@ -103,6 +121,7 @@ type ID struct {
 	Version   int64    // pulsar-version
 	Value     []byte   // external-value inner id; value id of a key/value id
 	Key       []byte   // key id of a key/value id
+	Layout    KVLayout // external-kv: how the value id was delimited
 	Confluent int32    // confluent-id
 	GUID      [16]byte // confluent-guid
 	Raw       []byte   // the original bytes
@@ -244,11 +263,11 @@ func decodeSchemaID(raw []byte) (ID, error) {
 		}
 		return id, nil
 	case MagicKeyValue:
-		key, value, err := splitKV(raw, 1)
+		key, value, layout, err := splitExternalKV(raw)
 		if err != nil {
 			return unknown(raw, err.Error()), err
 		}
-		return ID{Kind: KindExternalKV, Key: key, Value: value, Raw: raw}, nil
+		return ID{Kind: KindExternalKV, Key: key, Value: value, Layout: layout, Raw: raw}, nil
 	case MagicConfluent:
 		if len(raw) == confluentLen {
 			return ID{Kind: KindConfluentID, Confluent: int32(binary.BigEndian.Uint32(raw[1:])), Raw: raw}, nil
@@ -288,6 +307,30 @@ func unknownReason(raw []byte, kvErr error) string {
 		why = de.where()
 	}
 	return head + "; not the legacy key/value layout: " + why
+}
+
+// splitExternalKV reads a 0xFE key/value id: `0xFE | i32 keyLen | key`, then
+// the Java layout `i32 valueLen | value` when exactly 4+valueLen bytes remain
+// and the length says so, otherwise the Rust layout, where the rest is the
+// value id. So a Rust-layout value id that happens to open with 4 bytes equal
+// to the length of the rest reads as Java (docs/formats.md §4.3): the bytes
+// cannot tell them apart, and Java is upstream's layout. Only a key length
+// that does not fit is an error.
+func splitExternalKV(raw []byte) (key, value []byte, layout KVLayout, err error) {
+	key, off, err := readLenPrefixed(raw, 1, "key")
+	if err != nil {
+		return nil, nil, "", err
+	}
+	if javaValueAt(raw, off) {
+		return key, sub(raw, off+4, len(raw)), LayoutJava, nil
+	}
+	return key, sub(raw, off, len(raw)), LayoutRust, nil
+}
+
+// javaValueAt says whether raw[off:] is exactly `i32 valueLen | value`.
+func javaValueAt(raw []byte, off int) bool {
+	rest := len(raw) - off
+	return rest >= 4 && int64(int32(binary.BigEndian.Uint32(raw[off:]))) == int64(rest-4)
 }
 
 // splitKV reads `i32 keyLen | key | i32 valueLen | value` starting at off and

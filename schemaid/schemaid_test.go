@@ -2,6 +2,7 @@ package schemaid
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,28 +55,54 @@ var vectors = []vector{
 
 	{name: "PIP-420 key/value id", field: FieldSchemaID,
 		in:   []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6},
-		want: ID{Kind: KindExternalKV, Key: []byte{1, 2, 3}, Value: []byte{4, 5, 6}}},
+		want: ID{Kind: KindExternalKV, Key: []byte{1, 2, 3}, Value: []byte{4, 5, 6}, Layout: LayoutJava}},
 	{name: "key/value id with 4-byte ids", field: FieldSchemaID,
 		in:   []byte{0xfe, 0, 0, 0, 4, 0, 0, 0, 7, 0, 0, 0, 4, 0, 0, 0, 9},
-		want: ID{Kind: KindExternalKV, Key: []byte{0, 0, 0, 7}, Value: []byte{0, 0, 0, 9}}},
+		want: ID{Kind: KindExternalKV, Key: []byte{0, 0, 0, 7}, Value: []byte{0, 0, 0, 9}, Layout: LayoutJava}},
 	{name: "key/value id both empty", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 0, 0, 0, 0, 0},
-		want: ID{Kind: KindExternalKV, Key: []byte{}, Value: []byte{}}},
+		want: ID{Kind: KindExternalKV, Key: []byte{}, Value: []byte{}, Layout: LayoutJava}},
+	{name: "key/value id, empty value (Java)", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 1, 9, 0, 0, 0, 0},
+		want: ID{Kind: KindExternalKV, Key: []byte{9}, Value: []byte{}, Layout: LayoutJava}},
+
+	// pulsar-rs: 0xFE | u32 keyLen | key | value, no value length.
+	{name: "Rust key/value id with 4-byte ids", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 7},
+		want: ID{Kind: KindExternalKV, Key: []byte{0, 0, 0, 1}, Value: []byte{0, 0, 0, 7}, Layout: LayoutRust}},
+	{name: "Rust key/value id, textual", field: FieldSchemaID,
+		in:   cat([]byte{0xfe, 0, 0, 0, 6}, []byte("key-v1"), []byte("device-telemetry-v3")),
+		want: ID{Kind: KindExternalKV, Key: []byte("key-v1"), Value: []byte("device-telemetry-v3"), Layout: LayoutRust}},
+	{name: "Rust key/value id, key only", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 2, 1, 2},
+		want: ID{Kind: KindExternalKV, Key: []byte{1, 2}, Value: []byte{}, Layout: LayoutRust}},
+	{name: "Rust key/value id, empty key", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 0, 4, 5, 6},
+		want: ID{Kind: KindExternalKV, Key: []byte{}, Value: []byte{4, 5, 6}, Layout: LayoutRust}},
+	{name: "Rust: 3 bytes after the key are too few for a value length", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 1, 1, 0, 0, 2},
+		want: ID{Kind: KindExternalKV, Key: []byte{1}, Value: []byte{0, 0, 2}, Layout: LayoutRust}},
+	{name: "Rust: value opens with a length past the end", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 4, 4, 5, 6},
+		want: ID{Kind: KindExternalKV, Key: []byte{1, 2, 3}, Value: []byte{0, 0, 0, 4, 4, 5, 6}, Layout: LayoutRust}},
+	{name: "Rust: value opens with a length shorter than the rest", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6, 7, 8},
+		want: ID{Kind: KindExternalKV, Key: []byte{1, 2, 3}, Value: []byte{0, 0, 0, 3, 4, 5, 6, 7, 8}, Layout: LayoutRust}},
+	{name: "Rust: value opens with a negative length", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 0, 0x80, 0, 0, 0},
+		want: ID{Kind: KindExternalKV, Key: []byte{}, Value: []byte{0x80, 0, 0, 0}, Layout: LayoutRust}},
+	// The ambiguous case: a Rust value id whose first 4 bytes equal the length of
+	// the rest is byte-for-byte a Java id, and reads as one.
+	{name: "ambiguous: Rust value 00000002aabb reads as Java", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 1, 9, 0, 0, 0, 2, 0xaa, 0xbb},
+		want: ID{Kind: KindExternalKV, Key: []byte{9}, Value: []byte{0xaa, 0xbb}, Layout: LayoutJava}},
+	{name: "ambiguous: Rust value id 0 (4 zero bytes) reads as an empty Java value", field: FieldSchemaID,
+		in:   []byte{0xfe, 0, 0, 0, 4, 0, 0, 0, 1, 0, 0, 0, 0},
+		want: ID{Kind: KindExternalKV, Key: []byte{0, 0, 0, 1}, Value: []byte{}, Layout: LayoutJava}},
+
 	{name: "0xFE alone", field: FieldSchemaID, in: []byte{0xfe},
+		err: ErrTruncated, offset: 1},
+	{name: "0xFE key length cut short", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 1},
 		err: ErrTruncated, offset: 1},
 	{name: "0xFE key length past the end", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 9, 1, 2, 3},
 		err: ErrTruncated, offset: 1},
-	{name: "0xFE value length past the end", field: FieldSchemaID,
-		in:  []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 4, 4, 5, 6},
-		err: ErrTruncated, offset: 8},
-	{name: "0xFE value length cut short", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 1, 1, 0, 0},
-		err: ErrTruncated, offset: 6},
-	{name: "0xFE trailing bytes", field: FieldSchemaID,
-		in:  []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6, 7, 8},
-		err: ErrTrailingBytes, offset: 15},
 	{name: "0xFE negative key length", field: FieldSchemaID, in: []byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0},
 		err: ErrNegativeLength, offset: 1},
-	{name: "0xFE negative value length", field: FieldSchemaID, in: []byte{0xfe, 0, 0, 0, 0, 0x80, 0, 0, 0},
-		err: ErrNegativeLength, offset: 5},
 
 	{name: "Confluent id 42", field: FieldSchemaID, in: []byte{0, 0, 0, 0, 42},
 		want: ID{Kind: KindConfluentID, Confluent: 42}},
@@ -105,7 +132,7 @@ var vectors = []vector{
 }
 
 func equalID(a, b ID) bool {
-	return a.Kind == b.Kind && a.Version == b.Version && bytes.Equal(a.Value, b.Value) &&
+	return a.Kind == b.Kind && a.Version == b.Version && bytes.Equal(a.Value, b.Value) && a.Layout == b.Layout &&
 		bytes.Equal(a.Key, b.Key) && a.Confluent == b.Confluent && a.GUID == b.GUID &&
 		bytes.Equal(a.Raw, b.Raw)
 }
@@ -162,6 +189,8 @@ func TestEncoders(t *testing.T) {
 		{"value id", EncodeExternalValue([]byte{1, 2, 3}), []byte{0xff, 1, 2, 3}},
 		{"key/value id", EncodeExternalKV([]byte{1, 2, 3}, []byte{4, 5, 6}),
 			[]byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6}},
+		{"Rust key/value id", EncodeRustKV([]byte{1, 2, 3}, []byte{4, 5, 6}),
+			[]byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 4, 5, 6}},
 		{"legacy key/value id", EncodeLegacyKV([]byte{1, 2, 3}, []byte{4, 5, 6}),
 			[]byte{0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6}},
 		{"confluent 42", EncodeConfluent(42), []byte{0, 0, 0, 0, 42}},
@@ -184,6 +213,8 @@ func TestEncodeErrors(t *testing.T) {
 		{Kind: KindUnknown},
 		{Kind: KindPulsarVersionLegacy},
 		{Kind: KindLegacyKV, Key: nil, Value: []byte{1}},
+		{Kind: KindExternalKV, Key: []byte{1}, Value: []byte{0, 0, 0, 1, 5}, Layout: LayoutRust}, // reads back as Java
+		{Kind: KindExternalKV, Key: []byte{1}, Value: []byte{2}, Layout: "go"},
 	}
 	for _, id := range bad {
 		if b, err := id.Encode(); err == nil {
@@ -259,6 +290,10 @@ func TestDecodeAll(t *testing.T) {
 			[]reading{{FieldSchemaVersion, KindPulsarVersionLegacy}, {FieldSchemaID, KindConfluentGUID}}},
 		{"15-byte 0xFE kv: legacy version or kv", []byte{0xfe, 0, 0, 0, 3, 1, 2, 3, 0, 0, 0, 3, 4, 5, 6},
 			[]reading{{FieldSchemaVersion, KindPulsarVersionLegacy}, {FieldSchemaID, KindExternalKV}}},
+		{"8 bytes from 0xFE, Rust layout: version or kv", []byte{0xfe, 0, 0, 0, 1, 9, 7, 7},
+			[]reading{{FieldSchemaVersion, KindPulsarVersion}, {FieldSchemaID, KindExternalKV}}},
+		{"7 bytes from 0xFE, Rust layout: only kv", []byte{0xfe, 0, 0, 0, 1, 9, 7},
+			[]reading{{FieldSchemaID, KindExternalKV}}},
 		{"5 bytes: only Confluent", []byte{0, 0, 0, 0, 42},
 			[]reading{{FieldSchemaID, KindConfluentID}}},
 		{"8 bytes from 0x00: only a version", []byte{0, 0, 0, 0, 0, 0, 0, 42},
@@ -416,7 +451,15 @@ func randomID(r *rand.Rand, kind Kind) (Field, ID) {
 	case KindExternalValue:
 		return FieldSchemaID, ID{Kind: kind, Value: bs(0, 40)}
 	case KindExternalKV:
-		return FieldSchemaID, ID{Kind: kind, Key: bs(0, 20), Value: bs(0, 20)}
+		id := ID{Kind: kind, Key: bs(0, 20), Value: bs(0, 20), Layout: LayoutJava}
+		if r.IntN(2) == 0 {
+			id.Layout = LayoutRust
+			// A Rust value opening with its own length reads as Java (TestRustLayoutProperty).
+			for javaValueAt(id.Value, 0) {
+				id.Value = bs(0, 20)
+			}
+		}
+		return FieldSchemaID, id
 	case KindLegacyKV:
 		return FieldSchemaID, ID{Kind: kind, Key: bs(1, 20), Value: bs(0, 20)}
 	case KindConfluentID:
@@ -459,6 +502,58 @@ func TestRoundTripProperty(t *testing.T) {
 	}
 }
 
+// Property: EncodeExternalKV always reads back as the Java layout, and
+// EncodeRustKV as the Rust layout unless its value id opens with 4 bytes equal
+// to the length of the rest, which reads as Java with those 4 bytes taken as
+// the length. Values are drawn so that this case comes up often.
+func TestRustLayoutProperty(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	bs := func(n int) []byte {
+		b := make([]byte, n)
+		for i := range b {
+			b[i] = byte(r.UintN(256))
+		}
+		return b
+	}
+	var ambiguous int
+	for range 5000 {
+		key, value := bs(r.IntN(12)), bs(r.IntN(12))
+		if len(value) >= 4 && r.IntN(3) == 0 {
+			binary.BigEndian.PutUint32(value, uint32(len(value)-4))
+		}
+		java, err := Decode(FieldSchemaID, EncodeExternalKV(key, value))
+		if err != nil || java.Layout != LayoutJava || !bytes.Equal(java.Key, key) || !bytes.Equal(java.Value, value) {
+			t.Fatalf("Java %x/%x decodes as %v, %v", key, value, java, err)
+		}
+		b := EncodeRustKV(key, value)
+		got, err := Decode(FieldSchemaID, b)
+		if err != nil || !bytes.Equal(got.Key, key) {
+			t.Fatalf("Rust %x/%x decodes as %v, %v", key, value, got, err)
+		}
+		selfLength := len(value) >= 4 && int(binary.BigEndian.Uint32(value)) == len(value)-4
+		rust := ID{Kind: KindExternalKV, Key: key, Value: value, Layout: LayoutRust}
+		switch {
+		case selfLength:
+			ambiguous++
+			if got.Layout != LayoutJava || !bytes.Equal(got.Value, value[4:]) {
+				t.Fatalf("ambiguous Rust %x/%x decodes as %v, want the Java reading", key, value, got)
+			}
+			if _, err := rust.Encode(); err == nil {
+				t.Fatalf("Encode(%v) accepted a Rust id that reads back as Java", rust)
+			}
+		case got.Layout != LayoutRust || !bytes.Equal(got.Value, value):
+			t.Fatalf("Rust %x/%x decodes as %v", key, value, got)
+		default:
+			if enc, err := rust.Encode(); err != nil || !bytes.Equal(enc, b) {
+				t.Fatalf("Encode(%v) = %x, %v; want %x", rust, enc, err, b)
+			}
+		}
+	}
+	if ambiguous < 100 {
+		t.Fatalf("only %d ambiguous cases drawn", ambiguous)
+	}
+}
+
 // TestGolden pins String() and MarshalJSON() for the vector table and the
 // DecodeAll readings. Run with -update to rewrite.
 func TestGolden(t *testing.T) {
@@ -495,6 +590,7 @@ func BenchmarkDecode(b *testing.B) {
 		{"version", FieldSchemaVersion, EncodePulsarVersion(7)},
 		{"external-value", FieldSchemaID, EncodeExternalValue([]byte{1, 2, 3, 4})},
 		{"external-kv", FieldSchemaID, EncodeExternalKV([]byte{1, 2, 3, 4}, []byte{5, 6, 7, 8})},
+		{"external-kv-rust", FieldSchemaID, EncodeRustKV([]byte{1, 2, 3, 4}, []byte{5, 6, 7, 8})},
 		{"confluent", FieldSchemaID, EncodeConfluent(42)},
 		{"unknown", FieldSchemaID, []byte{2, 3, 4}},
 	} {
