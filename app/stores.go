@@ -119,12 +119,14 @@ func checkWritable(opts store.Options) error {
 	return nil
 }
 
-// openStores opens the data dir and the stores the flags name.
-func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) {
+// openStores opens the data dir and the stores the flags name; pulsar: the
+// metadata must hold a Pulsar cluster's nodes at its root (store.Options.Pulsar).
+func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir, error) {
 	opts, err := storeOptions(c, readOnly)
 	if err != nil {
 		return nil, err
 	}
+	opts.Pulsar = pulsar
 	if !readOnly {
 		if err := checkWritable(opts); err != nil {
 			return nil, err
@@ -145,7 +147,8 @@ func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) 
 	}
 	dd, err := store.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) ||
+			errors.Is(err, store.ErrNoPulsarMetadata) {
 			return nil, report.BadInput(err)
 		}
 		return nil, report.CannotOpen(err)

@@ -40,6 +40,10 @@ type Options struct {
 	Remote RemoteOptions
 	// FullVerify verifies every table instead of trusting the verification cache (verifycache.go); check sets it.
 	FullVerify bool
+	// Pulsar: the command reads the metadata as a Pulsar cluster's, so Open fails
+	// with a *NoPulsarMetadataError when the metadata store's root holds none of
+	// Pulsar's top-level nodes (CheckPulsarRoot): a forgotten or wrong chroot.
+	Pulsar bool
 }
 
 // DataDir is an open data dir.
@@ -133,7 +137,7 @@ func (d *DataDir) openStores(opts Options) error {
 	if opts.Metadata != nil {
 		mb, err := openMetadataURL(*opts.Metadata, opts)
 		if err != nil {
-			return err
+			return chrootMissing(*opts.Metadata, opts, err)
 		}
 		d.remote = append(d.remote, mb)
 		d.Metadata = mb
@@ -144,6 +148,11 @@ func (d *DataDir) openStores(opts Options) error {
 		}
 		d.Metadata = &metadataStore{db: d.meta, readOnly: d.ReadOnly}
 		d.Sources = append(d.Sources, d.localSource(MetadataDirName))
+	}
+	if opts.Pulsar {
+		if err := CheckPulsarRoot(context.Background(), d.Metadata, opts.Metadata, d.Sources[0].URL, opts); err != nil {
+			return err
+		}
 	}
 	if opts.Ledgers != nil {
 		lb, err := openLedgersURL(*opts.Ledgers, opts)
