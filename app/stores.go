@@ -16,9 +16,10 @@ import (
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: flagMetadata, EnvVars: []string{"LEDGERMEDIC_METADATA"},
-			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR (a ZooKeeper dataDir, offline), " +
+			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR[?chroot=/CHROOT] (a ZooKeeper dataDir, offline), " +
 				"etcd://h1:2379,h2:2379, etcd-db:PATH (an etcd member/snap/db, offline); Pulsar's metadataStoreUrl " +
-				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. Default: DATA-DIR/metadata"},
+				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. The chroot (usually /pulsar) is where the cluster's " +
+				"/managed-ledgers, /schemas and /admin are; etcd has none. Default: DATA-DIR/metadata"},
 		&cli.StringFlag{Name: flagLedgers, EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
 			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie). Default: DATA-DIR/ledgers"},
 		&cli.Float64Flag{Name: "read-rate", Usage: "live stores: at most N reads per second (0: no limit)"},
