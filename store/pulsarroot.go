@@ -16,7 +16,7 @@ import (
 // (BookkeeperSchemaStorage's SchemaPath "/schemas") and the admin tree that
 // `pulsar initialize-cluster-metadata` creates (BaseResources' BASE_POLICIES_PATH
 // "/admin"). A store whose root holds none of them is not read as a cluster.
-var pulsarRootNodes = []string{formats.ManagedLedgersRoot, formats.SchemasRoot, formats.AdminRoot}
+var pulsarRootNodes = []string{formats.ManagedLedgersRoot, formats.SchemasRoot, formats.AdminRoot} // largest values first
 
 // The bounds of the search for Pulsar's nodes below a root that lacks them: a
 // chroot is a path of a level or two (/pulsar, /clusters/east), and the search is
@@ -211,30 +211,28 @@ func (e *NoPulsarMetadataError) add(base, c, node string, u *URL) {
 }
 
 // pulsarNodeAt returns the first of Pulsar's top-level nodes that exists under
-// prefix ("" for the root), or "".
+// prefix ("" for the root), or "". Gets first: on ZooKeeper the node itself
+// exists. Then, for stores without parent nodes (Pulsar's etcd store, the data
+// dir: formats.md §9.4), the first node below each, smallest values first: an
+// etcd walk's first page carries values, and managed-ledger nodes are the big ones.
 func pulsarNodeAt(ctx context.Context, m MetadataStore, prefix string) (string, error) {
 	for _, r := range pulsarRootNodes {
-		ok, err := exists(ctx, m, prefix+r)
-		if err != nil || ok {
+		_, err := m.Get(prefix + r)
+		var te *TruncatedError
+		switch {
+		case err == nil, errors.As(err, &te):
+			return prefix + r, nil
+		case !errors.Is(err, ErrNotFound):
+			return "", err
+		}
+	}
+	for i := len(pulsarRootNodes) - 1; i >= 0; i-- {
+		r := pulsarRootNodes[i]
+		if _, found, err := firstNode(ctx, m, prefix+r+"/", ""); err != nil || found {
 			return prefix + r, err
 		}
 	}
 	return "", nil
-}
-
-// exists reports whether p is a node or has nodes below it: Pulsar's etcd store
-// and the data dir's flat key space keep no parent nodes (formats.md §9.4).
-func exists(ctx context.Context, m MetadataStore, p string) (bool, error) {
-	_, err := m.Get(p)
-	var te *TruncatedError
-	switch {
-	case err == nil, errors.As(err, &te):
-		return true, nil
-	case !errors.Is(err, ErrNotFound):
-		return false, err
-	}
-	_, found, err := firstNode(ctx, m, p+"/", "")
-	return found, err
 }
 
 // isEmpty reports whether m holds no node at all.
