@@ -92,7 +92,7 @@ func (e *NoPulsarMetadataError) Error() string {
 		}
 	}
 	if e.Truncated {
-		fmt.Fprintf(&b, " (the search stopped at its bound of %d places: there may be more)", rootSearchProbes)
+		fmt.Fprintf(&b, " (the search is bounded, %d children a level and %d places in all: there may be more)", rootSearchChildren, rootSearchProbes)
 	}
 	if e.SearchErr != nil {
 		fmt.Fprintf(&b, " (the search for them failed: %v)", e.SearchErr)
