@@ -161,7 +161,7 @@ func TestEtcdPrefix(t *testing.T) {
 	cli.Close()
 	runChrootCases(t, []chrootCase{
 		{"etcd, keys under a prefix", []string{"-d", dir, "--metadata", url, "check"}, 2, []string{
-			url + ": no Pulsar metadata at its root", "/pulsar/managed-ledgers exists under a prefix", "has no chroot"}},
+			url + ": no Pulsar metadata at its root", "; /pulsar/", "exists under a prefix", "has no chroot"}},
 		{"etcd with no keys", []string{"-d", dir, "--metadata", emptyURL, "inspect", "topics"}, 2, []string{
 			emptyURL + ": no Pulsar metadata: the store holds no nodes at all"}},
 	})
@@ -170,7 +170,7 @@ func TestEtcdPrefix(t *testing.T) {
 	empty.Stop()
 	runChrootCases(t, []chrootCase{
 		{"etcd-db, keys under a prefix", []string{"-d", dir, "--metadata", "etcd-db:" + srv.DataDir, "check"}, 2, []string{
-			"/pulsar/managed-ledgers exists under a prefix"}},
+			"; /pulsar/", "exists under a prefix"}},
 		{"etcd-db with no keys", []string{"-d", dir, "--metadata", "etcd-db:" + empty.DataDir, "check"}, 2, []string{
 			"the store holds no nodes at all"}},
 	})
@@ -190,7 +190,7 @@ func TestDataDirWithoutPulsarMetadata(t *testing.T) {
 	ledgersOnly := b.Close()
 	runChrootCases(t, []chrootCase{
 		{"nodes under a chroot", []string{"-d", prefixed, "check"}, 2, []string{
-			filepath.Join(prefixed, "metadata") + ": no Pulsar metadata at its root", "/pulsar/managed-ledgers exists",
+			filepath.Join(prefixed, "metadata") + ": no Pulsar metadata at its root", "; /pulsar/admin exists",
 			"import it again from the chroot (ledgermedic import --metadata zk://HOST:2181/pulsar"}},
 		{"no metadata at all", []string{"-d", ledgersOnly, "check"}, 2, []string{
 			"the store holds no nodes at all", "--metadata URL"}},
