@@ -12,14 +12,26 @@ import (
 )
 
 // openReadOnly opens the stores for inspection and tells the user anything
-// they must know about how they were opened (for example, a sandbox copy).
+// they must know about how they were opened (for example, a sandbox copy). The
+// metadata must be a Pulsar cluster's (store.Options.Pulsar): a wrong chroot is bad input.
 func (e *env) openReadOnly(c *cli.Context) (*store.DataDir, error) {
-	return e.openStores(c, true)
+	return e.openStores(c, true, true)
 }
 
-// openWritable opens the stores for a command that may write.
+// openWritable opens the stores for a command that may write (Pulsar's metadata, as openReadOnly).
 func (e *env) openWritable(c *cli.Context) (*store.DataDir, error) {
-	return e.openStores(c, false)
+	return e.openStores(c, false, true)
+}
+
+// openAnyReadOnly and openAnyWritable open the stores for a command that names
+// nodes by path or entries by ledger id and reads no Pulsar layout (inspect node,
+// inspect entries --ledger, journal undo), so any metadata store will do.
+func (e *env) openAnyReadOnly(c *cli.Context) (*store.DataDir, error) {
+	return e.openStores(c, true, false)
+}
+
+func (e *env) openAnyWritable(c *cli.Context) (*store.DataDir, error) {
+	return e.openStores(c, false, false)
 }
 
 // print renders a document in the format the user asked for. Suggested

@@ -58,7 +58,9 @@ func (e *env) importStores(c *cli.Context) error {
 		return err
 	}
 	out, copyLedgers := o.Out, o.CopyLedgers
-	src, err := e.openReadOnly(c)
+	// A store named by URL is a cluster's, whose chroot must be right; a data dir
+	// (or its ledgers alone) is copied as it is.
+	src, err := e.openStores(c, true, c.IsSet(flagMetadata))
 	if err != nil {
 		return err
 	}
@@ -163,7 +165,7 @@ func (e *env) journalPush(c *cli.Context) error {
 		return report.BadInputf("journal push: run %s was applied to %s, not to this data dir's own metadata store", runID, rec.MetadataStore)
 	}
 	apply := o.Apply
-	dd, err := e.openStores(c, !apply)
+	dd, err := e.openStores(c, !apply, true)
 	if err != nil {
 		return err
 	}

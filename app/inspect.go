@@ -79,9 +79,15 @@ func (e *env) inspectCommand() *cli.Command {
 	}
 }
 
-// withDataDir opens the data dir read-only for the length of fn.
+// withDataDir opens the stores read-only for the length of fn; the metadata must
+// be a Pulsar cluster's (openReadOnly).
 func (e *env) withDataDir(c *cli.Context, fn func(dd *store.DataDir) error) error {
-	dd, err := e.openReadOnly(c)
+	return e.withStores(c, true, fn)
+}
+
+// withStores is withDataDir; pulsar false accepts any metadata store (openAnyReadOnly).
+func (e *env) withStores(c *cli.Context, pulsar bool, fn func(dd *store.DataDir) error) error {
+	dd, err := e.openStores(c, true, pulsar)
 	if err != nil {
 		return err
 	}
@@ -166,7 +172,8 @@ func (e *env) inspectNode(c *cli.Context) error {
 	if hexOut && rawOut {
 		return report.BadInputf("inspect node: give --hex or --raw, not both")
 	}
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	// A node is named by its path: any store, chroot or not, can be looked into.
+	return e.withStores(c, false, func(dd *store.DataDir) error {
 		path := args[0]
 		if hexOut || rawOut {
 			return e.nodeBytes(dd, path, rawOut)
@@ -288,7 +295,8 @@ func (e *env) inspectEntries(c *cli.Context) error {
 		return err
 	}
 	o, find, topic := eo.Entries, eo.Find, eo.Topic
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	// Entries by ledger id need no metadata; a topic is found through Pulsar's.
+	return e.withStores(c, topic != nil, func(dd *store.DataDir) error {
 		var notes []string
 		if find {
 			note, err := e.findEntry(c, dd, eo, &o)

@@ -211,7 +211,7 @@ func (e *env) journalUndo(c *cli.Context) error {
 		doc.Note("dry run: nothing was written; add --apply to undo run %s", runID)
 		return e.print(c, doc)
 	}
-	dd, err := e.openWritable(c)
+	dd, err := e.openAnyWritable(c)
 	if err != nil {
 		return err
 	}
@@ -395,7 +395,7 @@ func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID strin
 		doc.Note("dry run: nothing was written; add --apply to undo these %d run(s)", len(todo))
 		return e.print(c, doc)
 	}
-	dd, err := e.openWritable(c)
+	dd, err := e.openAnyWritable(c)
 	if err != nil {
 		return err
 	}

@@ -692,10 +692,10 @@ func TestLiveStoreBadInput(t *testing.T) {
 			}
 		})
 	}
-	// On a running server: a chroot that does not exist.
+	// On a running server: a chroot that does not exist is bad input (TestZooKeeperChroot).
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	stdout, stderr, code := runBin(t, "-d", dir, "--metadata", "zk://"+srv.Addr+"/no/such/chroot", "check")
-	if code != 3 || !strings.Contains(stderr, "/no/such/chroot") {
+	if code != 2 || !strings.Contains(stderr, "/no/such/chroot") {
 		t.Fatalf("missing chroot: exit %d\n%s\n%s", code, stdout, stderr)
 	}
 }

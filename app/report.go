@@ -133,6 +133,14 @@ func (e *env) report(c *cli.Context) error {
 // open are a problem stated in the report (bad flags are still bad usage).
 func (e *env) incident(c *cli.Context, opts inspect.IncidentOptions) (*htmlreport.Report, error) {
 	dd, err := e.openReadOnly(c)
+	if errors.Is(err, store.ErrNoPulsarMetadata) {
+		// Bad input for every other command; the report states it, as it states an empty dir.
+		fmt.Fprintf(e.Stderr, "ledgermedic: %v\n", err)
+		r, _ := inspect.Incident(c.Context, nil, opts, nil)
+		r.DataDir = c.String(flagDataDir)
+		r.Problems = append(r.Problems, err.Error())
+		return r, nil
+	}
 	if err != nil {
 		if report.CodeOf(err, report.ExitCannotOpen) == report.ExitBadInput {
 			return nil, err

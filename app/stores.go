@@ -16,9 +16,10 @@ import (
 func storeFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: flagMetadata, EnvVars: []string{"LEDGERMEDIC_METADATA"},
-			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR (a ZooKeeper dataDir, offline), " +
+			Usage: "metadata store URL: zk://h1:2181,h2:2181[/chroot], zk-data:DIR[?chroot=/CHROOT] (a ZooKeeper dataDir, offline), " +
 				"etcd://h1:2379,h2:2379, etcd-db:PATH (an etcd member/snap/db, offline); Pulsar's metadataStoreUrl " +
-				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. Default: DATA-DIR/metadata"},
+				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. The chroot (usually /pulsar) is where the cluster's " +
+				"/managed-ledgers, /schemas and /admin are; etcd has none. Default: DATA-DIR/metadata"},
 		&cli.StringFlag{Name: flagLedgers, EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
 			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie). Default: DATA-DIR/ledgers"},
 		&cli.Float64Flag{Name: "read-rate", Usage: "live stores: at most N reads per second (0: no limit)"},
@@ -119,12 +120,14 @@ func checkWritable(opts store.Options) error {
 	return nil
 }
 
-// openStores opens the data dir and the stores the flags name.
-func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) {
+// openStores opens the data dir and the stores the flags name; pulsar: the
+// metadata must hold a Pulsar cluster's nodes at its root (store.Options.Pulsar).
+func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir, error) {
 	opts, err := storeOptions(c, readOnly)
 	if err != nil {
 		return nil, err
 	}
+	opts.Pulsar = pulsar
 	if !readOnly {
 		if err := checkWritable(opts); err != nil {
 			return nil, err
@@ -145,7 +148,8 @@ func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) 
 	}
 	dd, err := store.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) ||
+			errors.Is(err, store.ErrNoPulsarMetadata) {
 			return nil, report.BadInput(err)
 		}
 		return nil, report.CannotOpen(err)

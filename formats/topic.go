@@ -13,10 +13,12 @@ const (
 	DomainNonPersistent = "non-persistent"
 )
 
-// Metadata roots for managed ledgers and schema locators.
+// Metadata roots for managed ledgers, schema locators and the admin tree
+// (clusters, tenants, namespace policies).
 const (
 	ManagedLedgersRoot = "/managed-ledgers"
 	SchemasRoot        = "/schemas"
+	AdminRoot          = "/admin"
 )
 
 // partitionSuffix separates a partitioned topic from its partition index.

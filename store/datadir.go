@@ -40,6 +40,10 @@ type Options struct {
 	Remote RemoteOptions
 	// FullVerify verifies every table instead of trusting the verification cache (verifycache.go); check sets it.
 	FullVerify bool
+	// Pulsar: the command reads the metadata as a Pulsar cluster's, so Open fails
+	// with a *NoPulsarMetadataError when the metadata store's root holds none of
+	// Pulsar's top-level nodes (CheckPulsarRoot): a forgotten or wrong chroot.
+	Pulsar bool
 }
 
 // DataDir is an open data dir.
@@ -133,7 +137,7 @@ func (d *DataDir) openStores(opts Options) error {
 	if opts.Metadata != nil {
 		mb, err := openMetadataURL(*opts.Metadata, opts)
 		if err != nil {
-			return err
+			return chrootMissing(*opts.Metadata, opts, err)
 		}
 		d.remote = append(d.remote, mb)
 		d.Metadata = mb
@@ -144,6 +148,11 @@ func (d *DataDir) openStores(opts Options) error {
 		}
 		d.Metadata = &metadataStore{db: d.meta, readOnly: d.ReadOnly}
 		d.Sources = append(d.Sources, d.localSource(MetadataDirName))
+	}
+	if opts.Pulsar {
+		if err := CheckPulsarRoot(context.Background(), d.Metadata, opts.Metadata, d.Sources[0].URL, opts); err != nil {
+			return err
+		}
 	}
 	if opts.Ledgers != nil {
 		lb, err := openLedgersURL(*opts.Ledgers, opts)
@@ -231,15 +240,24 @@ func (d *DataDir) initStores() {
 func checkLayout(path string, names []string) error {
 	st, err := os.Stat(path)
 	if err != nil {
-		return fmt.Errorf("%s: %w: %w", path, ErrNotDataDir, err)
+		return layoutError(path, err)
 	}
 	if !st.IsDir() {
 		return fmt.Errorf("%s: %w: not a directory", path, ErrNotDataDir)
 	}
 	var missing []string
 	for _, name := range names {
-		if st, err := os.Stat(filepath.Join(path, name)); err != nil || !st.IsDir() {
+		p := filepath.Join(path, name)
+		st, err := os.Stat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
 			missing = append(missing, name+"/")
+		case err != nil:
+			// Present or not, it cannot be looked at (permission denied, a symlink
+			// loop): that is what the user must be told, not that it is missing.
+			return layoutError(path, err)
+		case !st.IsDir():
+			return fmt.Errorf("%s: %w: %s is not a directory", path, ErrNotDataDir, p)
 		}
 	}
 	switch len(missing) {
@@ -249,7 +267,12 @@ func checkLayout(path string, names []string) error {
 		return fmt.Errorf("%s: %w: %s is missing", path, ErrNotDataDir, missing[0])
 	}
 	for _, name := range names {
-		if _, err := os.Stat(filepath.Join(path, name, "MANIFEST")); err != nil {
+		_, err := os.Stat(filepath.Join(path, name, "MANIFEST"))
+		switch {
+		case err == nil:
+		case !errors.Is(err, fs.ErrNotExist):
+			return layoutError(path, err)
+		default:
 			// A database whose MANIFEST is gone but whose tables are there is damaged,
 			// not something else: the open reads its tables (readonly.go).
 			if tables, _ := filepath.Glob(filepath.Join(path, name, "*.sst")); len(tables) > 0 {
@@ -259,6 +282,16 @@ func checkLayout(path string, names []string) error {
 		}
 	}
 	return nil
+}
+
+// layoutError is a data dir's file that cannot be looked at: a missing dir is not a
+// data dir; anything else (EACCES, ENOTDIR, ELOOP) is said as the system said it,
+// with the path.
+func layoutError(path string, err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%s: %w: %w", path, ErrNotDataDir, err)
+	}
+	return fmt.Errorf("data dir %s: %w", path, err)
 }
 
 // openDB opens one database of the dir: verified first, read-only through a
@@ -359,7 +392,10 @@ const flattenMemFloor = 64 << 20
 // database to w, to be taken before a write.
 func (d *DataDir) BackupMetadata(w io.Writer) error {
 	if d.meta == nil {
-		return fmt.Errorf("back up %s: %w: a backup file is written for a data dir's own metadata store; take a copy of a live store with ledgermedic import", d.Sources[0].URL, ErrReadOnly)
+		// Not a read-only data dir: a store of another kind, which a Badger backup cannot hold.
+		src := d.Sources[0]
+		return fmt.Errorf("back up %s: %w: --backup writes a Badger backup of a data dir's own metadata store, and %s is a %s store; "+
+			"take a copy of it with ledgermedic import --out DIR", src.URL, errors.ErrUnsupported, src.URL, src.Kind)
 	}
 	if _, err := d.meta.Backup(w, 0); err != nil {
 		return fmt.Errorf("back up %s: %w", filepath.Join(d.Path, MetadataDirName), err)

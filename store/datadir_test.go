@@ -102,7 +102,7 @@ func TestOpenNotADataDir(t *testing.T) {
 		{"empty dir", empty, "neither metadata/ nor ledgers/"},
 		{"only metadata", onlyMeta, "ledgers/ is missing"},
 		{"only ledgers", onlyLedgers, "metadata/ is missing"},
-		{"metadata is a file", metaIsFile, "metadata/ is missing"},
+		{"metadata is a file", metaIsFile, "metadata is not a directory"},
 		{"no manifest", noManifest, "no MANIFEST"},
 	}
 	for _, c := range cases {

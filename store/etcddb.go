@@ -150,6 +150,12 @@ func openBoltReadOnly(file string, wait time.Duration) (db *bolt.DB, err error) 
 			db, err = nil, fmt.Errorf("etcd db %s: %w: bbolt: %v", file, ErrEtcdDBCorrupt, r)
 		}
 	}()
+	// bbolt initialises a 0-byte file as a new db (Open: "Initialize the database
+	// if it doesn't exist"), writing its meta pages even when asked to read only:
+	// the write fails on the read-only descriptor, an error that names the wrong cause.
+	if st, err := os.Stat(file); err == nil && st.Size() == 0 {
+		return nil, fmt.Errorf("etcd db %s: %w: the file is empty (0 bytes), and etcd writes two meta pages into every db it creates", file, ErrNotEtcdDB)
+	}
 	db, err = bolt.Open(file, 0o400, &bolt.Options{ReadOnly: true, Timeout: wait})
 	switch {
 	case errors.Is(err, bolt.ErrTimeout):

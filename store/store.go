@@ -15,7 +15,7 @@ import (
 var (
 	ErrNotFound        = errors.New("not found")
 	ErrVersionMismatch = errors.New("version mismatch (node changed since it was read)")
-	ErrReadOnly        = errors.New("data dir opened read-only")
+	ErrReadOnly        = errors.New("store opened read-only")
 	ErrLocked          = errors.New("data dir is in use by another process")
 	ErrNotDataDir      = errors.New("not a ledgermedic data dir")
 	// ErrTruncatedValue: Badger returned fewer bytes than the value's recorded size

@@ -189,3 +189,57 @@ func parseURL(s string) (URL, error) {
 	}
 	return u, nil
 }
+
+// chroot is the chroot the URL gives ("" for none): zk's path after the hosts,
+// zk-data's ?chroot=.
+func (u URL) chroot() string {
+	switch u.Scheme {
+	case SchemeZK:
+		return u.Chroot
+	case SchemeZKData:
+		if c := strings.TrimSuffix(u.Query.Get("chroot"), "/"); c != "" {
+			return c
+		}
+	}
+	return ""
+}
+
+// hasChroot reports whether the scheme can root its paths at a chroot. Pulsar's
+// etcd store keeps every key at the root (formats.md §9.4), and a data dir's
+// paths are the cluster's as imported.
+func (u URL) hasChroot() bool { return u.Scheme == SchemeZK || u.Scheme == SchemeZKData }
+
+// withChroot is u rooted at chroot ("" or "/": the server's root).
+func (u URL) withChroot(chroot string) URL {
+	if chroot == "/" {
+		chroot = ""
+	}
+	switch u.Scheme {
+	case SchemeZK:
+		u.Chroot = chroot
+	case SchemeZKData:
+		q := url.Values{}
+		for k, v := range u.Query {
+			q[k] = v
+		}
+		if q.Del("chroot"); chroot != "" {
+			q.Set("chroot", chroot)
+		}
+		u.Query = q
+	}
+	return u
+}
+
+// withChrootString is withChroot as the user would type it: zk-data's ?chroot=
+// unescaped.
+func (u URL) withChrootString(chroot string) string {
+	if u.Scheme != SchemeZKData || chroot == "" || chroot == "/" {
+		return u.withChroot(chroot).String()
+	}
+	s := u.withChroot("").String()
+	sep := "?"
+	if strings.Contains(s, "?") {
+		sep = "&"
+	}
+	return s + sep + "chroot=" + chroot
+}

@@ -41,7 +41,7 @@ func (s *zkStore) CompareAndDelete(path string, expect uint64) error {
 func (s *zkStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 	what := describeWrites(writes)
 	if s.readOnly {
-		return nil, fmt.Errorf("%s: %w", what, ErrReadOnly)
+		return nil, fmt.Errorf("%s on zookeeper %s: %w", what, s.u, ErrReadOnly)
 	}
 	ops, err := s.multiOps(writes)
 	if err != nil {
