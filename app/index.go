@@ -358,7 +358,7 @@ func (e *env) indexFind(c *cli.Context) error {
 			t, node.Path, err, commandFor(c, "inspect", "node", node.Path)))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
-		opts := index.FindOptions{Key: fo.IndexKey, Legacy: legacy}
+		opts := index.FindOptions{Key: fo.IndexKey, Legacy: legacy, Metadata: dd.Metadata}
 		if byOffset {
 			return index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
 		}
@@ -527,10 +527,10 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 	doc.Add(report.Rows("answers", fmt.Sprintf("%s, %s", t, what), rows))
 	if len(answers) == 2 {
 		x, y := answers[0], answers[1]
-		if x.Position != y.Position || x.Found != y.Found {
+		if !x.Agrees(y) {
 			doc.Findings = []report.Finding{{
 				Kind: "index-search-disagreement", Severity: report.SeverityError, Location: t.String(),
-				Message: fmt.Sprintf("%s search says %v, legacy search says %v", x.Method, x.Position, y.Position),
+				Message: fmt.Sprintf("%s search says %s %v, legacy search says %s %v", x.Method, x.Result(), x.Position, y.Result(), y.Position),
 				Hint:    "run ledgermedic index backfill --verify on this topic",
 			}}
 		}
