@@ -439,14 +439,15 @@ func (s *searcher) findTime(t uint64, legacy bool) error {
 		if err != nil {
 			return err
 		}
-		if ok {
-			s.ans.land(sp.position(pos), e)
-		} else if len(s.refs) > 0 {
-			s.pastEnd()
-		} else {
+		if len(s.refs) == 0 {
 			s.ans.PastEnd = true
+			return nil
 		}
-		return nil
+		if !ok {
+			return s.settleTime(t, len(s.refs), 0, nil)
+		}
+		ci, ei := sp.locate(pos)
+		return s.settleTime(t, ci, ei, &e)
 	}
 	s.ans.Method = MethodTime
 	for k, ref := range s.refs {
@@ -466,16 +467,14 @@ func (s *searcher) findTime(t uint64, legacy bool) error {
 			return err
 		}
 		if ok {
-			s.ans.land(Position{LedgerID: ref.ID, EntryID: r.lo + i}, e)
-			return nil
+			return s.settleTime(t, k, r.lo+i, &e)
 		}
 	}
-	if len(s.refs) > 0 {
-		s.pastEnd()
-	} else {
+	if len(s.refs) == 0 {
 		s.ans.PastEnd = true
+		return nil
 	}
-	return nil
+	return s.settleTime(t, len(s.refs), 0, nil)
 }
 
 // idList shortens a list of ledger ids for a message.

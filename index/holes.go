@@ -201,6 +201,31 @@ func (s *searcher) settle(t int64, ci int, ei int64, e *EntryInfo) error {
 	return nil
 }
 
+// settleTime is settle for a search by time, with the candidate the first stored
+// entry whose time reaches t (ci == len(refs): none). Times are not continuous as
+// offsets are, so the ledger close time (LedgerInfo timestamp, at or after its last
+// entry; 0 when not recorded) decides instead: the first piece of the gap before
+// the candidate whose ledger closed at or after t may hold the first entry at or
+// after t, and is the answer. A ledger closed before t holds only older entries.
+func (s *searcher) settleTime(t uint64, ci int, ei int64, e *EntryInfo) error {
+	for _, p := range s.gapBefore(ci, ei) {
+		ref := s.refs[p.ref]
+		if ref.Timestamp != 0 && ref.Timestamp < int64(t) {
+			continue
+		}
+		s.holeAnswer(p.ref, -1)
+		s.ans.note("ledger %d %s and closed at or after the target time: the first entry at or after it may be in it; "+
+			"its entries are not in the ledger store", ref.ID, s.absent(ref.ID))
+		return nil
+	}
+	if ci == len(s.refs) {
+		s.pastEnd()
+		return nil
+	}
+	s.ans.land(Position{LedgerID: s.refs[ci].ID, EntryID: ei}, *e)
+	return nil
+}
+
 // inGap answers with the piece of gap that holds t.
 func (s *searcher) inGap(t int64, gap []piece, ci int, ei int64, e *EntryInfo) {
 	lo, hi := 0, len(gap)

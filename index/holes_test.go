@@ -178,11 +178,8 @@ func checkStrategiesAgree(t *testing.T, dd *store.DataDir, name string, info *ml
 	return checked
 }
 
-// TestFindStrategiesAgreeOnHoles: hand-built topics with holes of every kind
-// and place: lost (no node, or a node and no entries), offloaded, partly stored
-// (head or tail missing), next to one another, first, last, before the open ledger.
-func TestFindStrategiesAgreeOnHoles(t *testing.T) {
-	rng := rand.New(rand.NewPCG(28, 1))
+// holeTopics are hand-built topics with holes of every kind and place.
+func holeTopics(rng *rand.Rand) []tTopic {
 	r := func(n int) []int { return randomBatches(rng, n, 6) }
 	L := func(n int) tLedger { return tLedger{batches: r(n), prop: "auto"} }
 	lost := func(n int, prop string) tLedger { return tLedger{batches: r(n), lost: "node+entries", prop: prop} }
@@ -190,7 +187,7 @@ func TestFindStrategiesAgreeOnHoles(t *testing.T) {
 	off := func(n int, prop string) tLedger { return tLedger{batches: r(n), offloaded: true, prop: prop} }
 	tail := func(n, drop int) tLedger { return tLedger{batches: r(n), dropTail: drop, prop: "auto"} }
 	head := func(n int) tLedger { return tLedger{batches: r(n), noEntry0: true, prop: "auto"} }
-	topics := []tTopic{
+	return []tTopic{
 		{name: "lost-between", ledgers: []tLedger{L(20), lost(20, ""), L(10)}, open: true},
 		{name: "lost-between-indexed", ledgers: []tLedger{L(20), lost(20, "auto"), L(10)}},
 		{name: "lost-entries-between", ledgers: []tLedger{L(9), gone(12, ""), L(7), L(5)}},
@@ -202,6 +199,14 @@ func TestFindStrategiesAgreeOnHoles(t *testing.T) {
 		{name: "partly-stored", ledgers: []tLedger{L(6), tail(9, 3), L(7), head(8), L(5), tail(6, 6), L(4)}},
 		{name: "partly-stored-open", ledgers: []tLedger{L(10), head(7), tail(8, 2)}, open: true},
 	}
+}
+
+// TestFindStrategiesAgreeOnHoles: hand-built topics with holes of every kind
+// and place: lost (no node, or a node and no entries), offloaded, partly stored
+// (head or tail missing), next to one another, first, last, before the open ledger.
+func TestFindStrategiesAgreeOnHoles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 1))
+	topics := holeTopics(rng)
 	dd, truth := buildDir(t, topics)
 	checked := 0
 	for _, tt := range topics {
@@ -296,4 +301,97 @@ func TestFindLostLedgerAfterBackfill(t *testing.T) {
 	}
 }
 
+// writtenEntry is one entry the builder wrote, stored or not.
+type writtenEntry struct {
+	pos    Position
+	ledger int // position in the topic's ledgers
+	time   uint64
+}
 
+// TestFindTimeStrategiesAgreeOnHoles: the same topics searched by time. Times are
+// not continuous, so the rule is the ledger's close time: the answer is the first
+// entry at or after the target when the store holds it, else the ledger that holds
+// it, lost or offloaded (or one just before it that closed exactly at the target:
+// a close time is after its last entry).
+func TestFindTimeStrategiesAgreeOnHoles(t *testing.T) {
+	rng := rand.New(rand.NewPCG(28, 3))
+	topics := holeTopics(rng)
+	dd, truth := buildDir(t, topics)
+	ctx := context.Background()
+	checked := 0
+	for _, tt := range topics {
+		path := tPath(tt.name)
+		info, _, _ := loadInfo(t, dd, path)
+		stored := map[Position]bool{}
+		for _, p := range scanAll(t, dd, info).pos {
+			stored[p] = true
+		}
+		// The builder's clock: every entry 10 ms after the one before; a closed
+		// ledger's timestamp 1 ms after its last entry.
+		var written []writtenEntry
+		clock := uint64(tBaseTime)
+		closed := make([]int64, len(tt.ledgers))
+		for li, tr := range truth[path] {
+			for e := range tr.Entries {
+				clock += 10
+				written = append(written, writtenEntry{pos: Position{LedgerID: tr.ID, EntryID: e}, ledger: li, time: clock})
+			}
+			closed[li] = info.GetLedgerInfo()[li].GetTimestamp()
+		}
+		if tt.open { // the open ledger has what the store holds: its count is not in metadata
+			for len(written) > 0 && !stored[written[len(written)-1].pos] {
+				written = written[:len(written)-1]
+			}
+		}
+		var targets []int64
+		for ms := int64(tBaseTime - 5); ms <= int64(clock)+15; ms += 3 {
+			targets = append(targets, ms)
+		}
+		for vname, vinfo := range indexVariants(rng, info) {
+			for _, target := range targets {
+				want := slices.IndexFunc(written, func(w writtenEntry) bool { return w.time >= uint64(target) })
+				var first *Answer
+				for _, legacy := range []bool{false, true} {
+					a, err := FindTime(ctx, dd.Ledgers, vinfo, target, FindOptions{Legacy: legacy})
+					if err != nil {
+						t.Fatalf("%s %s time %d legacy=%v: %v", tt.name, vname, target, legacy, err)
+					}
+					if first == nil {
+						first = a
+					} else if !a.Agrees(first) {
+						t.Fatalf("%s %s time %d: %s says %s %v, %s says %s %v", tt.name, vname, target,
+							first.Method, first.Result(), first.Position, a.Method, a.Result(), a.Position)
+					}
+					bad := ""
+					switch {
+					case a.Found:
+						if want < 0 || a.Position != written[want].pos || !stored[a.Position] {
+							bad = "a stored entry that is not the first at or after the target"
+						}
+					case a.PastEnd:
+						if want >= 0 {
+							bad = fmt.Sprintf("past the end, but %v is at %d", written[want].pos, written[want].time)
+						}
+					default:
+						li := slices.IndexFunc(truth[path], func(tr tTruth) bool { return tr.ID == a.Position.LedgerID })
+						switch {
+						case li < 0 || a.NotLocal != tt.ledgers[li].offloaded:
+							bad = "not a lost or offloaded ledger of the topic"
+						case want >= 0 && li != written[want].ledger && closed[li] != target:
+							bad = fmt.Sprintf("the first entry at or after the target is %v", written[want].pos)
+						case want < 0 && closed[li] < target && closed[li] != 0:
+							bad = "a ledger closed before the target"
+						}
+					}
+					if bad != "" {
+						t.Fatalf("%s %s time %d via %s: got %s %v: %s\nnotes %q", tt.name, vname, target, a.Method, a.Result(), a.Position, bad, a.Notes)
+					}
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("checked %d times, want >= 1000", checked)
+	}
+}
