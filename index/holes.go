@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -101,9 +100,9 @@ func (f *Finder) markLost(ctx context.Context, id, entry int64) (bool, error) {
 	return true, nil
 }
 
-// lostNote says what a search found missing of refs[i], in cluster's terms when
-// the metadata store is known: lost is neither a node nor any entry
-// (cluster.Presence.Lost).
+// lostNote says what a search found missing of refs[i], in back-fill's terms
+// when the metadata store is known (missingState: lost is neither a node nor any
+// entry, cluster.Presence.Lost).
 func (f *Finder) lostNote(i int, entry int64, r entryRange) string {
 	ref := f.refs[i]
 	if !r.empty() {
@@ -112,15 +111,13 @@ func (f *Finder) lostNote(i int, entry int64, r entryRange) string {
 	}
 	why := fmt.Sprintf("entry %d is not in the ledger store although metadata counts it", entry)
 	if f.ms != nil {
-		if p, err := cluster.LedgerPresence(f.ms, f.ls, ref.ID); err == nil {
-			switch {
-			case p.Lost():
-				why = "neither its ledger node nor any of its entries is stored"
-			case !p.Entries:
-				why = "its ledger node exists but none of its entries is stored"
-			default:
-				why = fmt.Sprintf("entry %d is missing between entries the store holds", entry)
-			}
+		switch missingState(f.ms, f.ls, ref.ID) {
+		case SkipLost:
+			why = "neither its ledger node nor any of its entries is stored"
+		case SkipEntriesLost:
+			why = "its ledger node exists but none of its entries is stored"
+		case SkipEntry0Missing:
+			why = fmt.Sprintf("entry %d is missing between entries the store holds", entry)
 		}
 	}
 	return fmt.Sprintf("ledger %d is lost (%s): it was left out of the search", ref.ID, why)
