@@ -13,7 +13,8 @@ import (
 // ledger store does not hold. A ledger offloaded away (cluster.OffloadedAway) is
 // a hole from the start; a lost one (cluster.Presence.Lost, or entries gone
 // although its node is there) is found when a search reads into it. Every search
-// by offset ends in settle, the one rule about what a hole means for the answer.
+// ends in the one rule about what a hole means for the answer: settle by offset
+// (firstEntryIndex, firstEntryIndex+legacy, legacy), settleTime by time.
 
 // entryRange is the run [lo, hi) of a ledger's entry ids the ledger store holds.
 type entryRange struct{ lo, hi int64 }
