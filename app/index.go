@@ -505,7 +505,7 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 	doc := &report.Document{Extra: extra}
 	rows := make([]findRow, len(answers))
 	for i, a := range answers {
-		r := findRow{Method: a.Method, ResultText: "found", Result: "found", LedgerID: a.Position.LedgerID,
+		r := findRow{Method: a.Method, ResultText: "found", Result: a.Result(), LedgerID: a.Position.LedgerID,
 			EntryID: a.Position.EntryID, EntryReads: a.EntryReads, LedgersTouched: a.LedgersTouched,
 			WallTime: a.Elapsed.Round(time.Microsecond).String(), ElapsedUs: a.Elapsed.Microseconds()}
 		switch {
@@ -513,11 +513,11 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 			r.BaseOffset, r.LastOffset, r.PublishTimeMs = report.Ptr(a.Base), report.Ptr(a.Last), report.Ptr(a.PublishTime)
 			r.PublishTime = report.Millis(int64(a.PublishTime))
 		case a.NotLocal:
-			r.ResultText, r.Result = "in offloaded ledger", "offloaded"
+			r.ResultText = "in offloaded ledger"
 		case a.Lost:
-			r.ResultText, r.Result = "in lost ledger", "lost"
+			r.ResultText = "in lost ledger"
 		case a.PastEnd:
-			r.ResultText, r.Result = "past the end (next position)", "past-end"
+			r.ResultText = "past the end (next position)"
 		}
 		rows[i] = r
 		for _, n := range a.Notes {

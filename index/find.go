@@ -38,10 +38,11 @@ type Answer struct {
 	// PastEnd: no entry reaches the target; Position is where the next entry will go.
 	PastEnd bool `json:"past_end"`
 	// NotLocal: the target lies in a ledger whose entries are not in the ledger store
-	// (offloaded); Position names the ledger and EntryID is -1.
+	// (offloaded); Position names the ledger and EntryID is -1 (0 when the target is
+	// before the ledger's firstEntryIndex: the answer is its entry 0).
 	NotLocal bool `json:"not_local"`
 	// Lost: the target lies in a ledger whose entries are gone from the ledger
-	// store (and not offloaded); Position names the ledger and EntryID is -1.
+	// store (and not offloaded); Position as for NotLocal.
 	Lost     bool     `json:"lost"`
 	Position Position `json:"position"`
 	// Base and Last are the broker indexes of the entry's first and last message.
