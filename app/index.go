@@ -358,7 +358,7 @@ func (e *env) indexFind(c *cli.Context) error {
 			t, node.Path, err, commandFor(c, "inspect", "node", node.Path)))
 	}
 	search := func(legacy bool) (*index.Answer, error) {
-		opts := index.FindOptions{Key: fo.IndexKey, Legacy: legacy}
+		opts := index.FindOptions{Key: fo.IndexKey, Legacy: legacy, Metadata: dd.Metadata}
 		if byOffset {
 			return index.FindOffset(c.Context, dd.Ledgers, info, target, opts)
 		}
@@ -505,7 +505,7 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 	doc := &report.Document{Extra: extra}
 	rows := make([]findRow, len(answers))
 	for i, a := range answers {
-		r := findRow{Method: a.Method, ResultText: "found", Result: "found", LedgerID: a.Position.LedgerID,
+		r := findRow{Method: a.Method, ResultText: "found", Result: a.Result(), LedgerID: a.Position.LedgerID,
 			EntryID: a.Position.EntryID, EntryReads: a.EntryReads, LedgersTouched: a.LedgersTouched,
 			WallTime: a.Elapsed.Round(time.Microsecond).String(), ElapsedUs: a.Elapsed.Microseconds()}
 		switch {
@@ -513,11 +513,11 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 			r.BaseOffset, r.LastOffset, r.PublishTimeMs = report.Ptr(a.Base), report.Ptr(a.Last), report.Ptr(a.PublishTime)
 			r.PublishTime = report.Millis(int64(a.PublishTime))
 		case a.NotLocal:
-			r.ResultText, r.Result = "in offloaded ledger", "offloaded"
+			r.ResultText = "in offloaded ledger"
 		case a.Lost:
-			r.ResultText, r.Result = "in lost ledger", "lost"
+			r.ResultText = "in lost ledger"
 		case a.PastEnd:
-			r.ResultText, r.Result = "past the end (next position)", "past-end"
+			r.ResultText = "past the end (next position)"
 		}
 		rows[i] = r
 		for _, n := range a.Notes {
@@ -527,10 +527,10 @@ func findDocument(t formats.TopicName, byOffset bool, target int64, answers []*i
 	doc.Add(report.Rows("answers", fmt.Sprintf("%s, %s", t, what), rows))
 	if len(answers) == 2 {
 		x, y := answers[0], answers[1]
-		if x.Position != y.Position || x.Found != y.Found {
+		if !x.Agrees(y) {
 			doc.Findings = []report.Finding{{
 				Kind: "index-search-disagreement", Severity: report.SeverityError, Location: t.String(),
-				Message: fmt.Sprintf("%s search says %v, legacy search says %v", x.Method, x.Position, y.Position),
+				Message: fmt.Sprintf("%s search says %s %v, legacy search says %s %v", x.Method, x.Result(), x.Position, y.Result(), y.Position),
 				Hint:    "run ledgermedic index backfill --verify on this topic",
 			}}
 		}

@@ -103,6 +103,9 @@ func TestJSONGoldens(t *testing.T) {
 	jsonGolden(t, "index-find", 0, dirs, "-d", broken, "index", "find", "--topic", indexed.Topic,
 		"--offset", fmt.Sprint(indexed.Ledgers[1].FirstIndex), "--compare")
 	jsonGolden(t, "index-find@time", 0, dirs, "-d", clean, "index", "find", "--topic", indexed.Topic,
+		"--time", "2024-06-10T06:13:20.150Z")
+	// Before every entry: the first ledger, offloaded, holds the answer.
+	jsonGolden(t, "index-find@time-offloaded", 1, dirs, "-d", clean, "index", "find", "--topic", indexed.Topic,
 		"--time", "2023-11-14T22:13:30Z")
 	jsonGolden(t, "schema-capture", 0, dirs, "-d", clean, "schema", "capture", "--out", capture)
 	jsonGolden(t, "schema-repair", 0, dirs, "-d", broken, "schema", "repair", "--from", capture, "--count-usage")

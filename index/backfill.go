@@ -922,15 +922,16 @@ func (b *backfiller) followUp(refs []ledgerRef, facts []ledgerFacts, chunk []int
 				continue
 			}
 		}
-		f.state, f.detail = missingState(b.dd, r), f.e0Err.Error()
+		f.state, f.detail = missingState(b.dd.Metadata, b.dd.Ledgers, r.ID), f.e0Err.Error()
 	}
 	return nil
 }
 
-// missingState tells apart why entry 0 of a ledger is not in the store
-// (cluster.LedgerPresence; a lookup that fails counts as absent).
-func missingState(dd *store.DataDir, r ledgerRef) string {
-	p, _ := cluster.LedgerPresence(dd.Metadata, dd.Ledgers, r.ID)
+// missingState tells apart why an entry of a ledger is not in the store
+// (cluster.LedgerPresence; a lookup that fails counts as absent): back-fill's
+// skips and find's notes.
+func missingState(ms store.MetadataStore, ls store.LedgerStore, id int64) string {
+	p, _ := cluster.LedgerPresence(ms, ls, id)
 	switch {
 	case p.Entries:
 		return SkipEntry0Missing

@@ -24,6 +24,9 @@ const (
 type FindOptions struct {
 	Key    string // LedgerInfo property; "" means cluster.FirstEntryIndexKey
 	Legacy bool   // ignore firstEntryIndex and search like upstream does without it
+	// Metadata, when set, is asked why a lost ledger's entries are missing
+	// (cluster.LedgerPresence), for the answer's notes; answers do not depend on it.
+	Metadata store.MetadataStore
 }
 
 func (o FindOptions) key() string { return cluster.KeyFor(o.Key) }
@@ -35,10 +38,11 @@ type Answer struct {
 	// PastEnd: no entry reaches the target; Position is where the next entry will go.
 	PastEnd bool `json:"past_end"`
 	// NotLocal: the target lies in a ledger whose entries are not in the ledger store
-	// (offloaded); Position names the ledger and EntryID is -1.
+	// (offloaded); Position names the ledger and EntryID is -1 (0 when the target is
+	// before the ledger's firstEntryIndex: the answer is its entry 0).
 	NotLocal bool `json:"not_local"`
 	// Lost: the target lies in a ledger whose entries are gone from the ledger
-	// store (and not offloaded); Position names the ledger and EntryID is -1.
+	// store (and not offloaded); Position as for NotLocal.
 	Lost     bool     `json:"lost"`
 	Position Position `json:"position"`
 	// Base and Last are the broker indexes of the entry's first and last message.
@@ -68,17 +72,22 @@ func (a *Answer) land(p Position, e EntryInfo) {
 // search costs only its entry reads and a binary search in memory.
 type Finder struct {
 	ls   store.LedgerStore
+	ms   store.MetadataStore // nil: notes say less about lost ledgers
 	key  string
 	refs []ledgerRef // non-empty ledgers, in order
+	// stored[i] is the run of refs[i]'s entries the ledger store holds: none for an
+	// offloaded ledger, less than all for a lost one (holes.go).
+	stored []entryRange
 	// known lists the positions in refs with a firstEntryIndex, when they increase.
 	known []int
 	// legacyWhy, when set, is why searches by offset must use the legacy search.
 	legacyWhy string
 	notes     []string // said with every answer
-	all       *span    // every local entry, for the legacy search
-	// lost holds ledgers a search found entries missing from (not offloaded):
-	// searches go around them, as around offloaded ones.
-	lost map[int64]bool
+	all       *span    // every stored entry, for the legacy search
+	// lost holds ledgers a search found entries missing from (not offloaded), and
+	// lostNotes what was found; later searches go around them.
+	lost      map[int64]bool
+	lostNotes []string
 }
 
 // NewFinder reads the managed ledger's metadata; it reads no entry (only the
@@ -88,10 +97,15 @@ func NewFinder(ls store.LedgerStore, info *mlpb.ManagedLedgerInfo, opts FindOpti
 	if err != nil {
 		return nil, err
 	}
-	f := &Finder{ls: ls, key: opts.key(), lost: map[int64]bool{}}
+	f := &Finder{ls: ls, ms: opts.Metadata, key: opts.key(), lost: map[int64]bool{}}
 	for _, ref := range refs {
 		if ref.Entries > 0 {
 			f.refs = append(f.refs, ref)
+			r := wholeLedger(ref.Entries)
+			if ref.NotLocal {
+				r = entryRange{}
+			}
+			f.stored = append(f.stored, r)
 		}
 	}
 	for i, ref := range f.refs {
@@ -128,9 +142,6 @@ func (f *Finder) newSearcher(ctx context.Context) *searcher {
 }
 
 func (s *searcher) finish(start time.Time) *Answer {
-	if s.ans.NotLocal && s.lost[s.ans.Position.LedgerID] {
-		s.ans.NotLocal, s.ans.Lost = false, true
-	}
 	s.ans.EntryReads = s.r.reads
 	s.ans.LedgersTouched = len(s.r.touched)
 	s.ans.Elapsed = time.Since(start)
@@ -156,7 +167,7 @@ func (f *Finder) Offset(ctx context.Context, target int64, legacy bool) (*Answer
 	if target < 0 {
 		return nil, fmt.Errorf("offset %d: offsets are not negative", target)
 	}
-	return f.aroundLost(func() (*searcher, error) {
+	return f.aroundLost(ctx, func() (*searcher, error) {
 		s := f.newSearcher(ctx)
 		return s, s.findOffset(target, legacy)
 	}, start)
@@ -173,38 +184,29 @@ func (m *missingEntry) Error() string { return m.err.Error() }
 func (m *missingEntry) Unwrap() error { return m.err }
 
 // aroundLost runs a search; when it reads into a ledger whose entries are gone,
-// it marks that ledger lost and searches again without it. In an incident holes
-// are normal: an answer in an intact ledger must not depend on a lost one.
-func (f *Finder) aroundLost(search func() (*searcher, error), start time.Time) (*Answer, error) {
-	var lostNotes []string
-	for range len(f.refs) + 1 {
+// it marks what is gone (markLost) and searches again without it. In an incident
+// holes are normal: an answer in an intact ledger must not depend on a lost one.
+func (f *Finder) aroundLost(ctx context.Context, search func() (*searcher, error), start time.Time) (*Answer, error) {
+	// Each ledger can be cut at most twice (to the entries around a missing one, then out).
+	for range 2*len(f.refs) + 1 {
 		s, err := search()
 		var m *missingEntry
-		if errors.As(err, &m) && !f.lost[m.ledger] && f.markLost(m.ledger) {
-			lostNotes = append(lostNotes, fmt.Sprintf("ledger %d is lost (entry %d is not in the ledger store although metadata "+
-				"counts it): it was left out of the search", m.ledger, m.entry))
-			continue
+		if errors.As(err, &m) {
+			changed, merr := f.markLost(ctx, m.ledger, m.entry)
+			if merr != nil {
+				return nil, merr
+			}
+			if changed {
+				continue
+			}
 		}
 		if err != nil {
 			return nil, err
 		}
-		s.ans.Notes = append(lostNotes, s.ans.Notes...)
+		s.ans.Notes = append(append([]string(nil), f.lostNotes...), s.ans.Notes...)
 		return s.finish(start), nil
 	}
 	return nil, fmt.Errorf("search did not settle around lost ledgers")
-}
-
-// markLost takes ledger id out of every later search; false when no ref has it.
-func (f *Finder) markLost(id int64) bool {
-	for i := range f.refs {
-		if f.refs[i].ID == id {
-			f.refs[i].NotLocal = true
-			f.lost[id] = true
-			f.all = f.localSpan(0, len(f.refs), nil)
-			return true
-		}
-	}
-	return false
 }
 
 // absent says why a ledger's entries are not searched.
@@ -228,7 +230,7 @@ func (s *searcher) findOffset(t int64, legacy bool) error {
 			s.ans.note("%s", s.legacyWhy)
 		}
 		s.noteSkipped(s.all)
-		return s.legacyOffset(t, s.all, -1)
+		return s.legacyOffset(t, s.all, len(s.refs))
 	}
 	known := s.known
 	// k: the last ledger whose first index is <= t; j: the next ledger with a known one.
@@ -250,7 +252,8 @@ func (s *searcher) findOffset(t int64, legacy bool) error {
 		return s.searchOneLedger(t, kpos, jpos)
 	case spanStart == spanEnd: // t is before the first ledger's first index
 		s.ans.Method = MethodIndex
-		return s.firstEntryOf(jpos)
+		c := s.nextStored(jpos)
+		return s.settle(t, c, s.firstStored(c), nil)
 	}
 	s.ans.Method = MethodMixed
 	var ids []int64
@@ -261,62 +264,45 @@ func (s *searcher) findOffset(t int64, legacy bool) error {
 	}
 	s.ans.note("%d ledger(s) lack %s (%s): the legacy search ran over ledgers %d..%d",
 		len(ids), s.key, idList(ids), s.refs[spanStart].ID, s.refs[spanEnd-1].ID)
-	return s.legacyOffset(t, s.localSpan(spanStart, spanEnd, s.ans), jpos)
+	return s.legacyOffset(t, s.localSpan(spanStart, spanEnd, s.ans), spanEnd)
 }
 
 // searchOneLedger searches ledger refs[k]; refs[j] (j >= 0) is the next ledger whose
 // first index is known and above t.
 func (s *searcher) searchOneLedger(t int64, k, j int) error {
-	ref := s.refs[k]
-	if ref.NotLocal {
-		s.ans.NotLocal, s.ans.Position = true, Position{LedgerID: ref.ID, EntryID: -1}
-		s.ans.note("offset %d is in ledger %d, which %s: its entries are not in the ledger store", t, ref.ID, s.absent(ref.ID))
-		return nil
+	ref, r := s.refs[k], s.stored[k]
+	if r.empty() {
+		// t is in refs[k] by its index: settle names it, reading nothing.
+		c := s.nextStored(k + 1)
+		return s.settle(t, c, s.firstStored(c), nil)
 	}
-	ip := &interpolation{Target: t, LoOff: ref.First, HiOff: -1}
-	if j >= 0 {
-		ip.HiOff = s.refs[j].First - 1
+	var ip *interpolation
+	if r.lo == 0 { // the interpolation's ends are the ledger's, not those of a part
+		ip = &interpolation{Target: t, LoOff: ref.First, HiOff: -1}
+		if j >= 0 && r.hi == ref.Entries {
+			ip.HiOff = s.refs[j].First - 1
+		}
 	}
-	i, e, ok, err := lowerBound(s.ctx, ref.Entries, byOffset(t), s.probe(ref.ID), ip)
+	i, e, ok, err := lowerBound(s.ctx, r.count(), byOffset(t), func(x int64) (EntryInfo, error) {
+		return s.readIndexed(ref.ID, r.lo+x)
+	}, ip)
 	if err != nil {
 		return err
 	}
 	if ok {
-		s.ans.land(Position{LedgerID: ref.ID, EntryID: i}, e)
-		return nil
+		return s.settle(t, k, r.lo+i, &e)
 	}
-	if j >= 0 {
+	if j >= 0 && r.hi == ref.Entries {
 		s.ans.note("ledger %d ends before offset %d although ledger %d starts at %d: the indexes are not continuous",
 			ref.ID, t, s.refs[j].ID, s.refs[j].First)
-		return s.firstEntryOf(j)
 	}
-	s.pastEnd()
-	return nil
-}
-
-// firstEntryOf answers with entry 0 of refs[j].
-func (s *searcher) firstEntryOf(j int) error {
-	ref := s.refs[j]
-	if ref.NotLocal {
-		s.ans.NotLocal, s.ans.Position = true, Position{LedgerID: ref.ID, EntryID: 0}
-		s.ans.note("the answer is entry 0 of ledger %d, which %s: its entries are not in the ledger store", ref.ID, s.absent(ref.ID))
-		return nil
-	}
-	e, err := s.readIndexed(ref.ID, 0)
-	if err != nil {
-		return err
-	}
-	s.ans.land(Position{LedgerID: ref.ID, EntryID: 0}, e)
-	return nil
+	c := s.nextStored(k + 1)
+	return s.settle(t, c, s.firstStored(c), nil)
 }
 
 func (s *searcher) pastEnd() {
 	last := s.refs[len(s.refs)-1]
 	s.ans.PastEnd, s.ans.Position = true, Position{LedgerID: last.ID, EntryID: last.Entries}
-}
-
-func (s *searcher) probe(ledgerID int64) func(int64) (EntryInfo, error) {
-	return func(entryID int64) (EntryInfo, error) { return s.readIndexed(ledgerID, entryID) }
 }
 
 // read and readIndexed are the reader's, with a missing entry typed for aroundLost.
@@ -338,66 +324,57 @@ func missing(ledgerID, entryID int64, err error) error {
 }
 
 // legacyOffset is the search upstream runs without firstEntryIndex: a binary search
-// over the positions of every entry of a span of ledgers, mapped to ledgers from metadata
-// counts. Offloaded ledgers are skipped (upstream reads them from tiered storage).
-// When nothing in the span reaches t, the answer is entry 0 of refs[next] (next >= 0)
-// or past the end.
-func (s *searcher) legacyOffset(t int64, span *span, next int) error {
-	pos, e, ok, err := lowerBound(s.ctx, span.total(), byOffset(t), func(g int64) (EntryInfo, error) {
-		p := span.position(g)
+// over the positions of every stored entry of a span of ledgers, mapped to ledgers
+// from metadata counts. Ledgers the store does not hold are skipped (upstream reads
+// offloaded ones from tiered storage). end is the position in refs just past the
+// span: when nothing in the span reaches t, the candidate is the first stored entry
+// from there on.
+func (s *searcher) legacyOffset(t int64, sp *span, end int) error {
+	g, e, ok, err := lowerBound(s.ctx, sp.total(), byOffset(t), func(g int64) (EntryInfo, error) {
+		p := sp.position(g)
 		return s.readIndexed(p.LedgerID, p.EntryID)
 	}, nil)
 	if err != nil {
 		return err
 	}
 	if ok {
-		s.ans.land(span.position(pos), e)
-		if e.Base > t {
-			s.gapBefore(span, pos, t, e.Base)
-		}
-		return nil
+		ci, ei := sp.locate(g)
+		return s.settle(t, ci, ei, &e)
 	}
-	if n := len(s.refs); n > 0 && s.lost[s.refs[n-1].ID] && next < 0 {
-		last := s.refs[n-1]
-		s.ans.Lost, s.ans.Position = true, Position{LedgerID: last.ID, EntryID: -1}
-		s.ans.note("offset %d is after every entry the ledger store holds; the last ledger, %d, is lost: the offset may have been in it", t, last.ID)
-		return nil
-	}
-	if next >= 0 {
-		return s.firstEntryOf(next)
-	}
-	s.pastEnd()
-	return nil
+	c := s.nextStored(end)
+	return s.settle(t, c, s.firstStored(c), nil)
 }
 
-// span maps a global entry number to a position across the local ledgers of a range.
+// span maps a global entry number to a position across the stored entries of a
+// range of ledgers.
 type span struct {
-	refs   []ledgerRef
-	starts []int64 // global number of each ledger's entry 0; one extra: the total
-	gaps   []int64 // for each ledger, an offloaded ledger skipped just before it (0: none)
-	// skipped lists offloaded ledgers left out.
+	refs   []int   // positions in Finder.refs of the ledgers mapped
+	ids    []int64 // their ledger ids
+	los    []int64 // the first stored entry of each
+	starts []int64 // global number of each one's first stored entry; one extra: the total
+	// skipped lists ledgers left out: the store holds none of their entries.
 	skipped []int64
 }
 
-// localSpan maps refs[from:to], leaving out offloaded ledgers; a is told about
-// them when not nil.
+// localSpan maps refs[from:to], leaving out ledgers the store does not hold; a is
+// told about them when not nil.
 func (f *Finder) localSpan(from, to int, a *Answer) *span {
 	sp := &span{}
-	var sum, gap int64
-	for _, ref := range f.refs[from:to] {
-		if ref.NotLocal {
-			gap = ref.ID
+	var sum int64
+	for i := from; i < to; i++ {
+		ref, r := f.refs[i], f.stored[i]
+		if r.empty() {
 			sp.skipped = append(sp.skipped, ref.ID)
 			if a != nil {
 				a.note("ledger %d %s: its entries are not in the ledger store and were not searched", ref.ID, f.absent(ref.ID))
 			}
 			continue
 		}
-		sp.refs = append(sp.refs, ref)
+		sp.refs = append(sp.refs, i)
+		sp.ids = append(sp.ids, ref.ID)
+		sp.los = append(sp.los, r.lo)
 		sp.starts = append(sp.starts, sum)
-		sp.gaps = append(sp.gaps, gap)
-		sum += ref.Entries
-		gap = 0
+		sum += r.count()
 	}
 	sp.starts = append(sp.starts, sum)
 	return sp
@@ -415,30 +392,15 @@ func (sp *span) ledgerOf(g int64) int {
 	return sort.Search(len(sp.refs), func(i int) bool { return sp.starts[i+1] > g })
 }
 
-func (sp *span) position(g int64) Position {
+// locate returns the position in Finder.refs and the entry id of global number g.
+func (sp *span) locate(g int64) (ref int, entry int64) {
 	i := sp.ledgerOf(g)
-	return Position{LedgerID: sp.refs[i].ID, EntryID: g - sp.starts[i]}
+	return sp.refs[i], sp.los[i] + g - sp.starts[i]
 }
 
-// gapBefore handles an answer that starts after the target t with a ledger that
-// was not searched just before it. Broker offsets are continuous, so t lies in
-// that ledger: a lost ledger makes the answer "lost" (the entry is gone); for
-// an offloaded one the answer stays and a note says where t may be.
-func (s *searcher) gapBefore(sp *span, g, t, nextBase int64) {
+func (sp *span) position(g int64) Position {
 	i := sp.ledgerOf(g)
-	if g != sp.starts[i] || sp.gaps[i] == 0 {
-		return
-	}
-	id := sp.gaps[i]
-	if !s.lost[id] {
-		s.ans.note("the target may lie in offloaded ledger %d, just before the answer", id)
-		return
-	}
-	next := s.ans.Position
-	s.ans.Found, s.ans.Lost, s.ans.Position = false, true, Position{LedgerID: id, EntryID: -1}
-	s.ans.Base, s.ans.Last, s.ans.PublishTime, s.ans.BrokerTime = 0, 0, 0, 0
-	s.ans.note("offset %d is in ledger %d, which is lost: the next entry the ledger store holds is %v (offset %d)",
-		t, id, next, nextBase)
+	return Position{LedgerID: sp.ids[i], EntryID: sp.los[i] + g - sp.starts[i]}
 }
 
 // FindTime builds a Finder and runs one Time search.
@@ -459,7 +421,7 @@ func (f *Finder) Time(ctx context.Context, targetMS int64, legacy bool) (*Answer
 	if targetMS < 0 {
 		return nil, fmt.Errorf("time %d: times are not negative", targetMS)
 	}
-	return f.aroundLost(func() (*searcher, error) {
+	return f.aroundLost(ctx, func() (*searcher, error) {
 		s := f.newSearcher(ctx)
 		return s, s.findTime(uint64(targetMS), legacy)
 	}, start)
@@ -478,42 +440,42 @@ func (s *searcher) findTime(t uint64, legacy bool) error {
 		if err != nil {
 			return err
 		}
-		if ok {
-			s.ans.land(sp.position(pos), e)
-		} else if len(s.refs) > 0 {
-			s.pastEnd()
-		} else {
+		if len(s.refs) == 0 {
 			s.ans.PastEnd = true
+			return nil
 		}
-		return nil
+		if !ok {
+			return s.settleTime(t, len(s.refs), 0, nil)
+		}
+		ci, ei := sp.locate(pos)
+		return s.settleTime(t, ci, ei, &e)
 	}
 	s.ans.Method = MethodTime
-	for _, ref := range s.refs {
+	for k, ref := range s.refs {
 		// A ledger closed before the target holds only older entries. 0: not recorded.
 		if ref.Timestamp != 0 && ref.Timestamp < int64(t) && !ref.Open {
 			continue
 		}
-		if ref.NotLocal {
+		r := s.stored[k]
+		if r.empty() {
 			s.ans.note("ledger %d %s: its entries are not in the ledger store and were not searched", ref.ID, s.absent(ref.ID))
 			continue
 		}
-		i, e, ok, err := lowerBound(s.ctx, ref.Entries, judge, func(entryID int64) (EntryInfo, error) {
-			return s.read(ref.ID, entryID)
+		i, e, ok, err := lowerBound(s.ctx, r.count(), judge, func(x int64) (EntryInfo, error) {
+			return s.read(ref.ID, r.lo+x)
 		}, nil)
 		if err != nil {
 			return err
 		}
 		if ok {
-			s.ans.land(Position{LedgerID: ref.ID, EntryID: i}, e)
-			return nil
+			return s.settleTime(t, k, r.lo+i, &e)
 		}
 	}
-	if len(s.refs) > 0 {
-		s.pastEnd()
-	} else {
+	if len(s.refs) == 0 {
 		s.ans.PastEnd = true
+		return nil
 	}
-	return nil
+	return s.settleTime(t, len(s.refs), 0, nil)
 }
 
 // idList shortens a list of ledger ids for a message.
