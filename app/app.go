@@ -180,7 +180,7 @@ func Run(ctx context.Context, args []string, e Env) int {
 	defer gcpace.Start()()
 	// Every run this invocation journals records the version and the invocation id.
 	runCtx := mutate.WithInvocation(ctx, mutate.Invocation{ID: newInvocationID(), ToolVersion: Version()})
-	err := app.RunContext(runCtx, args)
+	err := app.RunContext(runCtx, flagsFirst(app, args)) // flags anywhere: flagsFirst
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): whatever the command returned, it did not finish.
 		msg := "interrupted"
