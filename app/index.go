@@ -101,7 +101,7 @@ func parseBackfillOptions(c *cli.Context) (backfillOptions, error) {
 	if o.Backup != "" && !o.Apply {
 		return o, report.BadInputf("--backup is only useful with --apply")
 	}
-	return o, newBackupFile(o.Backup)
+	return o, newBackupFile(c, o.Backup)
 }
 
 func (e *env) indexBackfill(c *cli.Context) error {

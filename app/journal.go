@@ -175,7 +175,7 @@ func parseUndoOptions(c *cli.Context) (undoOptions, error) {
 		return undoOptions{}, err
 	}
 	o := undoOptions{Run: arg, Apply: c.Bool(flagApply), Command: c.Bool(flagCommand), Backup: c.String(flagBackup)}
-	return o, newBackupFile(o.Backup)
+	return o, newBackupFile(c, o.Backup)
 }
 
 func (e *env) journalUndo(c *cli.Context) error {

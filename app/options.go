@@ -12,6 +12,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // Flag names shared by several commands. Each command's flags are parsed into
@@ -72,10 +73,18 @@ func topicOption(c *cli.Context) (*formats.TopicName, error) {
 	return &t, nil
 }
 
-// newBackupFile checks a --backup FILE: it must not exist yet ("" is none).
-func newBackupFile(path string) error {
+// newBackupFile checks a --backup FILE before anything is planned: it must not
+// exist yet ("" is none), and the metadata store must be the data dir's own: the
+// backup is a Badger backup of that database (store.DataDir.BackupMetadata). A
+// live store's copy is an import, taken before the command.
+func newBackupFile(c *cli.Context, path string) error {
 	if path == "" {
 		return nil
+	}
+	if u, err := store.ParseMetadataURL(c.String(flagMetadata)); err == nil && c.String(flagMetadata) != "" && u.Writable() {
+		return report.BadInputf("--backup %s: --metadata %s is a live store, and --backup writes a backup of the data dir's own "+
+			"metadata store only; copy the live store first, then run without --backup: %s", path, u,
+			commandFor(c, "import", "--out", "BACKUP-DIR"))
 	}
 	if _, err := os.Stat(path); err == nil {
 		return report.BadInputf("--backup %s already exists; name a new file", path)

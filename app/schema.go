@@ -122,7 +122,7 @@ func parseRepairOptions(c *cli.Context) (repairOptions, error) {
 		return o, report.BadInputf("--backup needs --apply")
 	}
 	// Refused before anything is planned or journaled, as back-fill does.
-	if err := newBackupFile(o.Backup); err != nil {
+	if err := newBackupFile(c, o.Backup); err != nil {
 		return o, err
 	}
 	if r := o.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
