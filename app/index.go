@@ -109,11 +109,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	open := e.openReadOnly
-	if bo.Apply {
-		open = e.openWritable
-	}
-	dd, err := open(c)
+	dd, err := e.openForWriting(c, bo.Apply)
 	if err != nil {
 		return err
 	}

@@ -195,7 +195,7 @@ func (e *env) journalUndo(c *cli.Context) error {
 		return e.undoInvocation(c, o, p, runID)
 	}
 	if !o.Apply {
-		dd, err := e.openReadOnly(c)
+		dd, err := e.openDryRun(c)
 		if err != nil {
 			return err
 		}
@@ -436,7 +436,7 @@ func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID strin
 // checkInvocationUndo is the dry run of undoInvocation: every check --apply runs,
 // run by run, newest first; it stops where --apply would stop, and exits as it would.
 func (e *env) checkInvocationUndo(c *cli.Context, title string, todo []mutate.RunSummary) error {
-	dd, err := e.openReadOnly(c)
+	dd, err := e.openDryRun(c)
 	if err != nil {
 		return err
 	}

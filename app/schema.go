@@ -244,7 +244,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 // is made against a data dir that is whole.
 func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate.Engine, error) {
 	if !apply {
-		dd, err := e.openReadOnly(c)
+		dd, err := e.openDryRun(c)
 		return dd, nil, err
 	}
 	dd, err := e.openWritable(c)

@@ -113,3 +113,47 @@ func TestUndoDryRunChecksTheStoreAndItsNodes(t *testing.T) {
 		t.Errorf("a refused undo wrote: %v", d)
 	}
 }
+
+// Every writing command's dry run meets the refusals its --apply meets before it
+// plans: another program's files (zk-data, etcd-db, bookie dirs, and so their
+// past) are refused, exit 2, dry run or not, before anything is opened (the paths
+// named do not exist and the ZooKeeper does not answer: opening them would exit 3).
+func TestDryRunsRefuseWhatApplyRefuses(t *testing.T) {
+	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 7})
+	if _, errOut, code := runBin(t, "-d", dir, "index", "backfill", "--apply"); code > 1 {
+		t.Fatalf("backfill: exit %d: %s", code, errOut)
+	}
+	capFile := filepath.Join(t.TempDir(), "c.jsonl")
+	mustBin(t, 0, "-d", dir, "schema", "capture", "--out", capFile)
+	gone := filepath.Join(t.TempDir(), "gone")
+	stores := []struct {
+		flags []string
+		say   string
+	}{
+		{[]string{"--metadata", "zk-data:" + gone}, "read-only"},
+		{[]string{"--metadata", "etcd-db:" + gone}, "read-only"},
+		{[]string{"--metadata", "zk://127.0.0.1:1", "--ledgers", "bookie:" + gone}, "import the bookie dirs first"},
+		{[]string{"--metadata", "zk-data:" + gone, "--at-zxid", "5"}, "read-only"},
+	}
+	commands := [][]string{
+		{"index", "backfill"},
+		{"schema", "repair", "--from", capFile},
+		{"journal", "push", "last"},
+		{"journal", "undo", "last"},
+		{"journal", "undo", "--command", "last"},
+	}
+	for _, st := range stores {
+		for _, cmd := range commands {
+			for _, apply := range []bool{false, true} {
+				args := append(append([]string{"-d", dir}, st.flags...), cmd...)
+				if apply {
+					args = append(args, "--apply")
+				}
+				out, stderr, code := runBin(t, args...)
+				if code != 2 || out != "" || !strings.Contains(stderr, st.say) {
+					t.Errorf("%q: exit %d, stdout %.200q, stderr %q; want 2 saying %q", args, code, out, stderr, st.say)
+				}
+			}
+		}
+	}
+}
