@@ -30,13 +30,15 @@ func (e *env) journalCommand() *cli.Command {
 				Action:    e.journalShow,
 			},
 			{
-				Name:      "undo",
-				Usage:     "restore the before-images of a run and remove the ledgers it created (dry run unless --apply)",
+				Name: "undo",
+				Usage: "restore the before-images of a run and remove the ledgers it created (dry run unless --apply; " +
+					"the dry run runs every check --apply runs and exits as it would)",
 				ArgsUsage: "RUN (an id, a unique prefix of one, or last)",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: flagApply, Usage: "really undo (otherwise print what would be restored)"},
 					&cli.BoolFlag{Name: flagCommand, Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
-					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the metadata store to FILE first"},
+					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the data dir's own metadata store to FILE first " +
+						"(a live store is copied with import instead)"},
 				},
 				Action: e.journalUndo,
 			},
