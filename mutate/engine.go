@@ -528,7 +528,9 @@ func (e *Engine) prepareRun(ctx context.Context, rec *RunRecord, opts ApplyOptio
 	}
 	if opts.Backup != "" {
 		if err := e.writeBackup(opts.Backup); err != nil {
-			return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
+			// The run is not journaled: naming its id would send the user to a run
+			// that journal show cannot find.
+			return &runEnd{nil, fmt.Errorf("nothing was changed or journaled: %w", err)}
 		}
 		rec.Backup = opts.Backup
 		e.crashPoint("backup")
