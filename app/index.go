@@ -98,10 +98,7 @@ func parseBackfillOptions(c *cli.Context) (backfillOptions, error) {
 			return o, report.BadInput(err)
 		}
 	}
-	if o.Backup != "" && !o.Apply {
-		return o, report.BadInputf("--backup is only useful with --apply")
-	}
-	return o, newBackupFile(c, o.Backup)
+	return o, newBackupFile(c, o.Backup, o.Apply)
 }
 
 func (e *env) indexBackfill(c *cli.Context) error {

@@ -177,7 +177,7 @@ func parseUndoOptions(c *cli.Context) (undoOptions, error) {
 		return undoOptions{}, err
 	}
 	o := undoOptions{Run: arg, Apply: c.Bool(flagApply), Command: c.Bool(flagCommand), Backup: c.String(flagBackup)}
-	return o, newBackupFile(c, o.Backup)
+	return o, newBackupFile(c, o.Backup, o.Apply)
 }
 
 func (e *env) journalUndo(c *cli.Context) error {

@@ -73,13 +73,16 @@ func topicOption(c *cli.Context) (*formats.TopicName, error) {
 	return &t, nil
 }
 
-// newBackupFile checks a --backup FILE before anything is planned: it must not
-// exist yet ("" is none), and the metadata store must be the data dir's own: the
+// newBackupFile checks a --backup FILE before anything is planned: it goes with
+// --apply, it must not exist yet ("" is none), and the metadata store must be the data dir's own: the
 // backup is a Badger backup of that database (store.DataDir.BackupMetadata). A
 // live store's copy is an import, taken before the command.
-func newBackupFile(c *cli.Context, path string) error {
+func newBackupFile(c *cli.Context, path string, apply bool) error {
 	if path == "" {
 		return nil
+	}
+	if !apply {
+		return report.BadInputf("--backup needs --apply (a dry run writes nothing, a backup neither)")
 	}
 	if u, err := store.ParseMetadataURL(c.String(flagMetadata)); err == nil && c.String(flagMetadata) != "" && u.Writable() {
 		return report.BadInputf("--backup %s: --metadata %s is a live store, and --backup writes a backup of the data dir's own "+

@@ -40,6 +40,8 @@ func TestOptionsAreValidatedBeforeAnyStoreOpens(t *testing.T) {
 		{[]string{"schema", "repair", "--from", existing, "--backup", filepath.Join(t.TempDir(), "b")}, "--backup needs --apply"},
 		{[]string{"schema", "capture", "--out", existing}, "--force"},
 		{[]string{"journal", "undo", "--backup", existing, "last"}, "--backup"},
+		{[]string{"journal", "undo", "--backup", filepath.Join(t.TempDir(), "b"), "last"}, "--backup needs --apply"},
+		{[]string{"index", "backfill", "--backup", filepath.Join(t.TempDir(), "b")}, "--backup needs --apply"},
 		{[]string{"report", "--out", filepath.Join(t.TempDir(), "r.html"), "--topic", "a/b"}, "bad topic name"},
 		{[]string{"fixtures", "generate", "--out", filepath.Join(t.TempDir(), "f"), "--partitions", "-1"}, "partitions"},
 		{[]string{"import", "--out", nonEmpty}, "not empty"},

@@ -118,11 +118,8 @@ func parseRepairOptions(c *cli.Context) (repairOptions, error) {
 	o := repairOptions{From: c.StringSlice(flagFrom), Topic: topic, Apply: c.Bool(flagApply),
 		AllowHashMismatch: c.Bool(flagAllowHashMismatch), Backup: c.String(flagBackup),
 		CountUsage: c.Bool(flagCountUsage), ResolveCollision: c.String(flagResolveCollision)}
-	if o.Backup != "" && !o.Apply {
-		return o, report.BadInputf("--backup needs --apply")
-	}
 	// Refused before anything is planned or journaled, as back-fill does.
-	if err := newBackupFile(c, o.Backup); err != nil {
+	if err := newBackupFile(c, o.Backup, o.Apply); err != nil {
 		return o, err
 	}
 	if r := o.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
