@@ -71,7 +71,8 @@ func New(e Env) *cli.App {
 		Usage: "inspect and safely repair the on-disk state of an Apache Pulsar cluster",
 		Description: "ledgermedic reads a data dir (metadata/ and ledgers/, both Badger v4) holding a Pulsar\n" +
 			"cluster's metadata store and ledger store. Inspection never changes a byte; commands that\n" +
-			"write are dry-run unless --apply is given, and every write is journaled and can be undone.\n\n" +
+			"write are dry-run unless --apply is given, and every write is journaled and can be undone.\n" +
+			"Flags go anywhere, after a command's arguments too; a -- ends them.\n\n" +
 			exitCodesHelp,
 		Version:   Version(),
 		Writer:    e.Stdout,
@@ -180,7 +181,7 @@ func Run(ctx context.Context, args []string, e Env) int {
 	defer gcpace.Start()()
 	// Every run this invocation journals records the version and the invocation id.
 	runCtx := mutate.WithInvocation(ctx, mutate.Invocation{ID: newInvocationID(), ToolVersion: Version()})
-	err := app.RunContext(runCtx, args)
+	err := app.RunContext(runCtx, flagsFirst(app, args)) // flags anywhere: flagsFirst
 	if ctx.Err() != nil {
 		// Interrupted (Ctrl-C, SIGTERM): whatever the command returned, it did not finish.
 		msg := "interrupted"

@@ -167,9 +167,10 @@ func withoutNotes(t *testing.T, s string) string {
 	return string(b)
 }
 
-// TestSchemaRepairAgreesOnBookieDirs: schema repair's checks (which versions are
-// lost, which entries are readable) read the ledger store; on bookie dirs they
-// plan exactly what they plan on the data dir's own ledger store.
+// TestSchemaRepairAgreesOnBookieDirs: inspect schemas reads bookie dirs as it
+// reads the data dir's own ledger store; schema repair, which writes ledgers,
+// refuses bookie dirs before it plans, dry run and --apply alike, pointing at
+// import (the dry run exits as --apply would).
 func TestSchemaRepairAgreesOnBookieDirs(t *testing.T) {
 	t.Setenv("LEDGERMEDIC_CACHE_DIR", t.TempDir())
 	healthy, _ := testutil.Fixture(t, fixtures.Options{Seed: 4})
@@ -186,7 +187,15 @@ func TestSchemaRepairAgreesOnBookieDirs(t *testing.T) {
 	ledgers := "bookie:" + strings.Join(bm.Dirs, ",bookie:")
 	for _, args := range [][]string{
 		{"schema", "repair", "--from", capFile},
+		{"schema", "repair", "--from", capFile, "--apply"},
 		{"schema", "repair"},
+	} {
+		out, errOut, code := runBin(t, append([]string{"-d", dir, "--ledgers", ledgers}, args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, "ledgermedic import --ledgers") {
+			t.Errorf("%v on bookie dirs: exit %d, stdout %q, stderr %q; want 2 pointing at import, nothing planned", args, code, out, errOut)
+		}
+	}
+	for _, args := range [][]string{
 		{"inspect", "schemas"},
 	} {
 		a, _, ca := runBin(t, append([]string{"-d", dir, "--json"}, args...)...)

@@ -34,6 +34,39 @@ func (e *env) openAnyWritable(c *cli.Context) (*store.DataDir, error) {
 	return e.openStores(c, false, false)
 }
 
+// openForWriting opens the stores for a writing command: writable with --apply,
+// else for its dry run (openDryRun).
+func (e *env) openForWriting(c *cli.Context, apply bool) (*store.DataDir, error) {
+	if apply {
+		return e.openWritable(c)
+	}
+	return e.openDryRun(c)
+}
+
+// openDryRun opens the stores read-only for a writing command's dry run, after
+// the refusals --apply meets before it plans (checkWritable: stores of another
+// program, the past), so that a dry run never promises what --apply refuses.
+func (e *env) openDryRun(c *cli.Context) (*store.DataDir, error) {
+	return e.openDryRunOf(c, true)
+}
+
+// openAnyDryRun is openDryRun for the commands that read any root (journal undo),
+// as openAnyWritable is for their --apply.
+func (e *env) openAnyDryRun(c *cli.Context) (*store.DataDir, error) {
+	return e.openDryRunOf(c, false)
+}
+
+func (e *env) openDryRunOf(c *cli.Context, pulsar bool) (*store.DataDir, error) {
+	opts, err := storeOptions(c, true)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWritable(opts); err != nil {
+		return nil, err
+	}
+	return e.openStores(c, true, pulsar)
+}
+
 // print renders a document in the format the user asked for. Suggested
 // commands in it are made runnable for the stores in use first.
 func (e *env) print(c *cli.Context, doc *report.Document) error {

@@ -165,7 +165,7 @@ func (e *env) journalPush(c *cli.Context) error {
 		return report.BadInputf("journal push: run %s was applied to %s, not to this data dir's own metadata store", runID, rec.MetadataStore)
 	}
 	apply := o.Apply
-	dd, err := e.openStores(c, !apply, true)
+	dd, err := e.openForWriting(c, apply)
 	if err != nil {
 		return err
 	}

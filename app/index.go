@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -99,10 +98,7 @@ func parseBackfillOptions(c *cli.Context) (backfillOptions, error) {
 			return o, report.BadInput(err)
 		}
 	}
-	if o.Backup != "" && !o.Apply {
-		return o, report.BadInputf("--backup is only useful with --apply")
-	}
-	return o, newBackupFile(o.Backup)
+	return o, newBackupFile(c, o.Backup, o.Apply)
 }
 
 func (e *env) indexBackfill(c *cli.Context) error {
@@ -110,11 +106,7 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	open := e.openReadOnly
-	if bo.Apply {
-		open = e.openWritable
-	}
-	dd, err := open(c)
+	dd, err := e.openForWriting(c, bo.Apply)
 	if err != nil {
 		return err
 	}
@@ -292,8 +284,7 @@ func (e *env) indexFindCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagTopic, Required: true, Usage: "topic (a partition, for partitioned topics)"},
 			&cli.Int64Flag{Name: flagOffset, Value: -1, Usage: "broker offset (BrokerEntryMetadata index) to find"},
-			&cli.StringFlag{Name: flagTime, Usage: "time to find: RFC 3339 (2024-06-10T06:13:20Z), epoch with its unit " +
-				"(1718000000s, 1718000000000ms) or relative to now (-1h); a bare number is refused as ambiguous"},
+			&cli.StringFlag{Name: flagTime, Usage: "time to find: " + timeSyntax},
 			indexKeyFlag(),
 			&cli.BoolFlag{Name: flagLegacy, Usage: "ignore firstEntryIndex: search every ledger's entries like upstream"},
 			&cli.BoolFlag{Name: flagCompare, Usage: "run the indexed and the legacy search and print both costs"},
@@ -323,7 +314,7 @@ func parseFindOptions(c *cli.Context) (findOptions, error) {
 		if o.Target = c.Int64(flagOffset); o.Target < 0 {
 			return o, report.BadInputf("--offset %d: offsets are not negative", o.Target)
 		}
-	} else if o.Target, err = parseTimeArg(c.String(flagTime), time.Now()); err != nil {
+	} else if o.Target, err = timeFlagMillis(c, flagTime); err != nil {
 		return o, err
 	}
 	o.Topic, err = topicArg(c.String(flagTopic))
@@ -430,52 +421,6 @@ func missingTopic(ctx context.Context, dd *store.DataDir, t formats.TopicName) e
 			t, len(parts), t.Partition(0))
 	}
 	return report.BadInputf("topic %s: no managed ledger at %s", t, t.ManagedLedgerPath())
-}
-
-// parseTimeArg reads a --time value as milliseconds since the epoch: an RFC 3339
-// time, an epoch number with its unit (1718000000s, 1718000000000ms, ...us, ...ns),
-// or a time relative to now (-1h, -90m). A bare number is refused: seconds read as
-// milliseconds answer in 1970, and nothing says so.
-func parseTimeArg(s string, now time.Time) (int64, error) {
-	if tm, err := time.Parse(time.RFC3339Nano, s); err == nil {
-		return nonNegativeTime(s, tm.UnixMilli())
-	}
-	if _, err := strconv.ParseInt(s, 10, 64); err == nil {
-		return 0, report.BadInputf("--time %s is ambiguous: give the unit (%ss for seconds, %sms for milliseconds) "+
-			"or an RFC 3339 time (2024-06-10T06:13:20Z)", s, s, s)
-	}
-	for _, u := range []struct {
-		suffix string
-		toMs   func(int64) int64
-	}{
-		{"ms", func(v int64) int64 { return v }},
-		{"us", func(v int64) int64 { return v / 1e3 }},
-		{"ns", func(v int64) int64 { return v / 1e6 }},
-		{"s", func(v int64) int64 { return v * 1e3 }},
-	} {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			if v, err := strconv.ParseInt(num, 10, 64); err == nil {
-				if v < 0 {
-					return 0, report.BadInputf("--time %s: epoch times are not negative", s)
-				}
-				return u.toMs(v), nil
-			}
-		}
-	}
-	if strings.HasPrefix(s, "-") || strings.HasPrefix(s, "+") {
-		if d, err := time.ParseDuration(s); err == nil {
-			return nonNegativeTime(s, now.Add(d).UnixMilli())
-		}
-	}
-	return 0, report.BadInputf("--time %q: want an RFC 3339 time (2024-06-10T06:13:20Z), an epoch time with its unit "+
-		"(1718000000s, 1718000000000ms) or a time relative to now (-1h, -30m)", s)
-}
-
-func nonNegativeTime(s string, ms int64) (int64, error) {
-	if ms < 0 {
-		return 0, report.BadInputf("--time %s is before 1970", s)
-	}
-	return ms, nil
 }
 
 // findRow is one search's answer, as index find prints it.

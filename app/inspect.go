@@ -63,7 +63,7 @@ func (e *env) inspectCommand() *cli.Command {
 					&cli.Int64Flag{Name: flagLedger, Value: -1, Usage: "ledger id"},
 					&cli.StringFlag{Name: flagTopic, Usage: "topic of the entries: with --offset/--time to find them, or with --ledger for --payload"},
 					&cli.Int64Flag{Name: flagOffset, Value: -1, Usage: "with --topic: the entry holding this broker offset (as index find)"},
-					&cli.StringFlag{Name: flagTime, Usage: "with --topic: the first entry at or after this time (same syntax as index find --time)"},
+					&cli.StringFlag{Name: flagTime, Usage: "with --topic: the first entry at or after this time: " + timeSyntax},
 					&cli.IntFlag{Name: flagCount, Value: 0, Usage: "with --offset/--time: also show this many following entries of the ledger"},
 					indexKeyFlag(),
 					&cli.BoolFlag{Name: flagPayload, Usage: "decode every message's payload with its schema version (a messages table)"},
@@ -282,7 +282,7 @@ func parseEntriesOptions(c *cli.Context) (entriesOptions, error) {
 			return o, report.BadInputf("--offset %d: offsets are not negative", o.Offset)
 		}
 	case o.Find:
-		if o.TimeMs, err = parseTimeArg(c.String(flagTime), time.Now()); err != nil {
+		if o.TimeMs, err = timeFlagMillis(c, flagTime); err != nil {
 			return o, err
 		}
 	}

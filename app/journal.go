@@ -30,13 +30,15 @@ func (e *env) journalCommand() *cli.Command {
 				Action:    e.journalShow,
 			},
 			{
-				Name:      "undo",
-				Usage:     "restore the before-images of a run and remove the ledgers it created (dry run unless --apply)",
+				Name: "undo",
+				Usage: "restore the before-images of a run and remove the ledgers it created (dry run unless --apply; " +
+					"the dry run runs every check --apply runs and exits as it would)",
 				ArgsUsage: "RUN (an id, a unique prefix of one, or last)",
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: flagApply, Usage: "really undo (otherwise print what would be restored)"},
 					&cli.BoolFlag{Name: flagCommand, Usage: "undo every run the command that wrote RUN made (a back-fill writes one run per batch), newest first"},
-					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the metadata store to FILE first"},
+					&cli.StringFlag{Name: flagBackup, Usage: "write a Badger backup of the data dir's own metadata store to FILE first " +
+						"(a live store is copied with import instead)"},
 				},
 				Action: e.journalUndo,
 			},
@@ -175,7 +177,7 @@ func parseUndoOptions(c *cli.Context) (undoOptions, error) {
 		return undoOptions{}, err
 	}
 	o := undoOptions{Run: arg, Apply: c.Bool(flagApply), Command: c.Bool(flagCommand), Backup: c.String(flagBackup)}
-	return o, newBackupFile(o.Backup)
+	return o, newBackupFile(c, o.Backup, o.Apply)
 }
 
 func (e *env) journalUndo(c *cli.Context) error {
@@ -195,13 +197,17 @@ func (e *env) journalUndo(c *cli.Context) error {
 		return e.undoInvocation(c, o, p, runID)
 	}
 	if !o.Apply {
-		rec, err := mutate.Show(mutate.JournalDir(p), runID)
+		dd, err := e.openAnyDryRun(c)
+		if err != nil {
+			return err
+		}
+		defer dd.Close()
+		// Every check --apply runs, so that the dry run exits as --apply would.
+		checked, err := mutate.CheckUndo(c.Context, dd, runID)
 		if err != nil {
 			return journalError(err)
 		}
-		if rec.State != mutate.StateCommitted {
-			return report.BadInputf("run %s is %s, only committed runs can be undone", runID, rec.State)
-		}
+		rec := checked[0]
 		rows := make([]undoStep, len(rec.Items))
 		for i, it := range rec.Items {
 			rows[i] = undoStep{Kind: it.Kind, Path: it.Path, LedgerID: ledgerRef(it.LedgerID), Action: undoAction(it.Item)}
@@ -386,14 +392,7 @@ func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID strin
 	title := fmt.Sprintf("Runs of invocation %s, newest first", inv)
 	var rows []invocationRun
 	if !o.Apply {
-		for _, r := range todo {
-			rows = append(rows, invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items,
-				Result: "would be undone"})
-		}
-		doc := &report.Document{Extra: map[string]any{"dry_run": true}}
-		doc.Add(report.Rows("runs", title, rows))
-		doc.Note("dry run: nothing was written; add --apply to undo these %d run(s)", len(todo))
-		return e.print(c, doc)
+		return e.checkInvocationUndo(c, title, todo)
 	}
 	dd, err := e.openAnyWritable(c)
 	if err != nil {
@@ -432,6 +431,43 @@ func (e *env) undoInvocation(c *cli.Context, o undoOptions, dataDir, runID strin
 	}
 	if firstErr != nil {
 		return journalError(firstErr)
+	}
+	return nil
+}
+
+// checkInvocationUndo is the dry run of undoInvocation: every check --apply runs,
+// run by run, newest first; it stops where --apply would stop, and exits as it would.
+func (e *env) checkInvocationUndo(c *cli.Context, title string, todo []mutate.RunSummary) error {
+	dd, err := e.openAnyDryRun(c)
+	if err != nil {
+		return err
+	}
+	defer dd.Close()
+	ids := make([]string, len(todo))
+	for i, r := range todo {
+		ids[i] = r.RunID
+	}
+	passed, checkErr := mutate.CheckUndo(c.Context, dd, ids...)
+	var rows []invocationRun
+	for i, r := range todo[:min(len(passed)+1, len(todo))] {
+		row := invocationRun{Run: r.RunID, Command: recordedCommand(r.Command, r.Args), Items: r.Items, Result: "would be undone"}
+		if i == len(passed) {
+			row.Result, row.Error = "would not be undone: "+checkErr.Error(), checkErr.Error()
+		}
+		rows = append(rows, row)
+	}
+	doc := &report.Document{Extra: map[string]any{"dry_run": true}}
+	doc.Add(report.Rows("runs", title, rows))
+	if checkErr != nil {
+		doc.Note("dry run: nothing was written; --apply would stop at run %s and leave the older runs", todo[len(passed)].RunID)
+	} else {
+		doc.Note("dry run: nothing was written; add --apply to undo these %d run(s)", len(todo))
+	}
+	if err := e.print(c, doc); err != nil {
+		return err
+	}
+	if checkErr != nil {
+		return journalError(checkErr)
 	}
 	return nil
 }

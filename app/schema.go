@@ -118,11 +118,8 @@ func parseRepairOptions(c *cli.Context) (repairOptions, error) {
 	o := repairOptions{From: c.StringSlice(flagFrom), Topic: topic, Apply: c.Bool(flagApply),
 		AllowHashMismatch: c.Bool(flagAllowHashMismatch), Backup: c.String(flagBackup),
 		CountUsage: c.Bool(flagCountUsage), ResolveCollision: c.String(flagResolveCollision)}
-	if o.Backup != "" && !o.Apply {
-		return o, report.BadInputf("--backup needs --apply")
-	}
 	// Refused before anything is planned or journaled, as back-fill does.
-	if err := newBackupFile(o.Backup); err != nil {
+	if err := newBackupFile(c, o.Backup, o.Apply); err != nil {
 		return o, err
 	}
 	if r := o.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
@@ -244,7 +241,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 // is made against a data dir that is whole.
 func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate.Engine, error) {
 	if !apply {
-		dd, err := e.openReadOnly(c)
+		dd, err := e.openDryRun(c)
 		return dd, nil, err
 	}
 	dd, err := e.openWritable(c)

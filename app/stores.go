@@ -3,6 +3,8 @@ package app
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -32,9 +34,10 @@ func storeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "etcd-key", Usage: "etcd: client key file (TLS)"},
 		&cli.StringFlag{Name: "etcd-user", Usage: "etcd: user name"},
 		&cli.StringFlag{Name: "etcd-password", EnvVars: []string{"LEDGERMEDIC_ETCD_PASSWORD"}, Usage: "etcd: password"},
-		&cli.Int64Flag{Name: "at-zxid", Usage: "zk-data: show the tree as it was after this zxid (decimal or 0x hex is not accepted: decimal)"},
-		&cli.StringFlag{Name: "at-time", Usage: "zk-data (and etcd-db where it can): show the store as it was at this RFC 3339 time"},
-		&cli.Int64Flag{Name: "revision", Usage: "etcd-db: show the store as it was at this revision"},
+		&cli.StringFlag{Name: flagAtZxid, Usage: "zk-data: show the tree as it was after this zxid (decimal, or hex as ZooKeeper prints it: 0x5c); " +
+			"one of --at-zxid, --at-time, --revision"},
+		&cli.StringFlag{Name: flagAtTime, Usage: "zk-data: show the store as it was at this time: " + timeSyntax},
+		&cli.StringFlag{Name: flagRevision, Usage: "etcd-db: show the store as it was at this revision (decimal, or 0x hex)"},
 	}
 }
 
@@ -70,18 +73,63 @@ func remoteOptions(c *cli.Context) (store.RemoteOptions, error) {
 	r.ZKDigest, r.SessionTimeout = c.String("zk-digest"), c.Duration("zk-session-timeout")
 	r.EtcdCACert, r.EtcdCert, r.EtcdKey = c.String("etcd-cacert"), c.String("etcd-cert"), c.String("etcd-key")
 	r.EtcdUser, r.EtcdPassword = c.String("etcd-user"), c.String("etcd-password")
-	r.AtZxid, r.Revision = c.Int64("at-zxid"), c.Int64("revision")
-	if s := c.String("at-time"); s != "" {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return r, report.BadInputf("--at-time %q: want an RFC 3339 time such as 2024-06-10T06:13:20Z", s)
-		}
-		r.AtTime = t
+	var err error
+	if r.AtZxid, r.AtTime, r.Revision, err = pointInTime(c, time.Now()); err != nil {
+		return r, err
 	}
 	if r.Rate < 0 || r.Concurrency < 0 || r.Timeout < 0 || r.SessionTimeout < 0 {
 		return r, report.BadInputf("--read-rate, --read-concurrency, --timeout and --zk-session-timeout must not be negative")
 	}
 	return r, nil
+}
+
+// The point-in-time flags: which past state of an offline store to show.
+const (
+	flagAtZxid   = "at-zxid"
+	flagAtTime   = "at-time"
+	flagRevision = "revision"
+)
+
+// pointInTime reads the point-in-time flags, the one parser of them: at most
+// one is given (each names a different point); a zxid or revision is a positive
+// decimal or 0x hex number (ZooKeeper prints zxids in hex: srvr's "Zxid: 0x5c",
+// log.5c), a time is any form parseTime reads. Zero values: not given.
+func pointInTime(c *cli.Context, now time.Time) (zxid int64, at time.Time, rev int64, err error) {
+	var given []string
+	for _, n := range []string{flagAtZxid, flagAtTime, flagRevision} {
+		if c.String(n) != "" {
+			given = append(given, "--"+n)
+		}
+	}
+	if len(given) > 1 {
+		return 0, at, 0, report.BadInputf("%s name different points in time: give one", strings.Join(given, " and "))
+	}
+	if zxid, err = pointNumber(flagAtZxid, c.String(flagAtZxid)); err != nil {
+		return 0, at, 0, err
+	}
+	if rev, err = pointNumber(flagRevision, c.String(flagRevision)); err != nil {
+		return 0, at, 0, err
+	}
+	if s := c.String(flagAtTime); s != "" {
+		at, err = parseTime(flagAtTime, s, now)
+	}
+	return zxid, at, rev, err
+}
+
+// pointNumber parses a zxid or revision: decimal, or hex after 0x; 0 when s is "".
+func pointNumber(name, s string) (int64, error) {
+	if s == "" {
+		return 0, nil
+	}
+	digits, base := s, 10
+	if h, ok := strings.CutPrefix(strings.ToLower(s), "0x"); ok {
+		digits, base = h, 16
+	}
+	v, err := strconv.ParseInt(digits, base, 64)
+	if err != nil || v <= 0 || strings.HasPrefix(digits, "+") || strings.HasPrefix(digits, "-") {
+		return 0, report.BadInputf("--%s %q: want a positive number, decimal (92) or hex (0x5c)", name, s)
+	}
+	return v, nil
 }
 
 // checkPointInTime refuses point-in-time flags that the chosen metadata store cannot honour.
@@ -96,9 +144,6 @@ func checkPointInTime(opts store.Options) error {
 	}
 	if r.Revision != 0 && scheme != store.SchemeEtcdDB {
 		return report.BadInputf("--revision needs --metadata etcd-db:PATH (an etcd db read offline)")
-	}
-	if r.AtZxid < 0 || r.Revision < 0 {
-		return report.BadInputf("--at-zxid and --revision must not be negative")
 	}
 	return nil
 }

@@ -310,28 +310,10 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 	if err := e.recoverOnce(ctx); err != nil {
 		return nil, err
 	}
-	orig, err := Show(e.dir, runID)
+	_, rec, err := e.undoRecord(runID)
 	if err != nil {
 		return nil, err
 	}
-	if orig.State != StateCommitted {
-		return nil, fmt.Errorf("undo run %s: it is %s: %w", runID, orig.State, ErrNotCommitted)
-	}
-	if err := e.checkStore(orig, "undo"); err != nil {
-		return nil, err
-	}
-	if err := e.checkUndoable(runID); err != nil {
-		return nil, err
-	}
-	inv := inversePlan(orig)
-	if err := inv.Validate(); err != nil {
-		return nil, fmt.Errorf("undo run %s: %w", runID, err)
-	}
-	rec, err := e.newRecord(inv)
-	if err != nil {
-		return nil, err
-	}
-	rec.UndoOf = runID
 	who := invocationOf(ctx)
 	rec.ToolVersion, rec.Invocation = who.ToolVersion, who.ID
 	listed := e.listed
@@ -340,6 +322,74 @@ func (e *Engine) Undo(ctx context.Context, runID string, opts ApplyOptions) (*Re
 		e.listed = append(listed, summaryOf(rec, len(rec.Items), "")) // the undo as it ended
 	}
 	return res, err
+}
+
+// undoRecord makes the record of runID's undo after every check of the journal
+// an undo passes before its preflight: the run is committed, was applied to the
+// open metadata store, is not undone yet, and its inverse is a valid plan. It
+// returns the run itself too.
+func (e *Engine) undoRecord(runID string) (orig, rec *RunRecord, err error) {
+	orig, err = Show(e.dir, runID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if orig.State != StateCommitted {
+		return nil, nil, fmt.Errorf("undo run %s: it is %s: %w", runID, orig.State, ErrNotCommitted)
+	}
+	if err := e.checkStore(orig, "undo"); err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkUndoable(runID); err != nil {
+		return nil, nil, err
+	}
+	inv := inversePlan(orig)
+	if err := inv.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("undo run %s: %w", runID, err)
+	}
+	if rec, err = e.newRecord(inv); err != nil {
+		return nil, nil, err
+	}
+	rec.UndoOf = runID
+	return orig, rec, nil
+}
+
+// CheckUndo runs, writing nothing, every check Undo runs before it writes, for
+// each of runIDs in turn (the order they would be undone in): the checks of the
+// journal (undoRecord) and the undo's preflight (every node and ledger the run
+// wrote still holds what it wrote). dd may be opened read-only: a dry run exits
+// as the undo would. A node or ledger that an earlier run of runIDs writes is not
+// checked for a later one: that run's undo changes it first, and Undo checks it
+// then. It returns the runs that pass, and stops at the first that does not with
+// the error Undo would return (a preflight refusal wraps store.ErrVersionMismatch).
+// Runs left unfinished by a crash, which Undo rolls back first, are not.
+func CheckUndo(ctx context.Context, dd *store.DataDir, runIDs ...string) ([]*RunRecord, error) {
+	e := &Engine{dd: dd, dir: JournalDir(dd.Path), Now: time.Now, store: metadataStoreID(dd)}
+	written := map[string]bool{} // node paths and "ledger N" the runs before this one write
+	var passed []*RunRecord
+	for _, id := range runIDs {
+		orig, rec, err := e.undoRecord(id)
+		if err != nil {
+			return passed, err
+		}
+		if _, err := e.preflight(ctx, rec, false); err != nil {
+			return passed, fmt.Errorf("undo run %s: %w", id, err)
+		}
+		var problems []string
+		for _, it := range rec.Items {
+			if it.Status == StatusFailed && !written[it.writes()] {
+				problems = append(problems, it.Reason)
+			}
+		}
+		if len(problems) > 0 {
+			return passed, fmt.Errorf("undo run %s would be refused, as --apply would refuse it: %s: %w",
+				id, strings.Join(problems, "; "), store.ErrVersionMismatch)
+		}
+		for _, it := range rec.Items {
+			written[it.writes()] = true
+		}
+		passed = append(passed, orig)
+	}
+	return passed, nil
 }
 
 // checkUndoable refuses to undo a run twice. A run that was undone and then
@@ -478,7 +528,9 @@ func (e *Engine) prepareRun(ctx context.Context, rec *RunRecord, opts ApplyOptio
 	}
 	if opts.Backup != "" {
 		if err := e.writeBackup(opts.Backup); err != nil {
-			return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
+			// The run is not journaled: naming its id would send the user to a run
+			// that journal show cannot find.
+			return &runEnd{nil, fmt.Errorf("nothing was changed or journaled: %w", err)}
 		}
 		rec.Backup = opts.Backup
 		e.crashPoint("backup")

@@ -383,6 +383,10 @@ func TestBackup(t *testing.T) {
 	if !errors.Is(err, ErrBackupWrite) {
 		t.Errorf("err = %v, want ErrBackupWrite", err)
 	}
+	// Nothing is journaled, so the error names no run id (journal show would not find it).
+	if runs, _ := List(e.JournalDir()); len(runs) != 1 || err == nil || strings.Contains(err.Error(), "run ") {
+		t.Errorf("after a failed backup: runs %+v, err %v; want the first run only and no run named", runs, err)
+	}
 	if d := before.diff(dump(t, dd)); d != "" {
 		t.Errorf("data dir changed:\n%s", d)
 	}

@@ -208,6 +208,14 @@ func (it *Item) label() string {
 	return fmt.Sprintf("%s %d", it.Kind, it.LedgerID)
 }
 
+// writes names what the item writes: its node, or its ledger.
+func (it *Item) writes() string {
+	if it.isNode() {
+		return "node " + it.Path
+	}
+	return fmt.Sprintf("ledger %d", it.LedgerID)
+}
+
 // NewLedgers lists, in order, the ledgers whose entries the items write.
 func NewLedgers(items []Item) []int64 {
 	var ids []int64

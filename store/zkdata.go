@@ -52,6 +52,9 @@ func openZKData(u URL, opts Options) (MetadataBackend, error) {
 		if errors.Is(err, zkdisk.ErrNoData) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNotZKData, dir, err)
 		}
+		if errors.Is(err, zkdisk.ErrPastNewest) {
+			return nil, fmt.Errorf("%w %s: %w", ErrBadURL, u, err)
+		}
 		return nil, fmt.Errorf("zk-data %s: %w", dir, err)
 	}
 	if chroot != "" {

@@ -15,6 +15,9 @@ import (
 // ErrNoData: a directory holds no ZooKeeper snapshot or txn log.
 var ErrNoData = errors.New("no ZooKeeper snapshot or txn log")
 
+// ErrPastNewest: LoadOptions.AtZxid is later than every txn the files hold.
+var ErrPastNewest = errors.New("past the newest txn")
+
 // LoadOptions pick the point in time of the view. Zero values: the newest state.
 type LoadOptions struct {
 	// AtZxid stops replay after the last txn with zxid <= AtZxid.
@@ -106,7 +109,11 @@ func Load(dir string, opts LoadOptions) (*View, error) {
 		// Nothing readable at all: an empty tree would pass for a cluster with no metadata.
 		return nil, fmt.Errorf("%s: %w: no snapshot could be read and there is no txn log (%s)", dir, ErrNoData, strings.Join(v.Notes, "; "))
 	}
-	replay(v, logs, atZxid)
+	if complete := replay(v, logs, atZxid); complete && opts.AtZxid > 0 && v.Zxid < opts.AtZxid {
+		// As etcd refuses a revision past its newest: a zxid no txn has reached
+		// names no state, and showing the newest under its name would be wrong.
+		return nil, fmt.Errorf("zxid %#x (%d) is %w in %s: zxid %#x (%d)", opts.AtZxid, opts.AtZxid, ErrPastNewest, dir, v.Zxid, v.Zxid)
+	}
 	v.Tree.Compact()
 	return v, nil
 }
@@ -285,8 +292,9 @@ func zxidAtTime(logs []fileAt, at time.Time) (zxid int64, found bool, note strin
 }
 
 // replay applies the txns after the view's zxid: from the log whose start zxid is
-// <= it, and every later log, in order.
-func replay(v *View, logs []fileAt, atZxid int64) {
+// <= it, and every later log, in order. complete: it read to the end of the logs
+// (neither atZxid nor a damaged record stopped it).
+func replay(v *View, logs []fileAt, atZxid int64) (complete bool) {
 	first := 0
 	for i, l := range logs {
 		if l.zxid <= v.SnapshotZxid {
@@ -296,17 +304,18 @@ func replay(v *View, logs []fileAt, atZxid int64) {
 	last := v.SnapshotZxid
 	for _, l := range logs[first:] {
 		if atZxid > 0 && last >= atZxid {
-			return
+			return false
 		}
 		stop, err := replayLog(v, l.path, &last, atZxid)
 		if err != nil {
 			v.Notes = append(v.Notes, fmt.Sprintf("replay stopped at %v; the view reflects zxid %#x (the last good txn)", err, v.Zxid))
-			return
+			return false
 		}
 		if stop {
-			return
+			return false
 		}
 	}
+	return true
 }
 
 func replayLog(v *View, path string, last *int64, atZxid int64) (stop bool, err error) {
