@@ -146,7 +146,7 @@ func (d *DataDir) openStores(opts Options) error {
 		d.Sources = append(d.Sources, d.localSource(MetadataDirName))
 	}
 	if opts.Ledgers != nil {
-		lb, err := openLedgersURL(*opts.Ledgers, opts)
+		lb, err := openLedgersURL(*opts.Ledgers, opts, d.Metadata)
 		if err != nil {
 			return err
 		}
