@@ -34,7 +34,7 @@ func dial(ctx context.Context, bookie, addr string, timeout time.Duration, infli
 	d := net.Dialer{Timeout: timeout}
 	nc, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("bookie %s (%s): connect: %w", bookie, addr, err)
+		return nil, fmt.Errorf("%s: connect: %w", bookieName(bookie, addr), err)
 	}
 	c := &conn{bookie: bookie, addr: addr, nc: nc, sem: make(chan struct{}, inflight),
 		pending: map[uint64]chan *bkwirepb.Response{}, done: make(chan struct{})}
@@ -77,7 +77,7 @@ func (c *conn) fail(err error) {
 	if c.err != nil {
 		return
 	}
-	c.err = fmt.Errorf("bookie %s (%s): %w", c.bookie, c.addr, err)
+	c.err = fmt.Errorf("%s: %w", bookieName(c.bookie, c.addr), err)
 	close(c.done)
 	_ = c.nc.Close()
 }
@@ -141,7 +141,7 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, build func(txn u
 		return resp, nil
 	case <-t.C:
 		forget()
-		return nil, fmt.Errorf("bookie %s (%s): %w (%v)", c.bookie, c.addr, errTimeout, timeout)
+		return nil, fmt.Errorf("%s: %w (%v)", bookieName(c.bookie, c.addr), errTimeout, timeout)
 	case <-c.done:
 		forget()
 		return nil, c.dead()
@@ -149,4 +149,13 @@ func (c *conn) call(ctx context.Context, timeout time.Duration, build func(txn u
 		forget()
 		return nil, ctx.Err()
 	}
+}
+
+// bookieName names a bookie in errors: its id, and the address dialled when the
+// registry gave another.
+func bookieName(bookie, addr string) string {
+	if addr == bookie {
+		return "bookie " + bookie
+	}
+	return fmt.Sprintf("bookie %s (%s)", bookie, addr)
 }

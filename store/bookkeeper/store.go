@@ -51,15 +51,39 @@ type Store struct {
 	mu       sync.Mutex
 	conns    map[string]*conn // bookie id -> its one connection
 	ledgers  map[int64]*ledger
-	findings []store.ReplicaFinding
-	downOnce map[string]bool // bookies whose failure was logged
+	problems []*problem
+	byKey    map[problemKey]*problem
+	down     map[string]downMark // bookies that failed lately: skipped until the mark passes
 }
+
+// problem is one kind of failure of one bookie on one ledger, counted.
+type problem struct {
+	problemKey
+	firstEntry int64
+	count      int
+	err        error
+}
+
+type problemKey struct {
+	kind, bookie string
+	ledgerID     int64
+}
+
+type downMark struct {
+	until time.Time
+	err   error
+}
+
+// downFor is how long a bookie that refused a connection or timed out is
+// skipped (the next replica is read at once) before it is tried again.
+const downFor = 5 * time.Second
 
 // Open opens bk: (ledger metadata in meta, the --metadata store) or
 // bk:<metadataServiceUri> (its own metadata store).
 func Open(u store.URL, meta store.MetadataStore, opts store.Options) (store.LedgerBackend, error) {
 	s := &Store{u: u, meta: meta, root: u.Chroot, timeout: opts.Remote.Timeout, inflight: opts.Remote.Concurrency,
-		logger: opts.Logger, conns: map[string]*conn{}, ledgers: map[int64]*ledger{}, downOnce: map[string]bool{}}
+		logger: opts.Logger, conns: map[string]*conn{}, ledgers: map[int64]*ledger{}, byKey: map[problemKey]*problem{},
+		down: map[string]downMark{}}
 	if s.timeout <= 0 {
 		s.timeout = defaultTimeout
 	}
@@ -97,7 +121,7 @@ func Open(u store.URL, meta store.MetadataStore, opts store.Options) (store.Ledg
 
 func (s *Store) Source() store.SourceInfo {
 	return store.SourceInfo{URL: s.u.String(), Kind: store.SchemeBK, ReadOnly: true, Notes: []string{
-		"bk: entries are read from the bookies without fencing: an OPEN ledger is read up to the last add confirmed its bookies report",
+		"entries are read from the bookies without fencing: an OPEN ledger is read up to the last add confirmed its bookies report",
 	}}
 }
 
@@ -122,12 +146,22 @@ func (s *Store) DeleteLedgerEntries(ledgerID int64) error {
 	return fmt.Errorf("delete ledger %d entries from %s: %w", ledgerID, s.u.String(), store.ErrReadOnly)
 }
 
-// ReplicaFindings are the replica problems met by the reads so far: bookies that
-// could not serve and entries whose copy on a bookie was bad.
+// ReplicaFindings are the replica problems met by the reads so far, one per
+// bookie, ledger and kind: bookies that could not serve and bad copies.
 func (s *Store) ReplicaFindings(context.Context) ([]store.ReplicaFinding, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]store.ReplicaFinding(nil), s.findings...), nil
+	out := make([]store.ReplicaFinding, 0, len(s.problems))
+	for _, p := range s.problems {
+		detail := fmt.Sprintf("%v; read from the next bookie of the write set", p.err)
+		if p.count > 1 {
+			detail = fmt.Sprintf("%d reads of this ledger from entry %d on failed (first: %v); each was read from the next bookie of the write set",
+				p.count, p.firstEntry, p.err)
+		}
+		out = append(out, store.ReplicaFinding{Kind: p.kind, LedgerID: p.ledgerID, EntryID: p.firstEntry, Bookie: p.bookie,
+			Offset: -1, Detail: detail})
+	}
+	return out, nil
 }
 
 // ledger returns a ledger's metadata (cached; an open ledger's LAC is asked once
@@ -186,16 +220,22 @@ func (s *Store) finishLedger(ctx context.Context, l *ledger) (*ledger, error) {
 func (s *Store) conn(ctx context.Context, bookie string) (*conn, error) {
 	s.mu.Lock()
 	c, ok := s.conns[bookie]
+	d, isDown := s.down[bookie]
 	s.mu.Unlock()
 	if ok && c.dead() == nil {
 		return c, nil
 	}
+	if isDown && time.Now().Before(d.until) {
+		return nil, d.err
+	}
 	addr, err := resolveBookie(s.meta, s.root, bookie)
 	if err != nil {
+		s.markDown(bookie, err)
 		return nil, err
 	}
 	c, err = dial(ctx, bookie, addr, s.timeout, s.inflight)
 	if err != nil {
+		s.markDown(bookie, err)
 		return nil, err
 	}
 	s.mu.Lock()
@@ -226,6 +266,9 @@ func (s *Store) readFrom(ctx context.Context, bookie string, l *ledger, entryID 
 	}
 	resp, err := c.call(ctx, s.timeout, func(txn uint64) *bkwirepb.Request { return readEntryRequest(txn, l.id, entryID) })
 	if err != nil {
+		if ctx.Err() == nil {
+			s.markDown(bookie, err)
+		}
 		return nil, err
 	}
 	st := resp.GetStatus()
@@ -233,11 +276,11 @@ func (s *Store) readFrom(ctx context.Context, bookie string, l *ledger, entryID 
 		st = resp.GetReadResponse().GetStatus()
 	}
 	if st != bkwirepb.StatusCode_EOK {
-		return nil, &StatusError{Status: st}
+		return nil, fmt.Errorf("bookie %s: %w", bookie, &StatusError{Status: st})
 	}
 	f, err := l.verify(resp.GetReadResponse().GetBody(), entryID)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bookie %s: %w", bookie, err)
 	}
 	return f.Payload, nil
 }
@@ -266,7 +309,7 @@ func (s *Store) readEntry(ctx context.Context, l *ledger, e int64) ([]byte, erro
 		default:
 			s.report(FindingBookieUnavailable, l.id, e, b, err)
 		}
-		errs = append(errs, fmt.Errorf("bookie %s: %w", b, err))
+		errs = append(errs, err)
 	}
 	where := fmt.Sprintf("ledger %d entry %d", l.id, e)
 	switch {
@@ -285,14 +328,26 @@ func (s *Store) readEntry(ctx context.Context, l *ledger, e int64) ([]byte, erro
 func (s *Store) report(kind string, ledgerID, entryID int64, bookie string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.findings) < 10000 {
-		s.findings = append(s.findings, store.ReplicaFinding{Kind: kind, LedgerID: ledgerID, EntryID: entryID,
-			Bookie: bookie, Offset: -1, Detail: err.Error() + "; read from the next bookie of the write set"})
+	k := problemKey{kind, bookie, ledgerID}
+	if p, ok := s.byKey[k]; ok {
+		p.count++
+		p.firstEntry = min(p.firstEntry, entryID)
+		return
 	}
-	if s.logger != nil && !s.downOnce[bookie] {
-		s.downOnce[bookie] = true
+	p := &problem{problemKey: k, firstEntry: entryID, count: 1, err: err}
+	s.byKey[k] = p
+	s.problems = append(s.problems, p)
+	if s.logger != nil {
 		fmt.Fprintf(s.logger, "bk: bookie %s: ledger %d entry %d: %v; reading from the next replica\n", bookie, ledgerID, entryID, err)
 	}
+}
+
+// markDown makes reads skip a bookie for downFor after it could not be reached
+// or did not answer, so a dead bookie costs one timeout, not one per entry.
+func (s *Store) markDown(bookie string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down[bookie] = downMark{until: time.Now().Add(downFor), err: err}
 }
 
 // readLAC asks every bookie of an open ledger's last ensemble for its last add
@@ -309,7 +364,7 @@ func (s *Store) readLAC(ctx context.Context, l *ledger) (int64, error) {
 				answered++
 				continue
 			}
-			errs = append(errs, fmt.Errorf("bookie %s: %w", b, err))
+			errs = append(errs, err)
 			continue
 		}
 		answered++
@@ -339,7 +394,7 @@ func (s *Store) readLACFrom(ctx context.Context, bookie string, l *ledger) (int6
 		st = r.GetStatus()
 	}
 	if st != bkwirepb.StatusCode_EOK {
-		return 0, &StatusError{Status: st}
+		return 0, fmt.Errorf("bookie %s: %w", bookie, &StatusError{Status: st})
 	}
 	lac := int64(-1)
 	// lacBody: ledgerId | lac | digest, from a writer's WRITE_LAC (explicit LAC).
@@ -351,7 +406,7 @@ func (s *Store) readLACFrom(ctx context.Context, bookie string, l *ledger) (int6
 	if b := r.GetLastEntryBody(); len(b) > 0 {
 		f, err := l.verify(b, be64(b[min(8, len(b)):]))
 		if err != nil {
-			return 0, fmt.Errorf("last entry: %w", err)
+			return 0, fmt.Errorf("bookie %s: last entry: %w", bookie, err)
 		}
 		lac = max(lac, f.LastAddConfirmed)
 	}
