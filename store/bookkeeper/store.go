@@ -222,11 +222,11 @@ func (s *Store) conn(ctx context.Context, bookie string) (*conn, error) {
 	c, ok := s.conns[bookie]
 	d, isDown := s.down[bookie]
 	s.mu.Unlock()
-	if ok && c.dead() == nil {
-		return c, nil
-	}
 	if isDown && time.Now().Before(d.until) {
 		return nil, d.err
+	}
+	if ok && c.dead() == nil {
+		return c, nil
 	}
 	addr, err := resolveBookie(s.meta, s.root, bookie)
 	if err != nil {
