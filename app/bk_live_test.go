@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestBKLiveCommands(t *testing.T) {
 		t.Fatalf("inspect entries of the open ledger: exit %d, %s\n%s", code, stderr, out)
 	}
 	out, stderr, code = runApp(t, append(live, "check", "-o", "json")...)
-	if code == 2 || code == 3 || !strings.Contains(out, `"entries": 5`) {
+	if code == 2 || code == 3 || !regexp.MustCompile(`"item": "entries",\s*"count": 5\b`).MatchString(out) {
 		t.Fatalf("check: exit %d (want 0 or 1 with 5 entries scanned), %s\n%s", code, stderr, out)
 	}
 	dir := filepath.Join(t.TempDir(), "copy")

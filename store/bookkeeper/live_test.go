@@ -28,6 +28,7 @@ func TestLive(t *testing.T) {
 	t.Run("OpenLedgerNotFenced", func(t *testing.T) { testOpenLedger(t, c) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, c) })
 	t.Run("WrongRoot", func(t *testing.T) { testWrongRoot(t, c) })
+	t.Run("AddEntryReadByJava", func(t *testing.T) { testAddEntry(t, c) })
 	t.Run("BookieStopped", func(t *testing.T) { testBookieStopped(t, c) }) // last: stops a bookie
 }
 
@@ -319,5 +320,55 @@ func testBookieStopped(t *testing.T, c *testutil.BKCluster) {
 	f, _ := dd.Ledgers.(store.ReplicaReporter).ReplicaFindings(context.Background())
 	if len(f) == 0 || f[0].Bookie != stopped.ID || f[0].Kind != FindingBookieUnavailable {
 		t.Fatalf("findings %+v, want %s named as unavailable", f, stopped.ID)
+	}
+}
+
+// testAddEntry: an entry our ADD_ENTRY put on both bookies of a ledger whose
+// metadata we created OPEN and then closed is read by the Java client with a
+// recovery open, as a broker reads a schema ledger.
+func testAddEntry(t *testing.T, c *testutil.BKCluster) {
+	const id = 5000
+	ens := []string{c.Bookies[0].ID, c.Bookies[1].ID}
+	payload := []byte("a restored schema entry")
+	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
+	ms, err := store.OpenMetadata(mu, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	md := &bkpb.LedgerMetadataFormat{
+		QuorumSize: proto.Int32(2), EnsembleSize: proto.Int32(2), AckQuorumSize: proto.Int32(2), Length: proto.Int64(0),
+		LastEntryId: proto.Int64(-1), State: bkpb.LedgerMetadataFormat_OPEN.Enum(),
+		DigestType: bkpb.LedgerMetadataFormat_CRC32C.Enum(), Password: []byte{}, Ctime: proto.Int64(time.Now().UnixMilli()),
+		Segment: []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: ens, FirstEntryId: proto.Int64(0)}},
+	}
+	formats.SetCustomMetadata(md, "application", "pulsar")
+	formats.SetCustomMetadata(md, "component", "schema")
+	v, _ := formats.EncodeLedgerMetadata(md)
+	ver, err := ms.CompareAndSet(formats.LedgerPath(id), 0, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd := openBK(t, c, "bk:", store.RemoteOptions{})
+	s := dd.Ledgers.(*Store)
+	for _, b := range ens {
+		if err := s.AddEntry(context.Background(), b, id, 0, -1, int64(len(payload)), "CRC32C", nil, payload); err != nil {
+			t.Fatal(err)
+		}
+	}
+	md.State, md.LastEntryId, md.Length = bkpb.LedgerMetadataFormat_CLOSED.Enum(), proto.Int64(0), proto.Int64(int64(len(payload)))
+	v, _ = formats.EncodeLedgerMetadata(md)
+	if _, err := ms.CompareAndSet(formats.LedgerPath(id), ver, v); err != nil {
+		t.Fatal(err)
+	}
+	r, err := c.ReadLedger(id, "", false)
+	if err != nil {
+		t.Fatalf("the Java client cannot read our ledger with a recovery open: %v", err)
+	}
+	sameEntries(t, "bk tool read (recovery)", r.Entries, [][]byte{payload})
+	// A wrong master key is refused by the bookie.
+	err = s.AddEntry(context.Background(), ens[0], id, 1, 0, 1, "CRC32C", []byte("wrong"), []byte("x"))
+	if err == nil || !strings.Contains(err.Error(), "bookie "+ens[0]) {
+		t.Fatalf("add with a wrong master key: %v", err)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -186,5 +187,12 @@ func TestResolveEndpoint(t *testing.T) {
 	}
 	if _, _, err := rpcEndpoint([]byte{0xff}); err == nil {
 		t.Fatal("garbage registration decoded")
+	}
+}
+
+func TestMasterKeyOfEmptyPassword(t *testing.T) {
+	// Pulsar's empty password (BOOKKEEPER.md §4; the .idx header of a real bookie).
+	if got := fmt.Sprintf("%x", MasterKey(nil)); got != "850bf1071c5e3d8c24235676f8816ae0cbe2f14f" {
+		t.Fatalf("master key of \"\" = %s", got)
 	}
 }
