@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // registers bk: (live bookies)
 )
 
 // storeFlags pick the stores a command reads, beside --data-dir: a live ZooKeeper or
@@ -23,7 +25,10 @@ func storeFlags() []cli.Flag {
 				"forms (zk:h1:2181/chroot, etcd:http://h1:2379) work too. The chroot (usually /pulsar) is where the cluster's " +
 				"/managed-ledgers, /schemas and /admin are; etcd has none. Default: DATA-DIR/metadata"},
 		&cli.StringFlag{Name: flagLedgers, EnvVars: []string{"LEDGERMEDIC_LEDGERS"},
-			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie). Default: DATA-DIR/ledgers"},
+			Usage: "ledger store URL: bookie:DIR[,bookie:DIR...] (bookie dirs, offline, one per bookie), bk: (live bookies of the " +
+				"cluster whose ledger metadata is in --metadata), bk:zk+hierarchical://h1:2181/ledgers or " +
+				"bk:metadata-store:zk:h1:2181/ledgers (bookkeeper.conf's metadataServiceUri). Default: DATA-DIR/ledgers"},
+		&cli.StringFlag{Name: "bk-root", Usage: "bk: the ledgers root in the metadata store (default /ledgers)"},
 		&cli.Float64Flag{Name: "read-rate", Usage: "live stores: at most N reads per second (0: no limit)"},
 		&cli.IntFlag{Name: "read-concurrency", Usage: "live stores: reads in flight at once (0: the backend's default)"},
 		&cli.DurationFlag{Name: "timeout", Usage: "live stores: connect and request timeout (0: the backend's default)"},
@@ -73,6 +78,9 @@ func remoteOptions(c *cli.Context) (store.RemoteOptions, error) {
 	r.ZKDigest, r.SessionTimeout = c.String("zk-digest"), c.Duration("zk-session-timeout")
 	r.EtcdCACert, r.EtcdCert, r.EtcdKey = c.String("etcd-cacert"), c.String("etcd-cert"), c.String("etcd-key")
 	r.EtcdUser, r.EtcdPassword = c.String("etcd-user"), c.String("etcd-password")
+	if r.BKRoot = c.String("bk-root"); r.BKRoot != "" && (!strings.HasPrefix(r.BKRoot, "/") || path.Clean(r.BKRoot) != r.BKRoot || r.BKRoot == "/") {
+		return r, report.BadInputf("--bk-root %q: want an absolute path such as /ledgers", r.BKRoot)
+	}
 	var err error
 	if r.AtZxid, r.AtTime, r.Revision, err = pointInTime(c, time.Now()); err != nil {
 		return r, err

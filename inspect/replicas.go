@@ -17,33 +17,37 @@ const (
 	KindEntryLogDamaged = "entry-log-damaged"
 	KindJournalDamaged  = "journal-damaged"
 	KindLastMarkDamaged = "lastmark-damaged"
+	// live bookies (bk:): a bookie of an entry's write set that could not serve it
+	KindBookieUnavailable = "bookie-unavailable"
 )
 
 // replicaSeverity: a corrupt or differing replica is served from a good one, so
 // the data is there but one copy is bad; damaged files hide entries.
 var replicaSeverity = map[string]report.Severity{
-	KindUnderReplicated: report.SeverityWarning,
-	KindReplicaCorrupt:  report.SeverityWarning,
-	KindReplicasDiffer:  report.SeverityError,
-	KindEntryLogDamaged: report.SeverityWarning,
-	KindJournalDamaged:  report.SeverityWarning,
-	KindLastMarkDamaged: report.SeverityWarning,
+	KindUnderReplicated:   report.SeverityWarning,
+	KindReplicaCorrupt:    report.SeverityWarning,
+	KindReplicasDiffer:    report.SeverityError,
+	KindEntryLogDamaged:   report.SeverityWarning,
+	KindJournalDamaged:    report.SeverityWarning,
+	KindLastMarkDamaged:   report.SeverityWarning,
+	KindBookieUnavailable: report.SeverityWarning,
 }
 
 var replicaHint = map[string]string{
-	KindUnderReplicated: "let the BookKeeper auditor re-replicate the ledger, or copy the missing bookie dir",
-	KindReplicaCorrupt:  "the good replica is served; re-replicate the ledger so the bad copy is replaced",
-	KindReplicasDiffer:  "replicas disagree although each digest verifies: compare them with inspect entries before trusting either",
-	KindEntryLogDamaged: "entries past the damage are read from other replicas where they exist",
-	KindJournalDamaged:  "entries past the damage are read from other replicas where they exist",
-	KindLastMarkDamaged: "the whole journal is read instead of the part after lastMark",
+	KindUnderReplicated:   "let the BookKeeper auditor re-replicate the ledger, or copy the missing bookie dir",
+	KindReplicaCorrupt:    "the good replica is served; re-replicate the ledger so the bad copy is replaced",
+	KindReplicasDiffer:    "replicas disagree although each digest verifies: compare them with inspect entries before trusting either",
+	KindEntryLogDamaged:   "entries past the damage are read from other replicas where they exist",
+	KindJournalDamaged:    "entries past the damage are read from other replicas where they exist",
+	KindLastMarkDamaged:   "the whole journal is read instead of the part after lastMark",
+	KindBookieUnavailable: "the entry was read from another bookie of its write set; bring the bookie back or let the auditor re-replicate",
 }
 
 // ReplicaFindings is a check source for a ledger store read from bookie dirs:
 // every replica problem the store found while indexing, as findings. Other ledger
 // stores have none.
 func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
-	bs, ok := dd.Ledgers.(*store.BookieStore)
+	bs, ok := dd.Ledgers.(store.ReplicaReporter)
 	if !ok {
 		return nil, nil
 	}

@@ -155,7 +155,7 @@ func (d *DataDir) openStores(opts Options) error {
 		}
 	}
 	if opts.Ledgers != nil {
-		lb, err := openLedgersURL(*opts.Ledgers, opts)
+		lb, err := openLedgersURL(*opts.Ledgers, opts, d.Metadata)
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
 // MetadataBackend is a metadata store opened from a URL: a live ZooKeeper or etcd,
@@ -25,6 +27,12 @@ type LedgerBackend interface {
 	io.Closer
 	// Source says what the view reflects.
 	Source() SourceInfo
+}
+
+// ReplicaReporter is a ledger store that knows of problems with the replicas of
+// entries (bookie dirs; live bookies: the reads so far): check reports them.
+type ReplicaReporter interface {
+	ReplicaFindings(ctx context.Context) ([]ReplicaFinding, error)
 }
 
 // LedgerScanner is a LedgerBackend that can pass every entry of the store to fn in
@@ -69,6 +77,17 @@ type RemoteOptions struct {
 	AtZxid   int64
 	AtTime   time.Time
 	Revision int64
+	// BKRoot is the ledgers root of bk: ("": the URL's path, else /ledgers).
+	BKRoot string
+}
+
+// Limiter is the --read-rate cap as a token bucket (nil: no cap), with the
+// burst ZooKeeper's reader uses: a tenth of a second's reads.
+func (r RemoteOptions) Limiter() *rate.Limiter {
+	if r.Rate <= 0 {
+		return nil
+	}
+	return rate.NewLimiter(rate.Limit(r.Rate), max(1, int(r.Rate)/10))
 }
 
 // OpenMetadata opens only the metadata store a URL names (no data dir): for
@@ -93,11 +112,24 @@ func openMetadataURL(u URL, opts Options) (MetadataBackend, error) {
 	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a metadata store", ErrBadURL, u.Raw, u.Scheme)
 }
 
+// LedgerOpener opens a ledger backend that lives in a package of its own (it
+// imports store, so store cannot import it); meta is the opened metadata store.
+type LedgerOpener func(u URL, meta MetadataStore, opts Options) (LedgerBackend, error)
+
+var ledgerOpeners = map[string]LedgerOpener{}
+
+// RegisterLedgerBackend makes openLedgersURL open scheme with open; the
+// backend's package calls it from init (store/bookkeeper: bk:).
+func RegisterLedgerBackend(scheme string, open LedgerOpener) { ledgerOpeners[scheme] = open }
+
 // openLedgersURL opens the ledger backend a --ledgers URL names.
-func openLedgersURL(u URL, opts Options) (LedgerBackend, error) {
+func openLedgersURL(u URL, opts Options, meta MetadataStore) (LedgerBackend, error) {
 	switch u.Scheme {
 	case SchemeBookie:
 		return openBookies(u, opts)
+	}
+	if open, ok := ledgerOpeners[u.Scheme]; ok {
+		return open(u, meta, opts)
 	}
 	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a ledger store", ErrBadURL, u.Raw, u.Scheme)
 }

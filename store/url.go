@@ -18,6 +18,7 @@ const (
 	SchemeEtcd   = "etcd"    // a live etcd cluster
 	SchemeEtcdDB = "etcd-db" // an etcd member/snap/db file (or the member dir above it), offline
 	SchemeBookie = "bookie"  // bookie dirs (journal/ and ledgers/), offline
+	SchemeBK     = "bk"      // live bookies: bk: (ledger metadata in --metadata) or bk:<metadataServiceUri>
 )
 
 // ErrBadURL: a store URL that cannot be parsed or names an unknown scheme.
@@ -33,6 +34,9 @@ type URL struct {
 	Chroot string
 	// Paths: the file or dir of zk-data and etcd-db (one); bookie: one per bookie.
 	Paths []string
+	// Meta: bk:<metadataServiceUri> only: the store holding the ledger metadata
+	// (nil: the --metadata store). Chroot is then the ledgers root ("": /ledgers).
+	Meta *URL
 	// Query holds backend options given in the URL (?digest=u:p&timeout=5s, TLS files ...).
 	Query url.Values
 }
@@ -78,6 +82,8 @@ func (u URL) String() string {
 		} else {
 			b.WriteString(":" + strings.Join(u.Hosts, ","))
 		}
+	case SchemeBK:
+		return SchemeBK + ":" + strings.TrimPrefix(u.Raw, SchemeBK+":")
 	case SchemeBookie:
 		parts := make([]string, len(u.Paths))
 		for i, p := range u.Paths {
@@ -111,8 +117,11 @@ func ParseMetadataURL(s string) (URL, error) {
 }
 
 // ParseLedgersURL parses a --ledgers value: one or more bookie:DIR separated by
-// commas (bookie:/b1,bookie:/b2).
+// commas (bookie:/b1,bookie:/b2), or bk:[metadataServiceUri].
 func ParseLedgersURL(s string) (URL, error) {
+	if rest, ok := strings.CutPrefix(s, SchemeBK+":"); ok {
+		return parseBK(s, rest)
+	}
 	if strings.HasPrefix(s, SchemeBookie+":") {
 		u := URL{Raw: s, Scheme: SchemeBookie, Query: url.Values{}}
 		for _, part := range strings.Split(s, ",") {
@@ -124,7 +133,41 @@ func ParseLedgersURL(s string) (URL, error) {
 		}
 		return u, nil
 	}
-	return URL{}, fmt.Errorf("%w %q: a ledger store is bookie:DIR[,bookie:DIR...] (without --ledgers: the data dir's own)", ErrBadURL, s)
+	return URL{}, fmt.Errorf("%w %q: a ledger store is bookie:DIR[,bookie:DIR...] or bk:[metadataServiceUri] (without --ledgers: the data dir's own)", ErrBadURL, s)
+}
+
+// parseBK parses bk: (the ledger metadata is in the --metadata store) and
+// bk:<metadataServiceUri> as bookkeeper.conf spells it: zk+hierarchical://h1:2181;h2:2181/ledgers
+// (any ledger manager after "zk+", hosts separated by ; or ,) or Pulsar's
+// metadata-store:zk:h1:2181/ledgers; the path is the ledgers root.
+func parseBK(raw, rest string) (URL, error) {
+	u := URL{Raw: raw, Scheme: SchemeBK, Query: url.Values{}}
+	if rest == "" {
+		return u, nil
+	}
+	bad := func(why string) (URL, error) { return URL{}, fmt.Errorf("%w %q: %s", ErrBadURL, raw, why) }
+	var meta string
+	switch scheme, body, _ := strings.Cut(rest, ":"); {
+	case scheme == "zk" || strings.HasPrefix(scheme, "zk+"):
+		if !strings.HasPrefix(body, "//") {
+			return bad("want zk+hierarchical://HOST:PORT[;HOST:PORT]/ROOT")
+		}
+		meta = SchemeZK + ":" + strings.ReplaceAll(body, ";", ",")
+	case scheme == "metadata-store":
+		meta = strings.ReplaceAll(body, ";", ",")
+	default:
+		return bad("want bk: or bk:zk+hierarchical://HOST:PORT/ledgers or bk:metadata-store:zk:HOST:PORT/ledgers")
+	}
+	m, err := parseURL(meta)
+	if err != nil {
+		return bad(err.Error())
+	}
+	if m.Scheme != SchemeZK {
+		return bad("the ledger metadata must be in ZooKeeper (" + m.Scheme + " is not supported here)")
+	}
+	u.Chroot, m.Chroot, m.Raw = m.Chroot, "", SchemeZK+"://"+strings.Join(m.Hosts, ",")
+	u.Meta = &m
+	return u, nil
 }
 
 func parseURL(s string) (URL, error) {

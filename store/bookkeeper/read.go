@@ -1,0 +1,187 @@
+package bookkeeper
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// readable returns the ledger and its last readable entry: lastEntryId when
+// CLOSED, the last add confirmed when open.
+func (s *Store) readable(ctx context.Context, ledgerID int64) (*ledger, error) {
+	l, err := s.ledger(ctx, ledgerID)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+func (s *Store) Entry(ledgerID, entryID int64) ([]byte, error) {
+	var out []byte
+	err := s.peek(context.Background(), ledgerID, entryID, func(v []byte) error {
+		out = bytes.Clone(v)
+		return nil
+	})
+	return out, err
+}
+
+func (s *Store) peek(ctx context.Context, ledgerID, entryID int64, fn func([]byte) error) error {
+	l, err := s.readable(ctx, ledgerID)
+	if err != nil {
+		return err
+	}
+	if entryID < 0 || entryID > l.last {
+		return fmt.Errorf("ledger %d entry %d: past the last readable entry %d: %w", ledgerID, entryID, l.last, store.ErrNotFound)
+	}
+	p, err := s.readEntry(ctx, l, entryID)
+	if err != nil {
+		return err
+	}
+	return fn(p)
+}
+
+// EntryReader reads single entries; each read is one request to a bookie.
+func (s *Store) EntryReader() store.EntryReader { return entryReader{s} }
+
+type entryReader struct{ s *Store }
+
+func (r entryReader) Peek(ledgerID, entryID int64, fn func([]byte) error) error {
+	return r.s.peek(context.Background(), ledgerID, entryID, fn)
+}
+
+func (entryReader) Close() {}
+
+// Entries reads from..to of one ledger in order, with up to 2× the per-bookie
+// in-flight bound of reads outstanding (the bookies of the write sets answer
+// in parallel; fn sees them in entry order). A ledger without metadata has no
+// entries here.
+func (s *Store) Entries(ctx context.Context, ledgerID, from, to int64, fn func(entryID int64, value []byte) error) error {
+	l, err := s.readable(ctx, ledgerID)
+	if errors.Is(err, store.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	from = max(from, 0)
+	if to < 0 || to > l.last {
+		to = l.last
+	}
+	if from > to {
+		return nil
+	}
+	type result struct {
+		payload []byte
+		err     error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	queue := make(chan chan result, 2*s.inflight)
+	go func() {
+		defer close(queue)
+		for e := from; e <= to; e++ {
+			ch := make(chan result, 1)
+			select {
+			case queue <- ch:
+			case <-ctx.Done():
+				return
+			}
+			go func() {
+				p, err := s.readEntry(ctx, l, e)
+				ch <- result{p, err}
+			}()
+		}
+	}()
+	e := from
+	for ch := range queue {
+		r := <-ch
+		if r.err != nil {
+			return r.err
+		}
+		if err := fn(e, r.payload); err != nil {
+			return err
+		}
+		e++
+	}
+	if e <= to {
+		return ctx.Err()
+	}
+	return nil
+}
+
+func (s *Store) LastEntry(ledgerID int64) (int64, error) {
+	l, err := s.readable(context.Background(), ledgerID)
+	if err != nil {
+		return 0, err
+	}
+	if l.last < 0 {
+		return 0, fmt.Errorf("ledger %d last entry: %w", ledgerID, store.ErrNotFound)
+	}
+	return l.last, nil
+}
+
+// LedgerIDs lists the ledgers of the metadata store under the root, ascending
+// (the hierarchical paths sort as the ids do), with their readable entry counts;
+// a ledger with none is left out. A ledger whose metadata does not decode is
+// skipped here (check reports its node).
+func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
+	var ids []int64
+	var values [][]byte
+	err := s.meta.Walk(ctx, s.root+"/", func(n store.Node) error {
+		id, err := parseLedgerPath(s.root, n.Path)
+		if err != nil {
+			return nil
+		}
+		ids, values = append(ids, id), append(values, bytes.Clone(n.Value))
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("bk: ledgers under %s: %w", s.root, err)
+	}
+	for i, id := range ids {
+		l, err := s.parseLedger(id, values[i])
+		values[i] = nil
+		if err != nil {
+			continue // check reports the node that does not decode
+		}
+		if l, err = s.finishLedger(ctx, l); err != nil {
+			return err
+		}
+		if l.last >= 0 {
+			if err := fn(id, l.last+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ScanEntries passes every readable entry of every ledger to fn, in (ledger,
+// entry) order; an entry no replica serves intact goes to skipped as a
+// *store.TruncatedError and the scan goes on past it.
+func (s *Store) ScanEntries(ctx context.Context, fn func(ledgerID, entryID int64, value []byte) error, skipped func(*store.TruncatedError) error) error {
+	var ids []int64
+	if err := s.LedgerIDs(ctx, func(id, _ int64) error { ids = append(ids, id); return nil }); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		for from := int64(0); ; {
+			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { return fn(id, e, v) })
+			var te *store.TruncatedError
+			if skipped == nil || !errors.As(err, &te) || te.LedgerID != id || te.EntryID < from {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if err := skipped(te); err != nil {
+				return err
+			}
+			from = te.EntryID + 1
+		}
+	}
+	return nil
+}
