@@ -39,6 +39,10 @@ var replicaHint = map[string]string{
 	KindLastMarkDamaged: "the whole journal is read instead of the part after lastMark",
 }
 
+// noGoodReplicaHint replaces replica-corrupt's hint when every replica is bad:
+// then nothing is served.
+const noGoodReplicaHint = "no replica verifies, so the entry is not served: copy a good replica from a bookie not given here, or restore the entry from a backup"
+
 // ReplicaFindings is a check source for a ledger store read from bookie dirs:
 // every replica problem the store found while indexing, as findings. Other ledger
 // stores have none.
@@ -65,7 +69,12 @@ func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, 
 		if rf.File != "" {
 			msg = fmt.Sprintf("%s (%s offset %d)", rf.Detail, rf.File, rf.Offset)
 		}
-		f := report.Finding{Kind: rf.Kind, Severity: sev, Location: loc, Message: msg, Hint: replicaHint[rf.Kind]}
+		hint := replicaHint[rf.Kind]
+		if rf.NoGoodReplica {
+			sev, hint = report.SeverityError, noGoodReplicaHint
+			msg += "; no replica of this entry verifies"
+		}
+		f := report.Finding{Kind: rf.Kind, Severity: sev, Location: loc, Message: msg, Hint: hint}
 		if rf.LedgerID >= 0 {
 			f.LedgerID, f.EntryID = report.Int64(rf.LedgerID), report.Int64(rf.EntryID)
 		}
