@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -148,53 +147,6 @@ func TestRealBookieLedgerMeta(t *testing.T) {
 	}
 }
 
-// realEntryLocation finds where a ledger's entry is stored in one bookie dir's
-// entry logs: the log and the offset of the entry's bytes.
-func realEntryLocation(t *testing.T, dir string, ledger, entry int64) (string, int64, int) {
-	t.Helper()
-	logs, _ := filepath.Glob(filepath.Join(dir, "ledgers", "current", "*.log"))
-	for _, p := range logs {
-		f, err := os.Open(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		st, _ := f.Stat()
-		var off int64 = -1
-		var n int
-		_, err = bkdisk.ScanEntryLog(p, f, st.Size(), func(e bkdisk.LogEntry) error {
-			if e.LedgerID == ledger && e.EntryID == entry {
-				off, n = e.Offset, len(e.Data)
-			}
-			return nil
-		})
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if off >= 0 {
-			return p, off, n
-		}
-	}
-	return "", -1, 0
-}
-
-func flipByte(t *testing.T, path string, at int64) {
-	t.Helper()
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b := []byte{0}
-	if _, err := f.ReadAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-	b[0] ^= 0x40
-	if _, err := f.WriteAt(b, at); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestRealBookieFlippedReplicas: a byte flipped in one replica of a real entry (the
 // last payload byte, in its entry log) gives one replica-corrupt finding and the
 // good copy is served; flipped in both, both findings say no replica verifies
@@ -203,23 +155,22 @@ func TestRealBookieFlippedReplicas(t *testing.T) {
 	s := testutil.CopyRealBookies(t, "sorted")
 	l := s.Ledgers[0]
 	e := l.Written[len(l.Written)-1]
-	var holders []string
-	for _, dir := range s.BookieDirs() {
-		if p, off, n := realEntryLocation(t, dir, l.LedgerID, e.EntryID); off >= 0 {
-			holders = append(holders, fmt.Sprintf("%s\x00%d", p, off+int64(n)-1))
+	// Flip one bookie's replica, then another's.
+	dirs := s.BookieDirs()
+	flipped := 0
+	flipNext := func() {
+		for len(dirs) > 0 {
+			d := dirs[0]
+			dirs = dirs[1:]
+			if testutil.FlipLastPayloadByte(t, d, l.LedgerID, e.EntryID) {
+				flipped++
+				return
+			}
 		}
-	}
-	if len(holders) != l.Ensemble[1] {
-		t.Fatalf("ledger %d entry %d in %d entry logs, want the write quorum %d", l.LedgerID, e.EntryID, len(holders), l.Ensemble[1])
-	}
-	flip := func(h string) {
-		p, off, _ := strings.Cut(h, "\x00")
-		var at int64
-		fmt.Sscan(off, &at)
-		flipByte(t, p, at)
+		t.Fatalf("ledger %d entry %d: only %d replicas in the entry logs", l.LedgerID, e.EntryID, flipped)
 	}
 
-	flip(holders[0])
+	flipNext()
 	d := openRealBookies(t, s, s.BookieDirs())
 	v, err := d.Ledgers.Entry(l.LedgerID, e.EntryID)
 	if err != nil || !bytes.Equal(v, e.Payload(t)) {
@@ -232,7 +183,7 @@ func TestRealBookieFlippedReplicas(t *testing.T) {
 	}
 	d.Close()
 
-	flip(holders[1])
+	flipNext()
 	d = openRealBookies(t, s, s.BookieDirs())
 	if _, err := d.Ledgers.Entry(l.LedgerID, e.EntryID); !errors.Is(err, store.ErrBadDigest) {
 		t.Fatalf("both replicas flipped: Entry: %v, want ErrBadDigest", err)

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
 )
 
 // Bookie dirs a real BookKeeper 4.17.4 wrote, with the ZooKeeper dataDir that held
@@ -117,3 +119,39 @@ func (s *RealBookieScenario) BookieDirs() []string {
 
 // ZKDataDir is the copy's ZooKeeper dataDir (holding version-2/).
 func (s *RealBookieScenario) ZKDataDir() string { return filepath.Join(s.Dir, "zk") }
+
+// FlipLastPayloadByte flips the last byte of ledger:entry in the entry logs of one
+// bookie dir (the replica's digest then fails) and reports whether the dir held it.
+func FlipLastPayloadByte(t testing.TB, bookieDir string, ledger, entry int64) bool {
+	t.Helper()
+	logs, _ := filepath.Glob(filepath.Join(bookieDir, "ledgers", "current", "*.log"))
+	for _, p := range logs {
+		f, err := os.OpenFile(p, os.O_RDWR, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, _ := f.Stat()
+		var at int64 = -1
+		_, err = bkdisk.ScanEntryLog(p, f, st.Size(), func(e bkdisk.LogEntry) error {
+			if e.LedgerID == ledger && e.EntryID == entry {
+				at = e.Offset + int64(len(e.Data)) - 1
+			}
+			return nil
+		})
+		if err == nil && at >= 0 {
+			b := []byte{0}
+			if _, err = f.ReadAt(b, at); err == nil {
+				b[0] ^= 0x40
+				_, err = f.WriteAt(b, at)
+			}
+		}
+		f.Close()
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		if at >= 0 {
+			return true
+		}
+	}
+	return false
+}

@@ -9,7 +9,9 @@
 #
 #   sorted/       3 SortedLedgerStorage bookies, ensemble 3/2/2: one ledger per digest
 #                 type (CRC32C, CRC32, MAC with a password, DUMMY), an empty entry, a
-#                 12 KiB entry; stopped with SIGTERM (storage flushed).
+#                 12 KiB entry; a ledger left OPEN by a killed writer and then
+#                 closed by a recovery open (fence records, recovery adds);
+#                 stopped with SIGTERM (storage flushed).
 #   interleaved/  3 InterleavedLedgerStorage bookies, logSizeLimit=8192 (rotated entry
 #                 logs with ledgers maps), ensemble 3/2/2; an OPEN ledger left by a
 #                 writer killed with kill -9 (`bk tool write --hold`); SIGTERM, a
@@ -232,6 +234,30 @@ stop_bookie() { # scenario-dir name signal
   echo "SIG$3" > "$dir.stopped"
 }
 
+# an OPEN ledger, 3/2/2 CRC32C: a writer (`bk tool write --hold`) writes the first
+# entry, adds the others from stdin, and is killed with kill -9 (as a crashed
+# broker); appends its record to $1/writes.jsonl and prints the ledger id
+open_ledger() { # scenario-dir first-hex more-hex...
+  local sd=$1 first=$2 i
+  shift 2
+  rm -f "$sd/hold.in" "$sd/hold.out"
+  mkfifo "$sd/hold.in"
+  "$BK" tool write --zk "127.0.0.1:$ZK_PORT" --ensemble 3 --write-quorum 2 --ack-quorum 2 --digest CRC32C \
+    --password "" --hold --entry-hex "$first" < "$sd/hold.in" > "$sd/hold.out" &
+  local hpid=$!
+  PIDS+=("$hpid")
+  exec 4> "$sd/hold.in"
+  for i in $(seq 1 100); do grep -q '"open"' "$sd/hold.out" 2>/dev/null && break; sleep 0.2; done
+  printf '%s\n' "$@" >&4
+  for i in $(seq 1 100); do [ "$(grep -c '"entry_id"' "$sd/hold.out" || true)" = $# ] && break; sleep 0.2; done
+  [ "$(grep -c '"entry_id"' "$sd/hold.out" || true)" = $# ] || { cat "$sd/hold.out" >&2; return 1; }
+  stop_pid "$hpid" 9
+  exec 4>&-
+  jq -cn --argjson w "$(head -1 "$sd/hold.out")" --arg f "$first" '$ARGS.positional as $m |
+    {write: $w, password: "", written: ([$f] + $m)}' --args "$@" >> "$sd/writes.jsonl"
+  head -1 "$sd/hold.out" | jq -r .ledger_id
+}
+
 lines() { # file hex...
   local f=$1
   shift
@@ -258,6 +284,12 @@ scenario_sorted() {
   write_ledger "$sd" "$sd/e4" 3 2 2 DUMMY "" >/dev/null
   lines "$sd/e5" "$(pseudo sorted-mac-empty-0 10)" "$(pseudo sorted-mac-empty-1 20)"
   write_ledger "$sd" "$sd/e5" 3 2 2 MAC "" >/dev/null
+  # a ledger left OPEN by a killed writer, then recovered by a reader's recovery open
+  # (as a broker opens it): the bookies journal a fence and the recovery's adds
+  local rec
+  rec=$(open_ledger "$sd" "$(pseudo sorted-recovered-0 90)" "$(pseudo sorted-recovered-1 91)" "$(pseudo sorted-recovered-2 92)")
+  "$BK" tool read --zk "127.0.0.1:$ZK_PORT" --ledger "$rec" --password "" | tail -1 |
+    jq -e '.recovery_open and .last_add_confirmed == 2' >/dev/null
   record_ledgers "$sd"
   for b in b1 b2 b3; do stop_bookie "$sd" $b TERM; done
   stop_pid "$ZK_PID" TERM
@@ -283,24 +315,8 @@ scenario_interleaved() {
   lines "$sd/e3" "$(pseudo interleaved-crc32-0 2000)" "$(pseudo interleaved-crc32-1 3000)"
   write_ledger "$sd" "$sd/e3" 3 2 2 CRC32 "" >/dev/null
 
-  # an open ledger: the writer holds it, adds two more entries, then is killed
   log "interleaved: open ledger"
-  mkfifo "$sd/hold.in"
-  local h0 h1 h2
-  h0=$(pseudo interleaved-open-0 200) h1=$(pseudo interleaved-open-1 201) h2=$(pseudo interleaved-open-2 202)
-  "$BK" tool write --zk "127.0.0.1:$ZK_PORT" --ensemble 3 --write-quorum 2 --ack-quorum 2 --digest CRC32C \
-    --password "" --hold --entry-hex "$h0" < "$sd/hold.in" > "$sd/hold.out" &
-  local hpid=$!
-  PIDS+=("$hpid")
-  exec 4> "$sd/hold.in"
-  for i in $(seq 1 100); do grep -q '"open"' "$sd/hold.out" 2>/dev/null && break; sleep 0.2; done
-  printf '%s\n%s\n' "$h1" "$h2" >&4
-  for i in $(seq 1 100); do [ "$(grep -c '"entry_id"' "$sd/hold.out" || true)" = 2 ] && break; sleep 0.2; done
-  [ "$(grep -c '"entry_id"' "$sd/hold.out" || true)" = 2 ] || { cat "$sd/hold.out" >&2; return 1; }
-  stop_pid "$hpid" 9
-  exec 4>&-
-  jq -cn --argjson w "$(head -1 "$sd/hold.out")" --arg a "$h0" --arg b "$h1" --arg c "$h2" \
-    '{write: $w, password: "", written: [$a, $b, $c]}' >> "$sd/writes.jsonl"
+  open_ledger "$sd" "$(pseudo interleaved-open-0 200)" "$(pseudo interleaved-open-1 201)" "$(pseudo interleaved-open-2 202)"
 
   log "interleaved: restart"
   for b in b1 b2 b3; do stop_bookie "$sd" $b TERM; done
