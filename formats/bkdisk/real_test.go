@@ -189,3 +189,61 @@ func TestRealJournals(t *testing.T) {
 		}
 	}
 }
+
+// TestRealIndexFiles: the index files (§11.6) of the real bookies point each entry
+// at the offset the entry-log scan gives it (logId << 32 | offset after the size
+// field), and hold the ledger's master key SHA-1("ledger" + password).
+func TestRealIndexFiles(t *testing.T) {
+	checked := 0
+	for _, s := range realScenarios(t) {
+		dirs, _ := filepath.Glob(filepath.Join(s.dir, "b*", "ledgers", "current"))
+		for _, cur := range dirs {
+			where := map[[2]int64]int64{} // ledger, entry -> location
+			logs, _ := filepath.Glob(filepath.Join(cur, "*.log"))
+			for _, p := range logs {
+				id, _ := LogID(filepath.Base(p), ".log")
+				raw, err := os.ReadFile(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, err = ScanEntryLog(p, bytes.NewReader(raw), int64(len(raw)), func(e LogEntry) error {
+					where[[2]int64{e.LedgerID, e.EntryID}] = id<<32 | e.Offset
+					return nil
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			idxs, _ := filepath.Glob(filepath.Join(cur, "*", "*", "*.idx"))
+			for _, p := range idxs {
+				lid, ok := LogID(filepath.Base(p), ".idx")
+				l, known := s.ledger(lid)
+				if !ok || !known {
+					t.Errorf("%s: not a ledger of the manifest", p)
+					continue
+				}
+				b, err := os.ReadFile(p)
+				if err != nil || len(b) < EntryLogHeaderSize || string(b[:4]) != "BKLE" || be32(b[4:]) != 1 || be32(b[8:]) != 20 {
+					t.Errorf("%s: header %q (%v)", p, b[:min(len(b), 12)], err)
+					continue
+				}
+				if key := sha1.Sum([]byte("ledger" + l.Password)); !bytes.Equal(b[12:32], key[:]) {
+					t.Errorf("%s: master key %x, want %x", p, b[12:32], key)
+				}
+				for e := int64(0); EntryLogHeaderSize+8*e+8 <= int64(len(b)); e++ {
+					loc := be64(b[EntryLogHeaderSize+8*e:])
+					want, inLog := where[[2]int64{lid, e}]
+					if loc == 0 && inLog || loc != 0 && loc != want {
+						t.Errorf("%s: entry %d at %#x, the scan found it at %#x (%v)", p, e, loc, want, inLog)
+					}
+					if loc != 0 {
+						checked++
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no index file pointed at an entry")
+	}
+}

@@ -316,7 +316,7 @@ scenario_interleaved() {
   write_ledger "$sd" "$sd/e3" 3 2 2 CRC32 "" >/dev/null
 
   log "interleaved: open ledger"
-  open_ledger "$sd" "$(pseudo interleaved-open-0 200)" "$(pseudo interleaved-open-1 201)" "$(pseudo interleaved-open-2 202)"
+  open_ledger "$sd" "$(pseudo interleaved-open-0 200)" "$(pseudo interleaved-open-1 201)" "$(pseudo interleaved-open-2 202)" >/dev/null
 
   log "interleaved: restart"
   for b in b1 b2 b3; do stop_bookie "$sd" $b TERM; done
