@@ -422,8 +422,8 @@ func (s *BookieStore) serve(ledgerID, entryID int64, reps []replica, buf []byte)
 		return nil, firstErr
 	}
 	r := reps[0]
-	return nil, fmt.Errorf("%s offset %d: %w (%d replicas): %w", s.index.files[r.loc.file].Path, r.loc.offset, ErrBadDigest, len(reps),
-		&TruncatedError{LedgerID: ledgerID, EntryID: entryID, Size: int64(r.loc.length)})
+	return nil, fmt.Errorf("%s offset %d (%d replicas): %w", s.index.files[r.loc.file].Path, r.loc.offset, len(reps),
+		&TruncatedError{LedgerID: ledgerID, EntryID: entryID, Size: int64(r.loc.length), Cause: ErrBadDigest})
 }
 
 func firstOf(a, b error) error {

@@ -31,6 +31,21 @@ type realScenario struct {
 	dir          string
 	JournalSizes map[string]int64 `json:"journal_sizes"`
 	Ledgers      []realLedger     `json:"ledgers"`
+	Bookies      map[string]struct {
+		Settings []string `json:"settings"` // bk bookie --set k=v
+	} `json:"bookies"`
+}
+
+// setting is a bookie's --set value for key, or def. rel is a path below the
+// scenario, starting with the bookie's dir.
+func (s realScenario) setting(rel, key, def string) string {
+	b, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+	for _, kv := range s.Bookies[b].Settings {
+		if k, v, _ := strings.Cut(kv, "="); k == key {
+			return v
+		}
+	}
+	return def
 }
 
 func realScenarios(t *testing.T) []realScenario {
@@ -134,8 +149,8 @@ func TestRealEntryLogs(t *testing.T) {
 	}
 }
 
-// TestRealJournals: each real journal (extended back to its preallocated size) is
-// version 6, scans clean to the first length 0, and writes a LEDGER_KEY record
+// TestRealJournals: each real journal (extended back to its preallocated size) has
+// the format version its bookie wrote (6 by default, 5 with Pulsar's settings), scans clean to the first length 0, and writes a LEDGER_KEY record
 // holding SHA-1("ledger" + password) before a ledger's first entry in the file; each
 // entry frame's ledgerLength counts the payloads so far and its LAC is below its id.
 func TestRealJournals(t *testing.T) {
@@ -180,7 +195,11 @@ func TestRealJournals(t *testing.T) {
 				}
 				return nil
 			})
-			if err != nil || len(res.Problems) != 0 || res.Version != JournalCurrent {
+			want := fmt.Sprint(JournalCurrent)
+			if v := s.setting(rel, "journalFormatVersionToWrite", want); fmt.Sprint(res.Version) != v {
+				t.Errorf("%s: version %d, the bookie wrote %s", rel, res.Version, v)
+			}
+			if err != nil || len(res.Problems) != 0 {
 				t.Errorf("%s: version %d: %v %v", rel, res.Version, err, res.Problems)
 			}
 			if !strings.HasSuffix(rel, ".txn") || size != 16<<20 {
@@ -190,7 +209,8 @@ func TestRealJournals(t *testing.T) {
 	}
 }
 
-// TestRealIndexFiles: the index files (§11.6) of the real bookies point each entry
+// TestRealIndexFiles: the index files (§11.6) of the real bookies, of the FileInfo
+// format version their bookie wrote (1 by default, 0 with Pulsar's settings), point each entry
 // at the offset the entry-log scan gives it (logId << 32 | offset after the size
 // field), and hold the ledger's master key SHA-1("ledger" + password).
 func TestRealIndexFiles(t *testing.T) {
@@ -222,8 +242,10 @@ func TestRealIndexFiles(t *testing.T) {
 					t.Errorf("%s: not a ledger of the manifest", p)
 					continue
 				}
+				rel, _ := filepath.Rel(s.dir, p)
+				version := s.setting(rel, "fileInfoFormatVersionToWrite", "1")
 				b, err := os.ReadFile(p)
-				if err != nil || len(b) < EntryLogHeaderSize || string(b[:4]) != "BKLE" || be32(b[4:]) != 1 || be32(b[8:]) != 20 {
+				if err != nil || len(b) < EntryLogHeaderSize || string(b[:4]) != "BKLE" || fmt.Sprint(be32(b[4:])) != version || be32(b[8:]) != 20 {
 					t.Errorf("%s: header %q (%v)", p, b[:min(len(b), 12)], err)
 					continue
 				}

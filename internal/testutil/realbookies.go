@@ -59,6 +59,8 @@ type RealBookieRecord struct {
 	BookieID string `json:"bookie_id"`
 	Storage  string `json:"storage"` // sorted, interleaved
 	Stopped  string `json:"stopped"` // SIGTERM, SIGKILL
+	// Settings are the bookie.conf keys given to bk bookie --set (k=v).
+	Settings []string `json:"settings"`
 }
 
 // RealBookiesRoot is testdata/bookkeeper in this repository.

@@ -17,6 +17,9 @@
 #                 writer killed with kill -9 (`bk tool write --hold`); SIGTERM, a
 #                 restart (new journal, the unused preallocated log stays), one more
 #                 ledger, SIGTERM.
+#   pulsarconf/   b1 InterleavedLedgerStorage, b2 SortedLedgerStorage with the journal
+#                 and index settings of Pulsar's conf/bookkeeper.conf (journal format
+#                 5, journalAlignmentSize=4096, FileInfo format 0); SIGTERM.
 #   killed/       b1 SortedLedgerStorage, b2 InterleavedLedgerStorage, ensemble 2/2/2,
 #                 both killed with kill -9 a second after the writes: the entries are
 #                 only in the journals.
@@ -102,12 +105,12 @@ stop_pid() { # pid signal
   wait "$1" 2>/dev/null || true
 }
 
-declare -A BPORT BPID BSTORAGE
+declare -A BPORT BPID BSTORAGE BSETS
 start_bookie() { # scenario-dir name storage [--set k=v ...]
   local dir=$1/$2 storage=$3
   shift 3
   local port=${BPORT[$dir]:-$(free_port)}
-  BPORT[$dir]=$port BSTORAGE[$dir]=$storage
+  BPORT[$dir]=$port BSTORAGE[$dir]=$storage BSETS[$dir]="$*"
   "$BK" bookie --zk "127.0.0.1:$ZK_PORT" --port "$port" --dir "$dir" --storage "$storage" "$@" \
     >> "$dir.log" 2>&1 &
   BPID[$dir]=$!
@@ -209,7 +212,8 @@ EOF
   for d in "${!BPORT[@]}"; do
     case "$d" in "$sd"/*) ;; *) continue ;; esac
     bookies=$(jq -c --arg n "$(basename "$d")" --arg s "${BSTORAGE[$d]}" --argjson p "${BPORT[$d]}" \
-      --arg stop "$(cat "$d.stopped")" '. + {($n): {bookie_id: "127.0.0.1:\($p)", storage: $s, stopped: $stop}}' <<< "$bookies")
+      --arg stop "$(cat "$d.stopped")" --arg sets "${BSETS[$d]}" '. + {($n): {bookie_id: "127.0.0.1:\($p)",
+        storage: $s, stopped: $stop, settings: ($sets | split(" ") | map(select(. != "--set" and . != "")))}}' <<< "$bookies")
   done
   jq -n --arg name "$name" --arg desc "$3" --argjson sizes "$sizes" --argjson bookies "$bookies" \
     --slurpfile w "$sd/writes.jsonl" --slurpfile r "$sd/reads.jsonl" '
@@ -351,6 +355,29 @@ scenario_killed() {
   collect "$sd" killed "b1 SortedLedgerStorage, b2 InterleavedLedgerStorage, ensemble 2/2/2, kill -9 right after the writes"
 }
 
-scenarios=${*:-sorted interleaved killed}
+# ---------------------------------------------------------------- pulsarconf
+scenario_pulsarconf() {
+  local sd=$WORK/pulsarconf
+  mkdir -p "$sd"
+  log "pulsarconf: zookeeper"
+  start_zk "$sd"
+  "$BK" init-cluster --zk "127.0.0.1:$ZK_PORT" >/dev/null
+  # the journal and index settings of Pulsar's conf/bookkeeper.conf
+  local set=(--set journalFormatVersionToWrite=5 --set fileInfoFormatVersionToWrite=0 --set journalAlignmentSize=4096)
+  start_bookie "$sd" b1 interleaved "${set[@]}"
+  start_bookie "$sd" b2 sorted "${set[@]}"
+  wait_bookies 2
+  lines "$sd/e1" "$(pseudo pulsarconf-0 300)" "" "$(pseudo pulsarconf-2 5000)" "$(pseudo pulsarconf-3 1)"
+  write_ledger "$sd" "$sd/e1" 2 2 2 CRC32C "" >/dev/null
+  lines "$sd/e2" "$(pseudo pulsarconf-crc32-0 64)" "$(pseudo pulsarconf-crc32-1 65)"
+  write_ledger "$sd" "$sd/e2" 2 2 1 CRC32 "" >/dev/null
+  record_ledgers "$sd"
+  stop_bookie "$sd" b1 TERM
+  stop_bookie "$sd" b2 TERM
+  stop_pid "$ZK_PID" TERM
+  collect "$sd" pulsarconf "b1 InterleavedLedgerStorage, b2 SortedLedgerStorage, ensemble 2/2/2 and 2/2/1, Pulsar's journal settings (journalFormatVersionToWrite=5, journalAlignmentSize=4096, fileInfoFormatVersionToWrite=0), SIGTERM"
+}
+
+scenarios=${*:-sorted interleaved killed pulsarconf}
 for s in $scenarios; do "scenario_$s"; done
 du -sh --apparent-size "$HERE"
