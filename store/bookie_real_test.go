@@ -185,8 +185,10 @@ func TestRealBookieFlippedReplicas(t *testing.T) {
 
 	flipNext()
 	d = openRealBookies(t, s, s.BookieDirs())
-	if _, err := d.Ledgers.Entry(l.LedgerID, e.EntryID); !errors.Is(err, store.ErrBadDigest) {
-		t.Fatalf("both replicas flipped: Entry: %v, want ErrBadDigest", err)
+	_, err = d.Ledgers.Entry(l.LedgerID, e.EntryID)
+	var te *store.TruncatedError
+	if !errors.Is(err, store.ErrBadDigest) || !errors.As(err, &te) || strings.Contains(err.Error(), "value log") {
+		t.Fatalf("both replicas flipped: Entry: %v, want ErrBadDigest in a TruncatedError that blames no value log", err)
 	}
 	fs, err = d.Ledgers.(*store.BookieStore).ReplicaFindings(context.Background())
 	if err != nil || len(fs) != 2 {
