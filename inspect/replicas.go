@@ -43,6 +43,10 @@ var replicaHint = map[string]string{
 	KindBookieUnavailable: "the entry was read from another bookie of its write set; bring the bookie back or let the auditor re-replicate",
 }
 
+// noGoodReplicaHint replaces replica-corrupt's hint when every replica is bad:
+// then nothing is served.
+const noGoodReplicaHint = "no replica verifies, so the entry is not served: copy a good replica from a bookie not given here, or restore the entry from a backup"
+
 // ReplicaFindings is a check source for a ledger store read from bookie dirs:
 // every replica problem the store found while indexing, as findings. Other ledger
 // stores have none.
@@ -69,7 +73,12 @@ func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, 
 		if rf.File != "" {
 			msg = fmt.Sprintf("%s (%s offset %d)", rf.Detail, rf.File, rf.Offset)
 		}
-		f := report.Finding{Kind: rf.Kind, Severity: sev, Location: loc, Message: msg, Hint: replicaHint[rf.Kind]}
+		hint := replicaHint[rf.Kind]
+		if rf.NoGoodReplica {
+			sev, hint = report.SeverityError, noGoodReplicaHint
+			msg += "; no replica of this entry verifies"
+		}
+		f := report.Finding{Kind: rf.Kind, Severity: sev, Location: loc, Message: msg, Hint: hint}
 		if rf.LedgerID >= 0 {
 			f.LedgerID, f.EntryID = report.Int64(rf.LedgerID), report.Int64(rf.EntryID)
 		}

@@ -40,9 +40,7 @@ func streamLedger(ctx context.Context, ls store.LedgerStore, ledgerID, from int6
 
 // truncatedDetail describes a truncated value without naming its key, for a
 // finding located at the key.
-func truncatedDetail(te *store.TruncatedError) string {
-	return fmt.Sprintf("%v (read %d of about %d bytes)", store.ErrTruncatedValue, te.Read, te.Size)
-}
+func truncatedDetail(te *store.TruncatedError) string { return te.Detail() }
 
 // One pass over the ledger store (issue 14). Every whole-store reader of this
 // package (Check's core scan, the schema-usage count, both at once in check)

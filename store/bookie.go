@@ -68,6 +68,9 @@ type ReplicaFinding struct {
 	File     string `json:"file,omitempty"`
 	Offset   int64  `json:"offset"`
 	Detail   string `json:"detail"`
+	// NoGoodReplica (replica-corrupt): no replica of the entry verifies, so none
+	// is served and the entry is lost as far as these dirs tell.
+	NoGoodReplica bool `json:"no_good_replica,omitempty"`
 }
 
 // ErrBadDigest: no replica of an entry has a digest that verifies.
@@ -419,8 +422,8 @@ func (s *BookieStore) serve(ledgerID, entryID int64, reps []replica, buf []byte)
 		return nil, firstErr
 	}
 	r := reps[0]
-	return nil, fmt.Errorf("%s offset %d: %w (%d replicas): %w", s.index.files[r.loc.file].Path, r.loc.offset, ErrBadDigest, len(reps),
-		&TruncatedError{LedgerID: ledgerID, EntryID: entryID, Size: int64(r.loc.length)})
+	return nil, fmt.Errorf("%s offset %d (%d replicas): %w", s.index.files[r.loc.file].Path, r.loc.offset, len(reps),
+		&TruncatedError{LedgerID: ledgerID, EntryID: entryID, Size: int64(r.loc.length), Cause: ErrBadDigest})
 }
 
 func firstOf(a, b error) error {
@@ -507,6 +510,7 @@ func (s *BookieStore) ReplicaFindings(ctx context.Context) ([]ReplicaFinding, er
 	err := s.groups(ctx, []byte{replicaKeyPrefix}, []byte{replicaKeyPrefix}, func(l, e int64, reps []replica) error {
 		meta, known := s.ledgerMeta(l)
 		var good []replica
+		firstCorrupt := len(out)
 		for _, r := range reps {
 			v := s.trusted(r, meta, known)
 			if v == verdictReread {
@@ -525,6 +529,11 @@ func (s *BookieStore) ReplicaFindings(ctx context.Context) ([]ReplicaFinding, er
 				continue
 			}
 			out = append(out, s.finding(FindingReplicaCorrupt, l, e, r, corruptDetail(r, meta, known)))
+		}
+		if len(good) == 0 {
+			for i := firstCorrupt; i < len(out); i++ {
+				out[i].NoGoodReplica = true
+			}
 		}
 		if known && len(reps) < meta.WriteQuorum {
 			out = append(out, ReplicaFinding{Kind: FindingUnderReplicated, LedgerID: l, EntryID: e,

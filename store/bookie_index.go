@@ -267,7 +267,7 @@ func openBookieIndex(paths []string, opts Options) (*indexDB, []string, error) {
 		return nil, nil, err
 	}
 	dir := filepath.Join(root, dirsKey, filesKey)
-	notes := []string{"bookie formats follow the BookKeeper source; no real bookie's files were available to test against"}
+	var notes []string
 	if _, err := os.Stat(dir); err == nil {
 		idx, err := loadIndex(dir)
 		if err == nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // Bookie dirs here are written by fixtures.WriteBookies from the BookKeeper source's
-// description of the files; no real bookie's files exist to test against.
+// description of the files; bookie_real_test.go reads files real bookies wrote.
 
 func bookieFixture(t testing.TB, o fixtures.BookieOptions) (string, *fixtures.BookieManifest) {
 	t.Helper()

@@ -34,6 +34,9 @@ type TruncatedError struct {
 	// Read is how many bytes Badger returned; Size is the value's recorded size,
 	// approximate by up to 16 bytes (Badger estimates its entry header's length).
 	Read, Size int64
+	// Cause is why the bytes are lost in a store that is not Badger (bookie dirs:
+	// ErrBadDigest); nil when Badger's value log is damaged.
+	Cause error
 }
 
 func (e *TruncatedError) Error() string {
@@ -41,10 +44,23 @@ func (e *TruncatedError) Error() string {
 	if e.Path != "" {
 		key = fmt.Sprintf("metadata node %q", e.Path)
 	}
-	return fmt.Sprintf("%s: %v (read %d of about %d bytes)", key, ErrTruncatedValue, e.Read, e.Size)
+	return fmt.Sprintf("%s: %s", key, e.Detail())
 }
 
-func (e *TruncatedError) Unwrap() error { return ErrTruncatedValue }
+// Detail says what was lost and why, without the key.
+func (e *TruncatedError) Detail() string {
+	if e.Cause != nil {
+		return fmt.Sprintf("%v: data lost (%d bytes)", e.Cause, e.Size)
+	}
+	return fmt.Sprintf("%v (read %d of about %d bytes)", ErrTruncatedValue, e.Read, e.Size)
+}
+
+func (e *TruncatedError) Unwrap() []error {
+	if e.Cause != nil {
+		return []error{ErrTruncatedValue, e.Cause}
+	}
+	return []error{ErrTruncatedValue}
+}
 
 // Node is one metadata-store node.
 type Node struct {

@@ -186,9 +186,15 @@ func (s *zkDataStore) WalkFrom(ctx context.Context, prefix, start string, fn fun
 		fullStart = s.full(start)
 	}
 	i := 0
+	// ZooKeeper's own /zookeeper subtree (quota, config) is no metadata of the
+	// cluster: skipped unless asked for, as the live walk (zk_walk.go) does.
+	system := s.chroot != "" || strings.HasPrefix(prefix, "/zookeeper")
 	return s.view.Tree.Walk(fullPrefix, fullStart, func(n *zkdisk.Node) error {
 		// Under a chroot "/x", "/xy" shares the prefix but is not inside it.
 		if s.chroot != "" && n.Path != s.chroot && !strings.HasPrefix(n.Path, s.chroot+"/") {
+			return nil
+		}
+		if !system && (n.Path == "/zookeeper" || strings.HasPrefix(n.Path, "/zookeeper/")) {
 			return nil
 		}
 		if i++; i%4096 == 0 {

@@ -51,8 +51,14 @@ type LedgerBytes struct {
 
 // EntryLogResult sums up one scan of an entry log.
 type EntryLogResult struct {
-	Header  EntryLogHeader
-	Entries int64
+	// Unflushed: the log has 0 bytes. A bookie creates the next log ahead of need
+	// and writes its header only into the log's write buffer
+	// (EntryLoggerAllocator.allocateNewLog), so the preallocated log, and a log
+	// whose buffer a crash lost (its entries are in the journal), are empty: not
+	// damage.
+	Unflushed bool
+	Header    EntryLogHeader
+	Entries   int64
 	// Map is the ledgers map of a closed log (nil when the log has none).
 	Map []LedgerBytes
 	// Problems are damage the scan stepped past or stopped at (a cut-short entry, a
@@ -73,12 +79,17 @@ func LogID(name, ext string) (int64, bool) {
 
 // ScanEntryLog reads an entry log of size bytes from r front to back and passes each
 // entry to fn in file order. A closed log's entries end at its ledgers map, which
-// is then read; a log that was never closed (map offset 0) is scanned to its end.
+// is then read; a log that was never closed (map offset 0) is scanned to its end;
+// a log of 0 bytes holds nothing yet (Unflushed).
 // Like upstream's scanEntryLog, a size <= 0 is padding (one byte is skipped) and
 // records of ledger -1 are skipped. Damage is reported in Problems; a header of
 // another format, an unknown version or an error from fn is returned.
 func ScanEntryLog(file string, r io.Reader, size int64, fn func(LogEntry) error) (EntryLogResult, error) {
 	var res EntryLogResult
+	if size == 0 {
+		res.Unflushed = true
+		return res, nil
+	}
 	rd := newReader(file, r, size)
 	hdr, err := readEntryLogHeader(rd)
 	if err != nil {

@@ -2,9 +2,9 @@
 // keeps on disk: entry logs (<hex>.log), journals (<hex>.txn), the lastMark file,
 // and the BookKeeper entry frame stored in both (docs/formats.md §11).
 //
-// No real bookie can run where this was written and the bookkeeper repository holds
-// no sample files: every layout here follows the upstream source as docs/formats.md §11
-// records it, and the tests use bytes built from that description.
+// The layouts follow the upstream source as docs/formats.md §11 records it; the tests
+// run on files real BookKeeper 4.17.4 bookies wrote (testdata/bookkeeper) and on bytes
+// built from the description (for damage no bookie writes on purpose).
 //
 // Every reader streams (no whole-file loads) and checks every size against the bytes
 // left; bad bytes give a *FormatError naming the file and offset, never a panic.
