@@ -739,7 +739,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 		}
 	}
 	u.Status, u.Detail = UseLost, what
-	f := newFinding(KindUsedSchemaVersionLost, where, "ledgermedic schema repair --topic "+tu.Topic,
+	f := newFinding(KindUsedSchemaVersionLost, where, schemaRepairHint(tu.Topic),
 		"%s version %d, whose schema is lost: %s; restore it first", used, v, what)
 	return withSchema(f, tu, path, v, &ledger), nil
 }
@@ -750,7 +750,7 @@ func usedBy(u *SchemaUse) string {
 }
 
 func restoreHint(topic string) string {
-	return "restore the version from a schema capture or a pulsar-admin export: ledgermedic schema repair --topic " + topic
+	return "restore the version from a schema capture or a pulsar-admin export: " + schemaRepairHint(topic)
 }
 
 func withSchema(f report.Finding, tu *TopicUsage, path string, v int64, ledger *int64) *report.Finding {

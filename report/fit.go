@@ -174,9 +174,9 @@ func renderFindingsList(w io.Writer, fs []Finding, width int) {
 			fmt.Fprintln(w, l)
 		}
 		if f.Hint != "" {
-			for _, l := range wrapWords("        hint: "+f.Hint, width, "              ") {
-				fmt.Fprintln(w, l)
-			}
+			// Whole, never wrapped: a hint is mostly a command, and one cut over two
+			// lines does not paste (the terminal soft-wraps it and copies it whole).
+			fmt.Fprintln(w, "        hint: "+f.Hint)
 		}
 	}
 }
