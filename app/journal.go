@@ -252,6 +252,9 @@ func undoAction(it mutate.Item) string {
 		return "delete the node the run created"
 	case mutate.KindDelete:
 		return fmt.Sprintf("re-create the node (%d bytes)", len(it.Before))
+	case mutate.KindDropLedger:
+		// The run removed the ledger (an undo of the run that wrote it): undoing it writes the entries back.
+		return fmt.Sprintf("write back the %d entries of ledger %d", len(it.Entries), it.LedgerID)
 	default:
 		return fmt.Sprintf("restore the before-image (%d bytes)", len(it.Before))
 	}
@@ -306,18 +309,8 @@ func oneArg(c *cli.Context, name string) (string, error) {
 	return c.Args().First(), nil
 }
 
-// recordedCommand is the command line a run recorded, once: Args start with the
-// command path itself when they are recorded.
-func recordedCommand(command string, args []string) string {
-	if len(args) == 0 {
-		return command
-	}
-	line := strings.Join(args, " ")
-	if strings.HasPrefix(line, command) {
-		return line
-	}
-	return command + " " + line
-}
+// recordedCommand is the command line a run recorded (report.CommandLine).
+func recordedCommand(command string, args []string) string { return report.CommandLine(command, args) }
 
 // resolveRun turns what the user typed into a run id: an id, "last" (the newest
 // run), or a prefix only one run id starts with.
