@@ -36,6 +36,12 @@ func (e *env) printFitted(c *cli.Context, doc *report.Document, piped int) error
 	if o.Width == 0 {
 		o.Width = piped
 	}
+	if len(e.storeNotes) > 0 && (o.Format == report.FormatJSON || o.Format == report.FormatJSONL) {
+		if doc.Extra == nil {
+			doc.Extra = map[string]any{}
+		}
+		doc.Extra["store_notes"] = e.storeNotes // a view that stopped short must not read as whole
+	}
 	if globalBool(c, "quiet") && (o.Format == report.FormatTable || o.Format == report.FormatWide) {
 		return nil
 	}

@@ -151,14 +151,16 @@ func (e *env) openStores(c *cli.Context, readOnly bool) (*store.DataDir, error) 
 		return nil, report.CannotOpen(err)
 	}
 	if readOnly {
-		for _, n := range dd.Notes {
-			fmt.Fprintf(e.Stderr, "note: %s\n", n)
-		}
+		notes := append([]string(nil), dd.Notes...)
 		for _, s := range dd.Sources {
 			for _, n := range s.Notes {
-				fmt.Fprintf(e.Stderr, "note: %s: %s\n", s.URL, n)
+				notes = append(notes, s.URL+": "+n)
 			}
 		}
+		for _, n := range notes {
+			fmt.Fprintf(e.Stderr, "note: %s\n", n)
+		}
+		e.storeNotes = append(e.storeNotes, notes...)
 	}
 	return dd, nil
 }
