@@ -187,7 +187,11 @@ func (e *env) journalUndo(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runID, err := resolveRun(p, o.Run)
+	resolve := resolveRun
+	if o.Command {
+		resolve = resolveInvocationRun
+	}
+	runID, err := resolve(p, o.Run)
 	if err != nil {
 		return err
 	}
@@ -351,6 +355,36 @@ func resolveRun(dataDir, arg string) (string, error) {
 		matches = append(matches[:5], "...")
 	}
 	return "", report.BadInputf("run %q: ambiguous prefix, %s; type more of the id", arg, strings.Join(matches, ", "))
+}
+
+// resolveInvocationRun is resolveRun for --command, which names an invocation
+// by any of its runs: a prefix that several runs start with is no ambiguity when
+// they all belong to one invocation (a back-fill's batches share their second).
+func resolveInvocationRun(dataDir, arg string) (string, error) {
+	id, err := resolveRun(dataDir, arg)
+	if err == nil || arg == "" || arg == "last" {
+		return id, err
+	}
+	runs, lerr := mutate.List(mutate.JournalDir(dataDir))
+	if lerr != nil {
+		return "", report.CannotOpen(lerr)
+	}
+	var first *mutate.RunSummary
+	for i, r := range runs {
+		if !strings.HasPrefix(r.RunID, arg) {
+			continue
+		}
+		if r.Invocation == "" || first != nil && r.Invocation != first.Invocation {
+			return "", err // runs of several invocations (or of none recorded): ambiguous indeed
+		}
+		if first == nil {
+			first = &runs[i]
+		}
+	}
+	if first == nil {
+		return "", err
+	}
+	return first.RunID, nil
 }
 
 // undoInvocation undoes every committed, not yet undone run of the command

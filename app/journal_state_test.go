@@ -13,15 +13,22 @@ import (
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
+// listedRun is what the tests read of a journal list row.
+type listedRun struct {
+	Run      string `json:"run"`
+	Command  string `json:"command"`
+	UndoneBy string `json:"undone_by"`
+}
+
 // listedRuns is journal list -o json.
-func listedRuns(t *testing.T, dir string) []journalRun {
+func listedRuns(t *testing.T, dir string) []listedRun {
 	t.Helper()
 	out, errOut, code := runApp(t, "-d", dir, "-o", "json", "journal", "list")
 	if code != 0 {
 		t.Fatalf("journal list: exit %d: %s", code, errOut)
 	}
 	var doc struct {
-		Runs []journalRun `json:"runs"`
+		Runs []listedRun `json:"runs"`
 	}
 	if err := json.Unmarshal([]byte(out), &doc); err != nil {
 		t.Fatal(err)
