@@ -92,7 +92,7 @@ type fixturesOptions struct {
 	Out        string
 	OutExisted bool // --out was an empty directory (left as one when generate fails)
 	Cluster    fixtures.Options
-	Bookies fixtures.BookieOptions // Bookies 0: no bookie dirs
+	Bookies    fixtures.BookieOptions // Bookies 0: no bookie dirs
 }
 
 func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
