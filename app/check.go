@@ -54,6 +54,10 @@ const (
 // hundreds of columns wide otherwise. -o wide prints cells whole.
 const pipedWidth = 100
 
+// manyInfo is how many informational findings make check say how to leave
+// them out (a big cluster has one per unindexed ledger).
+const manyInfo = 50
+
 // checkOptions are check's flags.
 type checkOptions struct {
 	IndexKey        string
@@ -114,6 +118,8 @@ func (e *env) check(c *cli.Context) error {
 		doc.Add(report.SummaryTable(fs), stats.Table())
 		if hidden := len(fs) - len(shown); hidden > 0 {
 			doc.Note("%d less serious findings not shown (--severity %s); the summary counts them", hidden, o.Severity)
+		} else if info := len(fs) - len(report.AtLeast(fs, report.SeverityWarning)); info > manyInfo {
+			doc.Note("%d of the %d findings are informational: --severity warning leaves them out", info, len(fs))
 		}
 		of, err := e.outputOptions(c)
 		if err != nil {
