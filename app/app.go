@@ -51,6 +51,9 @@ func ProcessEnv() Env {
 // env is shared by every command's action.
 type env struct {
 	Env
+	// storeNotes are what the stores said when opened (printed on stderr), for
+	// the JSON document too: "store_notes".
+	storeNotes []string
 }
 
 const exitCodesHelp = `EXIT CODES:

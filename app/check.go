@@ -16,12 +16,17 @@ func (e *env) checkCommand() *cli.Command {
 		Usage: "cross-check metadata, ledger nodes and entries; report lost, orphaned and corrupt data",
 		Description: "Reads every metadata node and every entry once, never writes. Finding kinds:\n" +
 			"  " + joinKinds() + "\n" +
-			"Exits 0 when nothing (or only info) is found, 1 with findings.",
+			"Findings print first, worst first, then the summary and what was scanned; the firstEntryIndex\n" +
+			"coverage table (informational, one row per managed ledger) only with --coverage or -o wide\n" +
+			"(-o json always carries it). --severity hides less serious findings from the output, not from\n" +
+			"the exit code: it exits 0 when nothing (or only info) is found, 1 with findings, shown or not.",
 		Flags: []cli.Flag{
 			indexKeyFlag(),
 			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the schema-usage count of every stored message " +
 				"(versions stored messages need but whose schema ledger is lost); for huge data dirs"},
 			&cli.IntFlag{Name: flagWorkers, Usage: "goroutines reading the ledger store (0: one per CPU); the output does not depend on it"},
+			&cli.BoolFlag{Name: flagCoverage, Usage: "also print the firstEntryIndex coverage table (one row per managed ledger; -o wide prints it too)"},
+			&cli.StringFlag{Name: flagSeverity, Usage: "print only findings this serious or more: error, warning or info (the exit code still counts every finding)"},
 		},
 		Action: e.check,
 	}
@@ -38,17 +43,42 @@ func joinKinds() string {
 	return s
 }
 
+// check's own flags.
+const (
+	flagCoverage = "coverage"
+	flagSeverity = "severity"
+)
+
+// pipedWidth is what check's tables fit in when stdout is no terminal and
+// $COLUMNS is unset (a pipe, a file): a big cluster's findings table is
+// hundreds of columns wide otherwise. -o wide prints cells whole.
+const pipedWidth = 100
+
+// manyInfo is how many informational findings make check say how to leave
+// them out (a big cluster has one per unindexed ledger).
+const manyInfo = 50
+
 // checkOptions are check's flags.
 type checkOptions struct {
 	IndexKey        string
 	SkipMessageScan bool
-	Workers         int // 0: one per CPU
+	Workers         int             // 0: one per CPU
+	Coverage        bool            // print the coverage table
+	Severity        report.Severity // the least serious finding printed
 }
 
 func parseCheckOptions(c *cli.Context) (checkOptions, error) {
-	o := checkOptions{IndexKey: indexKeyOf(c), SkipMessageScan: c.Bool(flagSkipMessageScan), Workers: c.Int(flagWorkers)}
+	o := checkOptions{IndexKey: indexKeyOf(c), SkipMessageScan: c.Bool(flagSkipMessageScan), Workers: c.Int(flagWorkers),
+		Coverage: c.Bool(flagCoverage), Severity: report.SeverityInfo}
 	if o.Workers < 0 {
 		return o, report.BadInputf("--workers %d: want 0 or more", o.Workers)
+	}
+	if s := c.String(flagSeverity); s != "" {
+		sev, err := report.ParseSeverity(s)
+		if err != nil {
+			return o, report.BadInputf("--severity: %v", err)
+		}
+		o.Severity = sev
 	}
 	return o, nil
 }
@@ -82,8 +112,28 @@ func (e *env) check(c *cli.Context) error {
 		if report.Actionable(fs) {
 			code = report.ExitFindings
 		}
-		doc := &report.Document{Findings: fs, Extra: map[string]any{"exit_code": code}}
-		doc.Add(report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
-		return e.printFindings(c, doc)
+		shown := report.AtLeast(fs, o.Severity)
+		doc := &report.Document{Findings: shown, Extra: map[string]any{"exit_code": code}, FindingsFirst: true}
+		// The summary counts every finding, shown or not: it says what --severity hid.
+		doc.Add(report.SummaryTable(fs), stats.Table())
+		if hidden := len(fs) - len(shown); hidden > 0 {
+			doc.Note("%d less serious findings not shown (--severity %s); the summary counts them", hidden, o.Severity)
+		} else if info := len(fs) - len(report.AtLeast(fs, report.SeverityWarning)); info > manyInfo {
+			doc.Note("%d of the %d findings are informational: --severity warning leaves them out", info, len(fs))
+		}
+		of, err := e.outputOptions(c)
+		if err != nil {
+			return err
+		}
+		if o.Coverage || of.Format != report.FormatTable {
+			doc.Add(stats.CoverageTable())
+		}
+		if err := e.printFitted(c, doc, pipedWidth); err != nil {
+			return err
+		}
+		if code != report.ExitClean {
+			return report.ErrFindings
+		}
+		return nil
 	})
 }

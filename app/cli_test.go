@@ -40,10 +40,17 @@ func TestMain(m *testing.M) {
 // runBin runs the built binary and returns stdout, stderr and the exit code.
 func runBin(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return runBinIn(t, "", args...)
+}
+
+// runBinIn is runBin in working directory dir ("": the test's).
+func runBinIn(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
 	if binary == "" {
 		t.Fatal("the ledgermedic binary did not build")
 	}
 	cmd := exec.Command(binary, args...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEDGERMEDIC_DATA_DIR=")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb

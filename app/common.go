@@ -69,10 +69,23 @@ func (e *env) openDryRunOf(c *cli.Context, pulsar bool) (*store.DataDir, error) 
 
 // print renders a document in the format the user asked for. Suggested
 // commands in it are made runnable for the stores in use first.
-func (e *env) print(c *cli.Context, doc *report.Document) error {
+func (e *env) print(c *cli.Context, doc *report.Document) error { return e.printFitted(c, doc, 0) }
+
+// printFitted is print with tables fitted to piped columns when stdout is no
+// terminal and $COLUMNS is unset (0: no limit then).
+func (e *env) printFitted(c *cli.Context, doc *report.Document, piped int) error {
 	o, err := e.outputOptions(c)
 	if err != nil {
 		return err
+	}
+	if o.Width == 0 {
+		o.Width = piped
+	}
+	if len(e.storeNotes) > 0 && (o.Format == report.FormatJSON || o.Format == report.FormatJSONL) {
+		if doc.Extra == nil {
+			doc.Extra = map[string]any{}
+		}
+		doc.Extra["store_notes"] = e.storeNotes // a view that stopped short must not read as whole
 	}
 	if globalBool(c, "quiet") && (o.Format == report.FormatTable || o.Format == report.FormatWide) {
 		return nil

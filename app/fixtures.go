@@ -91,9 +91,10 @@ const (
 
 // fixturesOptions are fixtures generate's flags.
 type fixturesOptions struct {
-	Out     string
-	Cluster fixtures.Options
-	Bookies fixtures.BookieOptions // Bookies 0: no bookie dirs
+	Out        string
+	OutExisted bool // --out was an empty directory (left as one when generate fails)
+	Cluster    fixtures.Options
+	Bookies    fixtures.BookieOptions // Bookies 0: no bookie dirs
 }
 
 func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
@@ -130,6 +131,9 @@ func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
 	if err := checkEmptyDir(o.Out); err != nil {
 		return o, err
 	}
+	if _, err := os.Stat(o.Out); err == nil {
+		o.OutExisted = true
+	}
 	if err := fixtures.CheckOptions(o.Cluster); err != nil {
 		return o, report.BadInput(err)
 	}
@@ -142,13 +146,17 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		return err
 	}
 	out := o.Out
-	m, err := fixtures.Generate(c.Context, out, o.Cluster, e.progress(c))
+	m, err := e.generateInPlace(c, out, o)
 	if err != nil {
-		return report.CannotOpen(err)
+		return err
 	}
 	doc := fixturesDocument(out, m)
 	if o.Bookies.Bookies > 0 {
 		if err := writeFixtureBookies(c, out, o.Bookies, doc); err != nil {
+			// All or nothing: a retry must find --out as it was (absent or empty).
+			if rerr := os.RemoveAll(out); rerr == nil && o.OutExisted {
+				_ = os.Mkdir(out, 0o755)
+			}
 			return err
 		}
 	}
@@ -160,6 +168,44 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		doc.Note("%s", note)
 	}
 	return e.print(c, doc)
+}
+
+// generateInPlace writes the data dir into a temp dir beside out and renames it
+// to out once whole, so a failed or interrupted generate leaves no half-made
+// --out that the retry refuses as not empty (a kill -9 leaves only a hidden
+// .NAME.partial-* beside it). The bookie dirs come after the rename: their
+// manifest records the paths they were written at.
+func (e *env) generateInPlace(c *cli.Context, out string, o fixturesOptions) (*fixtures.Manifest, error) {
+	parent := filepath.Dir(filepath.Clean(out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, report.CannotOpen(fmt.Errorf("--out %s: %w", out, err))
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(out))+".partial-")
+	if err != nil {
+		return nil, report.CannotOpen(fmt.Errorf("--out %s: %w", out, err))
+	}
+	defer os.RemoveAll(tmp) // a no-op once renamed
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return nil, report.CannotOpen(fmt.Errorf("--out %s: %w", out, err))
+	}
+	m, err := fixtures.Generate(c.Context, tmp, o.Cluster, e.progress(c))
+	if err != nil {
+		return nil, report.CannotOpen(fmt.Errorf("fixtures generate --out %s: %w", out, err))
+	}
+	// os.Rename does not replace a directory, even an empty one: remove the empty
+	// --out first (os.Remove removes nothing else).
+	if o.OutExisted {
+		if err := os.Remove(out); err != nil {
+			return nil, report.CannotOpen(fmt.Errorf("fixtures generate --out %s: %w", out, err))
+		}
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		if o.OutExisted {
+			_ = os.Mkdir(out, 0o755)
+		}
+		return nil, report.CannotOpen(fmt.Errorf("fixtures generate --out %s: move the finished data dir into place: %w", out, err))
+	}
+	return m, nil
 }
 
 func writeFixtureBookies(c *cli.Context, out string, opts fixtures.BookieOptions, doc *report.Document) error {

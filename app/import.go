@@ -15,11 +15,15 @@ import (
 func (e *env) importCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "import",
-		Usage: "copy a metadata store (--metadata URL) and/or bookie dirs (--ledgers) into a new data dir (read-only on the source)",
-		Description: "The copy records where it came from (" + store.ImportRecordFile + ": the URLs, the zxid or revision\n" +
+		Usage: "copy a metadata store (--metadata URL, else the data dir's) and the entries of bookie dirs (--ledgers) into a new data dir (read-only on the source)",
+		Description: "Every command opens a metadata store and a ledger store; a store no URL names is the data dir's,\n" +
+			"so --data-dir is needed unless both --metadata and --ledgers are given. Entries are copied when\n" +
+			"--ledgers is given (or with --copy-ledgers); a metadata-only copy gets an empty ledger store.\n" +
+			"The copy records where it came from (" + store.ImportRecordFile + ": the URLs, the zxid or revision\n" +
 			"the view reflects) and each node's version in the source (" + store.ImportNodesFile + ").\n" +
 			"Repair the copy, then replay the reviewed run onto the live store with `journal push`.\n\n" +
-			"  ledgermedic --metadata zk://zk1:2181/pulsar import --out /incident/copy\n" +
+			"  ledgermedic --metadata zk://zk1:2181/pulsar --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy\n" +
+			"  ledgermedic -d /incident/work --metadata zk://zk1:2181/pulsar import --out /incident/meta-only\n" +
 			"  ledgermedic --metadata zk-data:/var/lib/zookeeper --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
@@ -45,7 +49,7 @@ type importOptions struct {
 
 func parseImportOptions(c *cli.Context) (importOptions, error) {
 	if !c.IsSet(flagMetadata) && !c.IsSet(flagLedgers) && c.String(flagDataDir) == "" {
-		return importOptions{}, report.BadInputf("import: name what to copy with --metadata URL and/or --ledgers bookie:DIR (or --data-dir)")
+		return importOptions{}, report.BadInputf("import: name what to copy with --metadata URL and --ledgers bookie:DIR, or --data-dir for the stores no URL names")
 	}
 	o := importOptions{Out: c.String(flagOut), Prefix: c.String(flagPrefix),
 		CopyLedgers: c.IsSet(flagLedgers) || c.Bool(flagCopyLedgers)}

@@ -189,7 +189,11 @@ func (e *env) journalUndo(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	runID, err := resolveRun(p, o.Run)
+	resolve := resolveRun
+	if o.Command {
+		resolve = resolveInvocationRun
+	}
+	runID, err := resolve(p, o.Run)
 	if err != nil {
 		return err
 	}
@@ -258,6 +262,9 @@ func undoAction(it mutate.Item) string {
 		return "delete the node the run created"
 	case mutate.KindDelete:
 		return fmt.Sprintf("re-create the node (%d bytes)", len(it.Before))
+	case mutate.KindDropLedger:
+		// The run removed the ledger (an undo of the run that wrote it): undoing it writes the entries back.
+		return fmt.Sprintf("write back the %d entries of ledger %d", len(it.Entries), it.LedgerID)
 	default:
 		return fmt.Sprintf("restore the before-image (%d bytes)", len(it.Before))
 	}
@@ -312,18 +319,8 @@ func oneArg(c *cli.Context, name string) (string, error) {
 	return c.Args().First(), nil
 }
 
-// recordedCommand is the command line a run recorded, once: Args start with the
-// command path itself when they are recorded.
-func recordedCommand(command string, args []string) string {
-	if len(args) == 0 {
-		return command
-	}
-	line := strings.Join(args, " ")
-	if strings.HasPrefix(line, command) {
-		return line
-	}
-	return command + " " + line
-}
+// recordedCommand is the command line a run recorded (report.CommandLine).
+func recordedCommand(command string, args []string) string { return report.CommandLine(command, args) }
 
 // resolveRun turns what the user typed into a run id: an id, "last" (the newest
 // run), or a prefix only one run id starts with.
@@ -364,6 +361,36 @@ func resolveRun(dataDir, arg string) (string, error) {
 		matches = append(matches[:5], "...")
 	}
 	return "", report.BadInputf("run %q: ambiguous prefix, %s; type more of the id", arg, strings.Join(matches, ", "))
+}
+
+// resolveInvocationRun is resolveRun for --command, which names an invocation
+// by any of its runs: a prefix that several runs start with is no ambiguity when
+// they all belong to one invocation (a back-fill's batches share their second).
+func resolveInvocationRun(dataDir, arg string) (string, error) {
+	id, err := resolveRun(dataDir, arg)
+	if err == nil || arg == "" || arg == "last" {
+		return id, err
+	}
+	runs, lerr := mutate.List(mutate.JournalDir(dataDir))
+	if lerr != nil {
+		return "", report.CannotOpen(lerr)
+	}
+	var first *mutate.RunSummary
+	for i, r := range runs {
+		if !strings.HasPrefix(r.RunID, arg) {
+			continue
+		}
+		if r.Invocation == "" || first != nil && r.Invocation != first.Invocation {
+			return "", err // runs of several invocations (or of none recorded): ambiguous indeed
+		}
+		if first == nil {
+			first = &runs[i]
+		}
+	}
+	if first == nil {
+		return "", err
+	}
+	return first.RunID, nil
 }
 
 // undoInvocation undoes every committed, not yet undone run of the command

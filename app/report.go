@@ -80,6 +80,9 @@ func (e *env) report(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The page's hints run as printed, like check's: with -d and the store URLs in
+	// use (rewritten in place: the document shares the report's slices).
+	runnableDoc(c, &report.Document{Findings: r.Findings, Notes: r.Problems})
 	// With --out - stdout carries the page alone: what was written is said on stderr.
 	said := e.Stdout
 	if out == "-" {

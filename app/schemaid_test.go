@@ -197,7 +197,7 @@ func TestSchemaUsageCommand(t *testing.T) {
 	if code != 1 {
 		t.Fatalf("broken: exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
-	if !strings.Contains(stdout, "used-schema-version-lost") || !strings.Contains(stdout, "ledgermedic -d "+broken+" schema repair --topic") {
+	if !strings.Contains(stdout, "used-schema-version-lost") || !strings.Contains(stdout, "ledgermedic -d "+broken+" schema repair --from schemas.jsonl --topic") {
 		t.Errorf("broken: no lost-version finding with its hint:\n%s", stdout)
 	}
 

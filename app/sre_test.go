@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"syscall"
 	"testing"
@@ -151,15 +152,23 @@ func TestSuggestedCommandsRunAsPrinted(t *testing.T) {
 	}
 	cmds := hintCommands(append(texts, doc.Notes...))
 	kinds := map[string]bool{}
+	// The hints name the capture file the README names (schemas.jsonl): run them
+	// where one is, as the SRE would.
+	work := t.TempDir()
+	captureOf(t, 1234, filepath.Join(work, "schemas.jsonl"))
 	for _, cmd := range cmds {
 		words := shellWords(t, cmd)
 		if words[0] != "ledgermedic" || words[1] != "-d" || words[2] != dir {
 			t.Fatalf("%q does not name the data dir %q: %q", cmd, dir, words)
 		}
 		kinds[words[3]+" "+words[4]] = true
-		stdout, stderr, code := runBin(t, words[1:]...)
+		stdout, stderr, code := runBinIn(t, work, words[1:]...)
 		if code > 1 {
 			t.Errorf("suggested command %q: exit %d\n%s\n%s", cmd, code, stdout, stderr)
+		}
+		// A repair hint that resolves nothing does not do what it says.
+		if words[3]+" "+words[4] == "schema repair" && (code != 0 || !regexp.MustCompile(`[1-9][0-9]* restorable`).MatchString(stdout)) {
+			t.Errorf("suggested repair %q resolves nothing: exit %d\n%s\n%s", cmd, code, stdout, stderr)
 		}
 	}
 	for _, want := range []string{"schema repair", "inspect entries", "index backfill"} {

@@ -208,16 +208,44 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 		return nil, report.CannotOpen(err)
 	}
 	if readOnly {
-		for _, n := range dd.Notes {
-			fmt.Fprintf(e.Stderr, "note: %s\n", n)
-		}
+		notes := uncleanOnce(dd)
 		for _, s := range dd.Sources {
 			for _, n := range s.Notes {
-				fmt.Fprintf(e.Stderr, "note: %s: %s\n", s.URL, n)
+				notes = append(notes, s.URL+": "+n)
 			}
 		}
+		for _, n := range notes {
+			fmt.Fprintf(e.Stderr, "note: %s\n", n)
+		}
+		e.storeNotes = append(e.storeNotes, notes...)
 	}
 	return dd, nil
+}
+
+// uncleanNote is how the store says a database was read from a sandbox copy.
+const uncleanNote = "unclean shutdown: "
+
+// uncleanOnce is the data dir's notes with those of its databases read from
+// sandbox copies said once, and with what ends them: each read copies the
+// databases again until a writing command opens the data dir, which lets Badger
+// recover its log in place.
+func uncleanOnce(dd *store.DataDir) []string {
+	var out, dbs []string
+	for _, n := range dd.Notes {
+		if db, ok := strings.CutPrefix(n, uncleanNote); ok {
+			db, _, _ = strings.Cut(db, " ")
+			dbs = append(dbs, db)
+			continue
+		}
+		out = append(out, n)
+	}
+	if len(dbs) == 0 {
+		return out
+	}
+	return append(out, fmt.Sprintf("unclean shutdown: %s not closed cleanly (a writer was killed); read from a sandbox copy in %s, "+
+		"the original not written. Every read copies it again until a writing command opens the data dir: "+
+		"run the interrupted command again (or any command with --apply) to recover it in place and end this note",
+		strings.Join(dbs, " and "), dd.SandboxPath))
 }
 
 // dataDirPath returns --data-dir or a usage error.

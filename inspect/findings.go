@@ -96,6 +96,10 @@ func schemaLoc(key string, version int64) string {
 	return fmt.Sprintf("schema %s version %d", key, version)
 }
 
+// schemaRepairHint is the command that restores a topic's lost schema versions.
+// Repair needs the schemas from somewhere (--from is required to resolve any):
+// schemas.jsonl is the capture file the README and the runbook name.
 func schemaRepairHint(topic string) string {
-	return "ledgermedic schema repair --topic " + topic
+	return "ledgermedic schema repair --from schemas.jsonl --topic " + topic +
+		" (schemas.jsonl: your schema capture or pulsar-admin export)"
 }

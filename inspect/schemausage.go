@@ -91,6 +91,26 @@ type TopicUsage struct {
 	Messages       int64  // messages in readable entries
 	BadEntries     int64  // entries that did not parse or failed their CRC
 	Uses           []SchemaUse
+
+	partitionOf map[int64]int // ledger → partition, for a partitioned topic
+}
+
+// partition is the partition a ledger of the topic belongs to, nil for a topic
+// that is not partitioned.
+func (tu *TopicUsage) partition(ledgerID int64) *int {
+	if p, ok := tu.partitionOf[ledgerID]; ok {
+		return &p
+	}
+	return nil
+}
+
+// usagePlace is a first or last use in the table: the entry, and its partition
+// when the topic is partitioned (one row counts every partition).
+func usagePlace(pos Position, partition *int) string {
+	if partition == nil {
+		return pos.String()
+	}
+	return fmt.Sprintf("%s (partition %d)", pos, *partition)
 }
 
 // UsageReport is what SchemaUsage found.
@@ -153,9 +173,15 @@ type UsageRow struct {
 	Ref      string      `json:"schema_ref" table:"SCHEMA ID"`  // its text form (pulsar:v3, confluent:7, ...)
 	Messages int64       `json:"messages" table:"MESSAGES"`
 	Entries  int64       `json:"entries" table:"ENTRIES"`
-	// First and Last are the entries with the lowest and highest publish time.
-	First          Position    `json:"first" table:"FIRST"`
-	Last           Position    `json:"last" table:"LAST"`
+	// First and Last are the entries with the lowest and highest publish time
+	// across the topic's partitions; FirstPartition and LastPartition say which
+	// partition each is in (partitioned topics only).
+	First          Position    `json:"first"`
+	FirstPartition *int        `json:"first_partition,omitempty"`
+	FirstAt        string      `json:"-" table:"FIRST"`
+	Last           Position    `json:"last"`
+	LastPartition  *int        `json:"last_partition,omitempty"`
+	LastAt         string      `json:"-" table:"LAST"`
 	FirstPublish   report.Time `json:"first_publish_time,omitzero" table:"FIRST PUBLISH"`
 	FirstPublishMs *uint64     `json:"first_publish_time_ms,omitempty"`
 	LastPublish    report.Time `json:"last_publish_time,omitzero" table:"LAST PUBLISH"`
@@ -170,9 +196,11 @@ func (r *UsageReport) Table() *report.Table {
 	for _, tu := range r.Topics {
 		for _, u := range tu.Uses {
 			row := UsageRow{Topic: tu.Topic, ID: u.ID, Ref: u.ID.String(), Messages: u.Messages, Entries: u.Entries,
-				First: u.First, Last: u.Last,
+				First: u.First, FirstPartition: tu.partition(u.First.LedgerID),
+				Last: u.Last, LastPartition: tu.partition(u.Last.LedgerID),
 				FirstPublish: report.Millis(int64(u.FirstPublishMs)), LastPublish: report.Millis(int64(u.LastPublishMs)),
 				Status: u.Status, Detail: u.Detail}
+			row.FirstAt, row.LastAt = usagePlace(row.First, row.FirstPartition), usagePlace(row.Last, row.LastPartition)
 			if u.Field != schemaid.FieldUnknown {
 				row.Field = u.Field.String()
 			}
@@ -211,6 +239,9 @@ func (r *UsageReport) TopicsTable() *report.Table {
 type usageTopic struct {
 	name formats.TopicName // base
 	mls  int
+	// partitionOf maps each ledger of a partitioned topic to its partition, so
+	// the first and last use, which may lie in different partitions, say which.
+	partitionOf map[int64]int
 }
 
 // usageLedger is one ledger to read and the topic it belongs to.
@@ -362,8 +393,15 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 		}
 		i := topicIdx(t)
 		topics[i].mls++
+		p := t.PartitionIndex()
+		if p >= 0 && topics[i].partitionOf == nil {
+			topics[i].partitionOf = map[int64]int{}
+		}
 		for _, li := range info.GetLedgerInfo() {
 			ledgers = append(ledgers, usageLedger{id: li.GetLedgerId(), topic: i})
+			if p >= 0 {
+				topics[i].partitionOf[li.GetLedgerId()] = p
+			}
 		}
 		return nil
 	}
@@ -549,7 +587,7 @@ func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageRep
 	var badTotal int64
 	for i, t := range topics {
 		tu := &r.Topics[i]
-		tu.Topic, tu.SchemaKey, tu.ManagedLedgers = t.name.String(), t.name.SchemaKey(), t.mls
+		tu.Topic, tu.SchemaKey, tu.ManagedLedgers, tu.partitionOf = t.name.String(), t.name.SchemaKey(), t.mls, t.partitionOf
 		merged := map[string]*useCounter{}
 		for _, st := range states {
 			tot := st.totals[i]
@@ -739,7 +777,7 @@ func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb
 		}
 	}
 	u.Status, u.Detail = UseLost, what
-	f := newFinding(KindUsedSchemaVersionLost, where, "ledgermedic schema repair --topic "+tu.Topic,
+	f := newFinding(KindUsedSchemaVersionLost, where, schemaRepairHint(tu.Topic),
 		"%s version %d, whose schema is lost: %s; restore it first", used, v, what)
 	return withSchema(f, tu, path, v, &ledger), nil
 }
@@ -750,7 +788,7 @@ func usedBy(u *SchemaUse) string {
 }
 
 func restoreHint(topic string) string {
-	return "restore the version from a schema capture or a pulsar-admin export: ledgermedic schema repair --topic " + topic
+	return "restore the version from a schema capture or a pulsar-admin export: " + schemaRepairHint(topic)
 }
 
 func withSchema(f report.Finding, tu *TopicUsage, path string, v int64, ledger *int64) *report.Finding {

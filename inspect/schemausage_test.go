@@ -367,7 +367,7 @@ func TestSchemaUsageLostVersions(t *testing.T) {
 		if !strings.Contains(f.Message, fmt.Sprintf("%d messages", n)) {
 			t.Errorf("%s: message %q does not count %d messages", f.Location, f.Message, n)
 		}
-		if f.Hint != "ledgermedic schema repair --topic "+f.Topic {
+		if f.Hint != schemaRepairHint(f.Topic) || !strings.Contains(f.Hint, "--from ") {
 			t.Errorf("%s: hint %q", f.Location, f.Hint)
 		}
 	}

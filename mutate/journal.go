@@ -229,8 +229,11 @@ func summaryOf(r *RunRecord, items int, undoneBy string) RunSummary {
 	}
 }
 
-// undoneBy maps each run that is currently undone to the run that undid it. Runs are
-// replayed in time order: undoing an undo re-applies the run it had undone.
+// undoneBy maps each run that is currently undone to the run that undid it: the
+// one rule for a run's effect, which journal list, the report and undo's own
+// check all read. Runs are replayed in time order. Undoing an undo re-applies
+// the run it had undone, and undoing that re-application undoes it again: down a
+// chain of undos, each run is in effect exactly when the undo above it is not.
 func undoneBy(runs []RunSummary) map[string]string {
 	byID := make(map[string]*RunSummary, len(runs))
 	for i := range runs {
@@ -242,8 +245,12 @@ func undoneBy(runs []RunSummary) map[string]string {
 			continue
 		}
 		m[r.UndoOf] = r.RunID
-		if target := byID[r.UndoOf]; target != nil && target.UndoOf != "" && m[target.UndoOf] == target.RunID {
-			delete(m, target.UndoOf)
+		for cur := byID[r.UndoOf]; cur != nil && cur.UndoOf != ""; cur = byID[cur.UndoOf] {
+			if m[cur.RunID] != "" {
+				delete(m, cur.UndoOf) // cur is undone: what it undid is in effect again
+			} else {
+				m[cur.UndoOf] = cur.RunID
+			}
 		}
 	}
 	return m

@@ -53,6 +53,26 @@ func Actionable(fs []Finding) bool {
 	return false
 }
 
+// ParseSeverity reads a severity as users type it (--severity).
+func ParseSeverity(s string) (Severity, error) {
+	sev := Severity(strings.ToLower(s))
+	if _, ok := severityRank[sev]; !ok {
+		return "", fmt.Errorf("severity %q: want error, warning or info", s)
+	}
+	return sev, nil
+}
+
+// AtLeast returns the findings as serious as least or more, in their order.
+func AtLeast(fs []Finding, least Severity) []Finding {
+	out := make([]Finding, 0, len(fs))
+	for _, f := range fs {
+		if severityRank[f.Severity] <= severityRank[least] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // SortFindings orders findings by severity, kind, then location, so output is stable.
 func SortFindings(fs []Finding) {
 	// slices, not sort.SliceStable: no reflection, no swapper (a back-fill sorts a

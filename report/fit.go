@@ -173,12 +173,42 @@ func renderFindingsList(w io.Writer, fs []Finding, width int) {
 		for _, l := range wrapWords("        "+f.Message, width, "        ") {
 			fmt.Fprintln(w, l)
 		}
-		if f.Hint != "" {
-			for _, l := range wrapWords("        hint: "+f.Hint, width, "              ") {
-				fmt.Fprintln(w, l)
-			}
+		for _, l := range hintLines(f.Hint, width) {
+			fmt.Fprintln(w, l)
 		}
 	}
+}
+
+// hintLines prints a hint under its finding. Prose wraps; a suggested command
+// ("ledgermedic ..." up to a parenthesis) is never cut: it gets a line of its
+// own, whole even when wider than the terminal, which soft-wraps it and copies
+// it as one line, where a command cut over two lines does not paste.
+func hintLines(hint string, width int) []string {
+	const lead, indent = "        hint: ", "              "
+	if hint == "" {
+		return nil
+	}
+	if width <= 0 || runewidth.StringWidth(lead+hint) <= width {
+		return []string{lead + hint}
+	}
+	i := strings.Index(hint, "ledgermedic ")
+	if i < 0 {
+		return wrapWords(lead+hint, width, indent)
+	}
+	prose, cmd, tail := strings.TrimSpace(hint[:i]), hint[i:], ""
+	if j := strings.Index(cmd, " ("); j >= 0 {
+		cmd, tail = cmd[:j], strings.TrimSpace(cmd[j:])
+	}
+	var lines []string
+	if prose != "" {
+		lines = append(wrapWords(lead+prose, width, indent), indent+cmd)
+	} else {
+		lines = []string{lead + cmd}
+	}
+	if tail != "" {
+		lines = append(lines, wrapWords(indent+tail, width, indent)...)
+	}
+	return lines
 }
 
 // wrapWords word-wraps a line of prose to width (0: no limit); continuation

@@ -19,6 +19,9 @@ type Document struct {
 	Notes    []string  // short lines the user must read (sandbox copies, dry-run, ...)
 	// Extra holds command-specific top-level JSON values (e.g. "exit_code"); not printed as a table.
 	Extra map[string]any
+	// FindingsFirst prints the findings before the tables (check: what is wrong
+	// comes before what was counted). JSON keeps its order.
+	FindingsFirst bool
 }
 
 // Add appends tables to the document.
@@ -101,19 +104,27 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 
 func printText(out io.Writer, d *Document, width int) error {
 	w := &stickyWriter{w: out}
-	for i, t := range d.Tables {
-		if i > 0 {
+	printed := false
+	section := func(render func() error) error {
+		if printed {
 			fmt.Fprintln(w)
 		}
-		if err := RenderTableWidth(w, t, width); err != nil {
+		printed = true
+		return render()
+	}
+	findings := func() error { return renderFindings(w, d.Findings, width) }
+	if d.Findings != nil && d.FindingsFirst {
+		if err := section(findings); err != nil {
 			return err
 		}
 	}
-	if d.Findings != nil {
-		if len(d.Tables) > 0 {
-			fmt.Fprintln(w)
+	for _, t := range d.Tables {
+		if err := section(func() error { return RenderTableWidth(w, t, width) }); err != nil {
+			return err
 		}
-		if err := renderFindings(w, d.Findings, width); err != nil {
+	}
+	if d.Findings != nil && !d.FindingsFirst {
+		if err := section(findings); err != nil {
 			return err
 		}
 	}

@@ -143,7 +143,7 @@ func view(r *Report) (*pageView, error) {
 		v.Loose = append(v.Loose, looseView{Ledger: l, Created: msTime(l.Start)})
 	}
 	for _, run := range r.Runs {
-		v.Runs = append(v.Runs, runView{Run: run, CommandLine: strings.TrimSpace(run.Command + " " + strings.Join(run.Args, " ")),
+		v.Runs = append(v.Runs, runView{Run: run, CommandLine: report.CommandLine(run.Command, run.Args),
 			CreatedText: run.Created.UTC().Format("2006-01-02 15:04:05 UTC")})
 	}
 	return v, nil
