@@ -142,7 +142,7 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		return err
 	}
 	out := o.Out
-	m, err := fixtures.Generate(c.Context, out, o.Cluster, e.progress(c))
+	m, err := fixtures.GenerateStream(c.Context, out, o.Cluster, e.progress(c))
 	if err != nil {
 		return report.CannotOpen(err)
 	}
