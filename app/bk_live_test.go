@@ -47,6 +47,9 @@ func TestBKLiveCommands(t *testing.T) {
 	if code != 0 || strings.Count(out, `"producer": "p"`) != 2 {
 		t.Fatalf("inspect entries of the open ledger: exit %d, %s\n%s", code, stderr, out)
 	}
+	// check reads the cluster: its root must hold Pulsar's metadata (a cluster
+	// with no topic yet has /managed-ledgers, and nothing under it).
+	zkCreatePath(t, c.ZK.Addr, "/managed-ledgers")
 	out, stderr, code = runApp(t, append(live, "check", "-o", "json")...)
 	if code == 2 || code == 3 || !regexp.MustCompile(`"item": "entries",\s*"count": 5\b`).MatchString(out) {
 		t.Fatalf("check: exit %d (want 0 or 1 with 5 entries scanned), %s\n%s", code, stderr, out)
