@@ -245,10 +245,10 @@ func (s *zkStore) Close() error {
 	}
 	s.readRetry = time.Now().Add(100 * 365 * 24 * time.Hour)
 	s.mu.Unlock()
-	if s.conn != nil {
-		s.conn.Close()
-		s.conn = nil
-	}
+	// The conn stays set: reads a failed walk or a timed-out request left running
+	// still use it, and go-zookeeper answers them ErrConnectionClosed once it is
+	// closed (Close is idempotent), where a nil conn would panic in them.
+	s.conn.Close()
 	return nil
 }
 
@@ -297,7 +297,7 @@ func (s *zkStore) readError(path string, err error) error {
 		return fmt.Errorf("metadata node %q: %w", path, ErrNotFound)
 	case errors.Is(err, zk.ErrNoAuth):
 		return fmt.Errorf("metadata node %q on zookeeper %s: not authorized: its ACL refuses this session (wrong or missing digest user:password): %w", path, s.hosts, err)
-	case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, errRequestTimeout):
+	case zkConnectionError(err):
 		return fmt.Errorf("metadata node %q: zookeeper %s unreachable: %w", path, s.hosts, err)
 	case errors.Is(err, zk.ErrInvalidPath):
 		return fmt.Errorf("metadata node %q: not a valid ZooKeeper path: %w", path, err)
