@@ -12,6 +12,10 @@ import (
 // written; split the batch and retry.
 var ErrBatchTooBig = errors.New("batch too big for one transaction")
 
+// ErrNodeTooBig: one node's write is over the largest request the store takes, so
+// no split of its batch can carry it. Nothing was written.
+var ErrNodeTooBig = errors.New("node too big for the store")
+
 // NodeWrite is one change of an atomic multi-node compare-and-set.
 type NodeWrite struct {
 	Path string

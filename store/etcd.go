@@ -125,6 +125,9 @@ func openEtcd(u URL, opts Options) (MetadataBackend, error) {
 		Logger:      zap.NewNop(), // the client's own logging would interleave with our output
 		// One retry at most: a dead endpoint must fail within the timeout.
 		MaxUnaryRetries: 1,
+		// The client's own cap on a request is 2 MiB (clientv3 defaultMaxCallSendMsgSize):
+		// the server's --max-request-bytes is what bounds ours (checkBatch).
+		MaxCallSendMsgSize: s.maxBytes + 64<<10,
 	})
 	if err != nil {
 		return nil, s.openError(user, err)
@@ -552,7 +555,14 @@ func (s *etcdStore) checkBatch(writes []NodeWrite) error {
 			return fmt.Errorf("node %q: %w: a delete needs the node's version (expected version 0 means absent)", w.Path, ErrVersionMismatch)
 		}
 		// The key appears in the compare and the op.
-		size += 2*len(w.Path) + len(w.Value) + etcdPerOpBytes
+		one := 2*len(w.Path) + len(w.Value) + etcdPerOpBytes
+		if one+etcdReqSlack > s.maxBytes {
+			// No split of the batch carries it.
+			return fmt.Errorf("node %q: %d bytes (a request of about %d), over the %d-byte request limit of etcd %s "+
+				"(--max-request-bytes; if the cluster runs with a larger one, say so with ?max-request-bytes=N in the URL): %w",
+				w.Path, len(w.Value), one+etcdReqSlack, s.maxBytes, s.endpoints, ErrNodeTooBig)
+		}
+		size += one
 	}
 	if size+etcdReqSlack > s.maxBytes {
 		return fmt.Errorf("about %d bytes, etcd takes %d per request: %w", size+etcdReqSlack, s.maxBytes, ErrBatchTooBig)

@@ -9,11 +9,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// zkMaxRequest bounds the bytes of one multi request. The server drops the
-// connection on a packet longer than jute.maxbuffer (0xfffff by default), which
-// would leave the outcome unknown for nothing; the margin covers framing.
-var zkMaxRequest = 1_000_000
-
 // zkOpenACL is the ACL Pulsar gives every node it creates (OPEN_ACL_UNSAFE).
 var zkOpenACL = zk.WorldACL(zk.PermAll)
 
@@ -50,8 +45,11 @@ func (s *zkStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if size := multiSize(ops); size > zkMaxRequest {
-		return nil, fmt.Errorf("%s: %d bytes in one ZooKeeper request, over %d: %w", what, size, zkMaxRequest, ErrBatchTooBig)
+	if err := s.checkNodeSizes(ops); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if size := multiSize(ops); size > s.maxRequest {
+		return nil, fmt.Errorf("%s: %d bytes in one ZooKeeper request, over %d: %w", what, size, s.maxRequest, ErrBatchTooBig)
 	}
 	for attempt := 1; ; attempt++ {
 		resps, err := s.multi(ops)
@@ -113,6 +111,26 @@ func (s *zkStore) multiOps(writes []NodeWrite) ([]any, error) {
 		}
 	}
 	return ops, nil
+}
+
+// checkNodeSizes refuses, before anything is sent, a write whose own request is
+// over the servers' limit: no batch, however split, could carry it.
+func (s *zkStore) checkNodeSizes(ops []any) error {
+	for _, op := range ops {
+		if size := multiSize([]any{op}); size > s.maxRequest {
+			path, value := "", 0
+			switch o := op.(type) {
+			case *zk.CreateRequest:
+				path, value = o.Path, len(o.Data)
+			case *zk.SetDataRequest:
+				path, value = o.Path, len(o.Data)
+			}
+			return fmt.Errorf("node %q: %d bytes (a %d-byte request), over the %d-byte jute.maxbuffer of zookeeper %s "+
+				"(if the ensemble runs with a larger -Djute.maxbuffer, say so with ?jute-maxbuffer=N in the URL): %w",
+				strings.TrimPrefix(path, s.chroot), value, size, s.maxRequest, s.hosts, ErrNodeTooBig)
+		}
+	}
+	return nil
 }
 
 // multiSize is the encoded size of a multi request (jute: int32 lengths, a 9-byte
