@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +22,7 @@ import (
 // TestZooKeeperBackfillRewritesBigNode: on a ZooKeeper run as Pulsar runs it
 // (jute.maxbuffer 10 MiB), a managed ledger whose node is over 5 MiB (tens of
 // thousands of offloaded ledgers, uncompressed) is rewritten by back-fill as on
-// the data dir.
+// the data dir; told a smaller limit, it refuses the node before writing it.
 func TestZooKeeperBackfillRewritesBigNode(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{JVMFlags: []string{"-Djute.maxbuffer=10485760"}})
 	url := "zk://" + srv.Addr
@@ -46,6 +48,27 @@ func TestZooKeeperBackfillRewritesBigNode(t *testing.T) {
 	b.Node(path, big)
 	b.Close()
 	zkSetBig(t, srv.Addr, path, big)
+
+	// Told that the ensemble takes 4 MiB, the back-fill refuses the node before it
+	// writes it, naming the node, its size and the limit.
+	_, stderr, code := runBin(t, "-d", dir, "--metadata", url+"?jute-maxbuffer=4194304", "index", "backfill", "--apply")
+	if code != 3 {
+		t.Fatalf("a %d-byte node over a 4 MiB limit: exit %d, want 3\n%s", len(big), code, stderr)
+	}
+	for _, says := range []string{path, "4194304", "nothing was changed"} {
+		if !strings.Contains(stderr, says) {
+			t.Errorf("the refusal does not say %q:\n%s", says, stderr)
+		}
+	}
+	// The size named is the rewritten value's, a little over the stored one.
+	if m := regexp.MustCompile(`": (\d+) bytes`).FindStringSubmatch(stderr); m == nil {
+		t.Errorf("the refusal names no size:\n%s", stderr)
+	} else if n, _ := strconv.Atoi(m[1]); n < len(big) {
+		t.Errorf("the refusal names %d bytes, the node is at least %d", n, len(big))
+	}
+	if got := zkTree(t, srv.Addr)[path]; !bytes.Equal(got, big) {
+		t.Fatalf("a refused node was written (%d bytes)", len(got))
+	}
 
 	mustBin(t, -1, "-d", ref, "index", "backfill", "--apply")
 	mustBin(t, -1, "-d", dir, "--metadata", url, "index", "backfill", "--apply")

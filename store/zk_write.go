@@ -45,7 +45,7 @@ func (s *zkStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if err := s.checkNodeSizes(ops); err != nil {
+	if err := s.checkNodeSizes(writes); err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if size := multiSize(ops); size > s.maxRequest {
@@ -115,22 +115,27 @@ func (s *zkStore) multiOps(writes []NodeWrite) ([]any, error) {
 
 // checkNodeSizes refuses, before anything is sent, a write whose own request is
 // over the servers' limit: no batch, however split, could carry it.
-func (s *zkStore) checkNodeSizes(ops []any) error {
-	for _, op := range ops {
-		if size := multiSize([]any{op}); size > s.maxRequest {
-			path, value := "", 0
-			switch o := op.(type) {
-			case *zk.CreateRequest:
-				path, value = o.Path, len(o.Data)
-			case *zk.SetDataRequest:
-				path, value = o.Path, len(o.Data)
+func (s *zkStore) checkNodeSizes(writes []NodeWrite) error {
+	for _, w := range writes {
+		if !w.Delete {
+			if err := s.CheckNodeSize(w.Path, len(w.Value)); err != nil {
+				return err
 			}
-			return fmt.Errorf("node %q: %d bytes (a %d-byte request), over the %d-byte jute.maxbuffer of zookeeper %s "+
-				"(if the ensemble runs with a larger -Djute.maxbuffer, say so with ?jute-maxbuffer=N in the URL): %w",
-				strings.TrimPrefix(path, s.chroot), value, size, s.maxRequest, s.hosts, ErrNodeTooBig)
 		}
 	}
 	return nil
+}
+
+// CheckNodeSize measures the request that creates the node (a create carries an
+// ACL, so it is the largest write of a node) against jute.maxbuffer.
+func (s *zkStore) CheckNodeSize(path string, size int) error {
+	req := multiSize([]any{&zk.CreateRequest{Path: s.zkPath(path), Acl: zkOpenACL}}) + size
+	if req <= s.maxRequest {
+		return nil
+	}
+	return fmt.Errorf("node %q: %d bytes (a %d-byte request), over the %d-byte jute.maxbuffer of zookeeper %s "+
+		"(if the ensemble runs with a larger -Djute.maxbuffer, say so with ?jute-maxbuffer=N in the URL): %w",
+		path, size, req, s.maxRequest, s.hosts, ErrNodeTooBig)
 }
 
 // multiSize is the encoded size of a multi request (jute: int32 lengths, a 9-byte
