@@ -127,22 +127,24 @@ func (e *env) indexBackfill(c *cli.Context) error {
 	}
 	res, runErr := index.Backfill(c.Context, dd, opts)
 	if res == nil {
-		return backfillError(runErr)
+		return backfillError(c.Context, runErr)
 	}
 	doc := backfillDocument(res, opts, plan, planned)
 	if runErr != nil {
 		if err := e.print(c, doc); err != nil {
 			return err
 		}
-		return backfillError(runErr)
+		return backfillError(c.Context, runErr)
 	}
 	return e.printFindings(c, doc)
 }
 
 // backfillError keeps the documented exit codes: an interrupted run exits 3 and
-// says how to resume.
-func backfillError(err error) error {
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+// says how to resume. Only the command's own context interrupts it: a store's
+// request that timed out (context.DeadlineExceeded inside err) is a store failure,
+// named by its own message.
+func backfillError(ctx context.Context, err error) error {
+	if ctx.Err() != nil && errors.Is(err, ctx.Err()) {
 		return report.CannotOpen(fmt.Errorf("interrupted; batches already written stay written, run the same command again to resume: %w", err))
 	}
 	var ee *report.ExitError

@@ -159,6 +159,8 @@ type liveStore struct {
 	offline string // the offline URL of the files the stopped server left
 	atFlag  string // the option that picks a point in time offline
 	set     func(t *testing.T, path string, value []byte)
+	addr    string // host:port, as the tool's messages name the server
+	dataDir string // the server's own data, which a stopped server leaves as it is
 }
 
 func startZooKeeper(t *testing.T) *liveStore {
@@ -172,6 +174,8 @@ func startZooKeeper(t *testing.T) *liveStore {
 		restart: srv.Restart,
 		offline: "zk-data:" + srv.DataDir,
 		atFlag:  "zxid",
+		addr:    srv.Addr,
+		dataDir: srv.DataDir,
 		set: func(t *testing.T, path string, value []byte) {
 			conn, _, err := zk.Connect([]string{srv.Addr}, 10*time.Second, zk.WithLogger(quietLogger{}))
 			if err != nil {
@@ -220,6 +224,8 @@ func startEtcd(t *testing.T) *liveStore {
 		restart: srv.Restart,
 		offline: "etcd-db:" + srv.DataDir,
 		atFlag:  "revision",
+		addr:    strings.TrimPrefix(srv.Endpoint, "http://"),
+		dataDir: srv.DataDir,
 		set: func(t *testing.T, path string, value []byte) {
 			c := cli(t)
 			defer c.Close()

@@ -514,6 +514,10 @@ func (e *Engine) prepareRun(ctx context.Context, rec *RunRecord, opts ApplyOptio
 	rec.Epoch = epoch
 	e.crashPoint("epoch")
 
+	if err := e.checkNodeSizes(rec); err != nil {
+		return &runEnd{nil, fmt.Errorf("run %s, nothing was changed: %w", rec.RunID, err)}
+	}
+
 	problems, err := e.preflight(ctx, rec, opts.TrustBefore)
 	if err != nil {
 		return &runEnd{nil, fmt.Errorf("run %s: %w", rec.RunID, err)}

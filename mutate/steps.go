@@ -40,6 +40,26 @@ func (e *Engine) nodeStore() (store.NodeBatcher, bool) {
 	return oneNodeAtATime{e.dd.Metadata}, false
 }
 
+// checkNodeSizes refuses a run that writes a node over the store's size limit
+// before anything is written: the store would refuse it only at its step, after
+// the steps before it were written (and then rolled back).
+func (e *Engine) checkNodeSizes(rec *RunRecord) error {
+	l, ok := e.dd.Metadata.(store.NodeSizeLimiter)
+	if !ok {
+		return nil
+	}
+	for i := range rec.Items {
+		it := &rec.Items[i].Item
+		if it.Kind != KindSet && it.Kind != KindCreate {
+			continue
+		}
+		if err := l.CheckNodeSize(it.Path, len(it.After)); err != nil {
+			return fmt.Errorf("item %d (%s): %w", i, it.label(), err)
+		}
+	}
+	return nil
+}
+
 // entryStore is the batched view of the ledger store.
 func (e *Engine) entryStore() store.EntryBatcher {
 	if eb, ok := e.dd.Ledgers.(store.EntryBatcher); ok {

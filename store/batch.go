@@ -12,6 +12,18 @@ import (
 // written; split the batch and retry.
 var ErrBatchTooBig = errors.New("batch too big for one transaction")
 
+// ErrNodeTooBig: one node's write is over the largest request the store takes, so
+// no split of its batch can carry it. Nothing was written.
+var ErrNodeTooBig = errors.New("node too big for the store")
+
+// NodeSizeLimiter is a store that takes nodes up to a size (a live server's request
+// limit), so a writer can refuse one over it before it writes anything.
+type NodeSizeLimiter interface {
+	// CheckNodeSize is nil when a write of a value of size bytes at path fits in one
+	// request, else ErrNodeTooBig naming the node, its size and the limit.
+	CheckNodeSize(path string, size int) error
+}
+
 // NodeWrite is one change of an atomic multi-node compare-and-set.
 type NodeWrite struct {
 	Path string

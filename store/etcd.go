@@ -125,6 +125,9 @@ func openEtcd(u URL, opts Options) (MetadataBackend, error) {
 		Logger:      zap.NewNop(), // the client's own logging would interleave with our output
 		// One retry at most: a dead endpoint must fail within the timeout.
 		MaxUnaryRetries: 1,
+		// The client's own cap on a request is 2 MiB (clientv3 defaultMaxCallSendMsgSize):
+		// the server's --max-request-bytes is what bounds ours (checkBatch).
+		MaxCallSendMsgSize: s.maxBytes + 64<<10,
 	})
 	if err != nil {
 		return nil, s.openError(user, err)
@@ -551,13 +554,31 @@ func (s *etcdStore) checkBatch(writes []NodeWrite) error {
 		if w.Delete && w.Expect == 0 {
 			return fmt.Errorf("node %q: %w: a delete needs the node's version (expected version 0 means absent)", w.Path, ErrVersionMismatch)
 		}
-		// The key appears in the compare and the op.
-		size += 2*len(w.Path) + len(w.Value) + etcdPerOpBytes
+		if err := s.CheckNodeSize(w.Path, len(w.Value)); err != nil {
+			return err // no split of the batch carries it
+		}
+		size += etcdWriteSize(w.Path, len(w.Value))
 	}
 	if size+etcdReqSlack > s.maxBytes {
 		return fmt.Errorf("about %d bytes, etcd takes %d per request: %w", size+etcdReqSlack, s.maxBytes, ErrBatchTooBig)
 	}
 	return nil
+}
+
+// etcdWriteSize is what one write adds to a Txn: the key appears in the compare
+// and the op.
+func etcdWriteSize(path string, value int) int { return 2*len(path) + value + etcdPerOpBytes }
+
+// CheckNodeSize measures a Txn of the one write against the server's
+// --max-request-bytes.
+func (s *etcdStore) CheckNodeSize(path string, size int) error {
+	req := etcdWriteSize(path, size) + etcdReqSlack
+	if req <= s.maxBytes {
+		return nil
+	}
+	return fmt.Errorf("node %q: %d bytes (a request of about %d), over the %d-byte request limit of etcd %s "+
+		"(--max-request-bytes; if the cluster runs with a larger one, say so with ?max-request-bytes=N in the URL): %w",
+		path, size, req, s.maxBytes, s.endpoints, ErrNodeTooBig)
 }
 
 // writeError maps a failed Txn: refusals for size are ErrBatchTooBig (nothing was

@@ -26,6 +26,13 @@ const (
 	zkDefaultTimeout        = 10 * time.Second
 	zkDefaultSessionTimeout = 10 * time.Second
 	zkDefaultConcurrency    = 16
+	// zkDefaultMaxBuffer is the jute.maxbuffer Pulsar runs ZooKeeper with (bin/pulsar:
+	// -Djute.maxbuffer=10485760, "Ensure we can read bigger content from ZK"); ZooKeeper's
+	// own default is 0xfffff. ?jute-maxbuffer=N in the URL says what the ensemble uses.
+	zkDefaultMaxBuffer = 10 << 20
+	// zkMaxBufferSlack is room in go-zookeeper's send buffer past the largest request
+	// we send: the packet length and request header.
+	zkMaxBufferSlack = 64 << 10
 )
 
 // zkStore is the MetadataBackend of a live ZooKeeper ensemble (zk:// URLs). Node
@@ -56,6 +63,11 @@ type zkStore struct {
 
 	marks zkWriteMarks
 	sizes zkSizeEstimate
+
+	// maxRequest bounds the bytes of one request we send: the server drops the
+	// connection on a packet longer than its jute.maxbuffer (NIOServerCnxn: "Len
+	// error"), which would leave a write's outcome unknown for nothing.
+	maxRequest int
 }
 
 // zkOptions are the settings of one open, from RemoteOptions and the URL query.
@@ -64,6 +76,7 @@ type zkOptions struct {
 	digest           string
 	conc             int
 	rate             float64
+	maxBuffer        int // the servers' jute.maxbuffer
 }
 
 // zkSettings merges RemoteOptions (flags win) with the URL query (?digest=u:p,
@@ -90,6 +103,14 @@ func zkSettings(u URL, r RemoteOptions) (zkOptions, error) {
 	}
 	if o.digest == "" {
 		o.digest = u.Query.Get("digest")
+	}
+	o.maxBuffer = zkDefaultMaxBuffer
+	if v := u.Query.Get("jute-maxbuffer"); v != "" {
+		n, err := strconv.ParseInt(v, 0, 32)
+		if err != nil || n < 1024 || n > 1<<30 {
+			return o, fmt.Errorf("%w %q: jute-maxbuffer=%q is not the servers' jute.maxbuffer in bytes (1024 to 1 GiB, such as 10485760)", ErrBadURL, u.String(), v)
+		}
+		o.maxBuffer = int(n)
 	}
 	if o.digest != "" && !strings.Contains(o.digest, ":") {
 		return o, fmt.Errorf("%w %q: digest auth must be user:password", ErrBadURL, u.String())
@@ -121,12 +142,15 @@ func openZK(u URL, opts Options) (MetadataBackend, error) {
 	}
 	s := &zkStore{
 		u: u, hosts: strings.Join(u.Hosts, ","), chroot: u.Chroot, readOnly: opts.ReadOnly,
-		timeout: o.timeout, conc: o.conc,
+		timeout: o.timeout, conc: o.conc, maxRequest: o.maxBuffer,
 	}
 	if o.rate > 0 {
 		s.limiter = rate.NewLimiter(rate.Limit(o.rate), max(1, int(o.rate)/10))
 	}
-	conn, events, err := zk.Connect(u.Hosts, o.session, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false))
+	// go-zookeeper encodes every request into one buffer, 1.5 MiB unless told:
+	// a larger node could not be sent at all ("zk: buffer too small").
+	conn, events, err := zk.Connect(u.Hosts, o.session, zk.WithLogger(zkQuiet{}), zk.WithLogInfo(false),
+		zk.WithMaxConnBufferSize(o.maxBuffer+zkMaxBufferSlack))
 	if err != nil {
 		return nil, fmt.Errorf("zookeeper %s: %w", s.hosts, err)
 	}
@@ -245,10 +269,10 @@ func (s *zkStore) Close() error {
 	}
 	s.readRetry = time.Now().Add(100 * 365 * 24 * time.Hour)
 	s.mu.Unlock()
-	if s.conn != nil {
-		s.conn.Close()
-		s.conn = nil
-	}
+	// The conn stays set: reads a failed walk or a timed-out request left running
+	// still use it, and go-zookeeper answers them ErrConnectionClosed once it is
+	// closed (Close is idempotent), where a nil conn would panic in them.
+	s.conn.Close()
 	return nil
 }
 
@@ -297,7 +321,7 @@ func (s *zkStore) readError(path string, err error) error {
 		return fmt.Errorf("metadata node %q: %w", path, ErrNotFound)
 	case errors.Is(err, zk.ErrNoAuth):
 		return fmt.Errorf("metadata node %q on zookeeper %s: not authorized: its ACL refuses this session (wrong or missing digest user:password): %w", path, s.hosts, err)
-	case errors.Is(err, zk.ErrNoServer), errors.Is(err, zk.ErrConnectionClosed), errors.Is(err, errRequestTimeout):
+	case zkConnectionError(err):
 		return fmt.Errorf("metadata node %q: zookeeper %s unreachable: %w", path, s.hosts, err)
 	case errors.Is(err, zk.ErrInvalidPath):
 		return fmt.Errorf("metadata node %q: not a valid ZooKeeper path: %w", path, err)

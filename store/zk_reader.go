@@ -83,11 +83,25 @@ func dialZKReader(hosts []string, session, dial, timeout time.Duration, digest, 
 			r.close(err)
 			// A server that took the session but not the request: whether it said
 			// UNIMPLEMENTED or just closed the connection, it will not serve one later.
+			// Unless it went away: one that no longer accepts a connection died.
+			if !errors.Is(err, errZKUnimplemented) && !acceptsConnections(h, dial) {
+				return nil, fmt.Errorf("%s: %w", h, err)
+			}
 			return nil, fmt.Errorf("%s: %w (%w)", h, errZKUnimplemented, err)
 		}
 		errs = append(errs, fmt.Errorf("%s: %w", h, err))
 	}
 	return nil, errors.Join(errs...)
+}
+
+// acceptsConnections reports whether addr still accepts a TCP connection.
+func acceptsConnections(addr string, timeout time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return false
+	}
+	c.Close()
+	return true
 }
 
 // dial bounds connecting and the handshake; timeout each later request.

@@ -464,7 +464,8 @@ func equalMaps(a, b map[string]string) bool {
 func TestZKBatchTooBig(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := zkRaw(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	// The test server runs with ZooKeeper's default jute.maxbuffer.
+	s := zkMustOpen(t, "zk://"+srv.Addr+"?jute-maxbuffer=0xfffff", store.Options{})
 	big := make([]byte, 400_000)
 	var writes []store.NodeWrite
 	for i := range 3 {

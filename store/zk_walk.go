@@ -267,8 +267,34 @@ func (w *zkWalk) read(items []*walkItem) []walkRead {
 		} else {
 			reads[i].data, reads[i].stat, reads[i].err = w.s.conn.Get(p)
 		}
+		// A lost server, or a walk that ended, fails the rest of the batch
+		// at once: each further read would wait for a reconnect that fails.
+		if err := walkAbort(w.ctx, reads[i].err); err != nil {
+			for j := i + 1; j < len(items); j++ {
+				reads[j].err = err
+			}
+			break
+		}
 	}
 	return reads
+}
+
+// walkAbort is the error that ends a batch of go-zookeeper reads early: the
+// connection's (not a node's own, such as ErrNoNode or ErrNoAuth), or the walk's
+// end; nil to go on.
+func walkAbort(ctx context.Context, err error) error {
+	if zkConnectionError(err) {
+		return err
+	}
+	return ctx.Err()
+}
+
+// zkConnectionError reports whether err says the server, not the request, failed:
+// no server reachable, the connection lost or closed, the session expired, or no
+// answer in time.
+func zkConnectionError(err error) bool {
+	return errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrClosing) ||
+		errors.Is(err, zk.ErrSessionExpired) || errors.Is(err, errRequestTimeout)
 }
 
 // collect waits for one read to finish and files its result: a node with children

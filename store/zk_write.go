@@ -9,11 +9,6 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
-// zkMaxRequest bounds the bytes of one multi request. The server drops the
-// connection on a packet longer than jute.maxbuffer (0xfffff by default), which
-// would leave the outcome unknown for nothing; the margin covers framing.
-var zkMaxRequest = 1_000_000
-
 // zkOpenACL is the ACL Pulsar gives every node it creates (OPEN_ACL_UNSAFE).
 var zkOpenACL = zk.WorldACL(zk.PermAll)
 
@@ -50,8 +45,11 @@ func (s *zkStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
 	if len(ops) == 0 {
 		return nil, nil
 	}
-	if size := multiSize(ops); size > zkMaxRequest {
-		return nil, fmt.Errorf("%s: %d bytes in one ZooKeeper request, over %d: %w", what, size, zkMaxRequest, ErrBatchTooBig)
+	if err := s.checkNodeSizes(writes); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if size := multiSize(ops); size > s.maxRequest {
+		return nil, fmt.Errorf("%s: %d bytes in one ZooKeeper request, over %d: %w", what, size, s.maxRequest, ErrBatchTooBig)
 	}
 	for attempt := 1; ; attempt++ {
 		resps, err := s.multi(ops)
@@ -113,6 +111,31 @@ func (s *zkStore) multiOps(writes []NodeWrite) ([]any, error) {
 		}
 	}
 	return ops, nil
+}
+
+// checkNodeSizes refuses, before anything is sent, a write whose own request is
+// over the servers' limit: no batch, however split, could carry it.
+func (s *zkStore) checkNodeSizes(writes []NodeWrite) error {
+	for _, w := range writes {
+		if !w.Delete {
+			if err := s.CheckNodeSize(w.Path, len(w.Value)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// CheckNodeSize measures the request that creates the node (a create carries an
+// ACL, so it is the largest write of a node) against jute.maxbuffer.
+func (s *zkStore) CheckNodeSize(path string, size int) error {
+	req := multiSize([]any{&zk.CreateRequest{Path: s.zkPath(path), Acl: zkOpenACL}}) + size
+	if req <= s.maxRequest {
+		return nil
+	}
+	return fmt.Errorf("node %q: %d bytes (a %d-byte request), over the %d-byte jute.maxbuffer of zookeeper %s "+
+		"(if the ensemble runs with a larger -Djute.maxbuffer, say so with ?jute-maxbuffer=N in the URL): %w",
+		path, size, req, s.maxRequest, s.hosts, ErrNodeTooBig)
 }
 
 // multiSize is the encoded size of a multi request (jute: int32 lengths, a 9-byte

@@ -33,6 +33,9 @@ type ZKOptions struct {
 	ExtraConfig []string
 	// StartTimeout bounds the wait for `srvr` to show a Mode: line (0: 30 s).
 	StartTimeout time.Duration
+	// JVMFlags are passed to java before the class path: system properties that
+	// zoo.cfg cannot set ("-Djute.maxbuffer=10485760", as Pulsar runs it).
+	JVMFlags []string
 }
 
 // ZKServer is one ZooKeeper server a test started. Stop, Kill and Restart may be
@@ -44,6 +47,7 @@ type ZKServer struct {
 
 	t   testing.TB
 	cfg string
+	jvm []string
 }
 
 // ZooKeeperAvailable reports whether java and the ZooKeeper jar are installed.
@@ -92,6 +96,7 @@ func StartZooKeeper(t testing.TB, opts ZKOptions) *ZKServer {
 		serverProcess: serverProcess{name: "zookeeper", timeout: opts.StartTimeout},
 		t:             t,
 		cfg:           filepath.Join(base, "zoo.cfg"),
+		jvm:           opts.JVMFlags,
 	}
 	if s.timeout == 0 {
 		s.timeout = 30 * time.Second
@@ -133,8 +138,8 @@ func ZKConfig(dataDir string, port int, opts ZKOptions) string {
 }
 
 func (s *ZKServer) start() error {
-	argv := []string{"java", "-Xmx128m", "-Dzookeeper.log.dir=" + filepath.Dir(s.cfg),
-		"-cp", ZKConfDir + ":" + ZKJar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfg}
+	argv := append([]string{"java", "-Xmx128m", "-Dzookeeper.log.dir=" + filepath.Dir(s.cfg)}, s.jvm...)
+	argv = append(argv, "-cp", ZKConfDir+":"+ZKJar, "org.apache.zookeeper.server.quorum.QuorumPeerMain", s.cfg)
 	// ruok answers before the server serves: wait for srvr to report a mode.
 	return s.launch(filepath.Dir(s.cfg), argv, func() bool {
 		out, err := FourLetter(s.Addr, "srvr")
