@@ -1,17 +1,22 @@
 package app
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // TestRealBookiesFromTheCLI: on every scenario of bookie dirs a real BookKeeper
-// 4.17.4 wrote (testdata/bookkeeper), with its ZooKeeper dataDir as the metadata,
-// check exits 0 (no finding: the preallocated 0-byte entry logs are not damage) and
+// 4.17.4 wrote (testdata/bookkeeper), with its ZooKeeper dataDir as the metadata
+// (inspect entries) and a data dir holding that dataDir's nodes plus an empty
+// /managed-ledgers, as a Pulsar cluster with no topic yet has (check reads a
+// Pulsar cluster: the bare BookKeeper tree has none of its root nodes), check exits 0 (no finding: the preallocated 0-byte entry logs are not damage) and
 // inspect entries --hex shows each ledger's entries byte-identical to the Java
 // client's writes.
 func TestRealBookiesFromTheCLI(t *testing.T) {
@@ -24,7 +29,8 @@ func TestRealBookiesFromTheCLI(t *testing.T) {
 				parts = append(parts, "bookie:"+d)
 			}
 			global := []string{"--metadata", "zk-data:" + s.ZKDataDir(), "--ledgers", strings.Join(parts, ",")}
-			stdout, stderr, code := runBin(t, append(global, "check")...)
+			work := pulsarRootOver(t, s.ZKDataDir(), strings.Join(parts, ","))
+			stdout, stderr, code := runBin(t, "-d", work, "--ledgers", strings.Join(parts, ","), "check")
 			if code != 0 {
 				t.Fatalf("check: exit %d\n%s\n%s", code, stdout, stderr)
 			}
@@ -54,4 +60,33 @@ func TestRealBookiesFromTheCLI(t *testing.T) {
 			}
 		})
 	}
+}
+
+// pulsarRootOver makes a data dir holding every node of the ZooKeeper dataDir zkData
+// (BookKeeper's /ledgers tree) and an empty /managed-ledgers.
+func pulsarRootOver(t *testing.T, zkData, ledgers string) string {
+	t.Helper()
+	u, err := store.ParseMetadataURL("zk-data:" + zkData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := store.ParseLedgersURL(ledgers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := store.Open("", store.Options{ReadOnly: true, Metadata: &u, Ledgers: &l})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	b := testutil.NewDataDir(t)
+	err = src.Metadata.Walk(context.Background(), "/", func(n store.Node) error {
+		b.Node(n.Path, bytes.Clone(n.Value))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Node("/managed-ledgers", nil)
+	return b.Close()
 }
