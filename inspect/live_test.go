@@ -77,7 +77,8 @@ func TestLiveFindings(t *testing.T) {
 		t.Helper()
 		f := find(kind, ledger)
 		if f == nil {
-			t.Fatalf("no %s finding for ledger %d in %+v", kind, ledger, fs)
+			t.Errorf("no %s finding for ledger %d in %+v", kind, ledger, fs)
+			return
 		}
 		if f.Severity != sev {
 			t.Errorf("%s ledger %d: severity %s, want %s", kind, ledger, f.Severity, sev)
