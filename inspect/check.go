@@ -233,7 +233,10 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 }
 
 func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *checker {
-	_, live := dd.Ledgers.(store.ReplicaProber)
+	live := false
+	if dd != nil {
+		_, live = dd.Ledgers.(store.ReplicaProber)
+	}
 	return &checker{
 		dd: dd, opts: opts, prog: prog, live: live, notOnBookies: map[int64]*ledgerProbe{},
 		ledgers:    map[int64]*ledgerFacts{},
