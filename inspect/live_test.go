@@ -3,8 +3,6 @@ package inspect
 import (
 	"bytes"
 	"context"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +55,8 @@ func TestLiveFindings(t *testing.T) {
 	// set: a read is served by the first, only the probe of every bookie sees it.
 	good := []byte("a payload whose one copy is flipped 0123456789")
 	flipped := c.WriteLedger(testutil.BKWriteArg{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2}, [][]byte{good})
-	bad := flipInEntryLog(t, c, flipped.Ensemble[1], good)
+	bad := flipped.Ensemble[1]
+	c.Bookie(bad).FlipInEntryLog(good)
 	adder.Close()
 
 	dd := openLive(t, c)
@@ -180,43 +179,4 @@ func closeLiveLedger(t *testing.T, ms store.MetadataStore, id, last, length int6
 	if _, err := ms.CompareAndSet(n.Path, n.Version, v); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// flipInEntryLog stops the bookie by PID (SIGTERM: its storage is flushed),
-// flips one byte of payload where it lies in the bookie's entry logs, and
-// restarts it on the same dir and port. It returns the bookie id.
-func flipInEntryLog(t *testing.T, c *testutil.BKCluster, bookieID string, payload []byte) string {
-	t.Helper()
-	var b *testutil.Bookie
-	for _, x := range c.Bookies {
-		if x.ID == bookieID {
-			b = x
-		}
-	}
-	if b == nil {
-		t.Fatalf("bookie %s is not one of the cluster's", bookieID)
-	}
-	b.Stop()
-	logs, _ := filepath.Glob(filepath.Join(b.Dir, "ledgers", "current", "*.log"))
-	flippedAny := false
-	for _, p := range logs {
-		data, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		i := bytes.Index(data, payload)
-		if i < 0 {
-			continue
-		}
-		data[i+len(payload)/2] ^= 0x01
-		if err := os.WriteFile(p, data, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		flippedAny = true
-	}
-	if !flippedAny {
-		t.Fatalf("bookie %s: the payload is in none of its entry logs %v", bookieID, logs)
-	}
-	b.Restart()
-	return bookieID
 }
