@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -37,6 +38,16 @@ func TestBKLiveCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	live := []string{"--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:"}
+	// check refuses a store without Pulsar's metadata at its root (exit 2).
+	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
+	ms, err := store.OpenMetadata(mu, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	if _, err := ms.CompareAndSet("/admin", 0, nil); err != nil {
+		t.Fatal(err)
+	}
 
 	out, stderr, code := runApp(t, append(live, "inspect", "entries", "--ledger", fmt.Sprint(closed.LedgerID), "-o", "json")...)
 	if code != 0 || strings.Count(out, `"producer": "p"`) != 3 {
@@ -47,9 +58,6 @@ func TestBKLiveCommands(t *testing.T) {
 	if code != 0 || strings.Count(out, `"producer": "p"`) != 2 {
 		t.Fatalf("inspect entries of the open ledger: exit %d, %s\n%s", code, stderr, out)
 	}
-	// check reads the cluster: its root must hold Pulsar's metadata (a cluster
-	// with no topic yet has /managed-ledgers, and nothing under it).
-	zkCreatePath(t, c.ZK.Addr, "/managed-ledgers")
 	out, stderr, code = runApp(t, append(live, "check", "-o", "json")...)
 	if code == 2 || code == 3 || !regexp.MustCompile(`"item": "entries",\s*"count": 5\b`).MatchString(out) {
 		t.Fatalf("check: exit %d (want 0 or 1 with 5 entries scanned), %s\n%s", code, stderr, out)
@@ -85,6 +93,25 @@ func TestBKLiveCommands(t *testing.T) {
 	}
 	if _, err := held.Add(entries[0]); err != nil {
 		t.Fatalf("the held writer cannot add after check, inspect and import (fenced?): %v", err)
+	}
+	// The held ledger is OPEN and referenced by nothing: check warns.
+	if out, _, _ = runApp(t, append(live, "check", "-o", "json")...); !regexp.MustCompile(`"kind": "ledger-open",\s*"severity": "warning",\s*"location": "ledger ` + fmt.Sprint(held.LedgerID) + `"`).MatchString(out) {
+		t.Fatalf("check: no ledger-open warning for the held ledger %d:\n%s", held.LedgerID, out)
+	}
+	held.Close()
+
+	// A bit flipped in the copy of the second bookie of entry 0's write set: check
+	// names it (replica-corrupt), inspect entries serves the good copy.
+	good := []byte("one copy of this entry gets a flipped bit, 0123456789")
+	w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2}, [][]byte{good})
+	c.Bookie(w.Ensemble[1]).FlipInEntryLog(good)
+	out, stderr, code = runApp(t, append(live, "check", "-o", "json")...)
+	if code != 1 || !regexp.MustCompile(`"kind": "replica-corrupt",\s*"severity": "warning",\s*"location": "ledger `+fmt.Sprint(w.LedgerID)+` entry 0",\s*"message": "bookie `+regexp.QuoteMeta(w.Ensemble[1])).MatchString(out) {
+		t.Fatalf("check after a flipped bit: exit %d, %s\n%s", code, stderr, out)
+	}
+	out, stderr, code = runApp(t, append(live, "inspect", "entries", "--ledger", fmt.Sprint(w.LedgerID), "--hex", "-o", "json")...)
+	if code != 0 || !strings.Contains(out, `"hex": "`+hex.EncodeToString(good)+`"`) {
+		t.Fatalf("inspect entries after a flipped bit: exit %d, %s\n%s", code, stderr, out)
 	}
 	// Bad usage and a wrong ledgers root: exit codes 2 and 3.
 	if _, stderr, code = runApp(t, "--metadata", "zk://"+c.ZK.Addr, "--ledgers", "bk:foo", "check"); code != 2 {

@@ -190,6 +190,11 @@ type checker struct {
 	// The schema-usage count of the pass, with opts.SchemaUsage.
 	usage       *usageScan
 	usageTopics []usageTopic
+	// live: the ledger store is a running cluster's whose replicas can each be
+	// asked (store.ReplicaProber); notOnBookies are the ledgers its probe found
+	// on no bookie.
+	live         bool
+	notOnBookies map[int64]*ledgerProbe
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -201,7 +206,7 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 		prog = report.NoProgress{}
 	}
 	c := newChecker(dd, opts, prog)
-	steps := []func(context.Context) error{c.scanMetadata, c.scanLedgers, c.checkLedgers, c.checkManagedLedgers, c.checkSchemas}
+	steps := []func(context.Context) error{c.scanMetadata, c.scanLedgers, c.probeReplicas, c.checkLedgers, c.checkManagedLedgers, c.checkSchemas}
 	for _, step := range steps {
 		if err := step(ctx); err != nil {
 			return nil, nil, err
@@ -228,8 +233,12 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 }
 
 func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *checker {
+	live := false
+	if dd != nil {
+		_, live = dd.Ledgers.(store.ReplicaProber)
+	}
 	return &checker{
-		dd: dd, opts: opts, prog: prog,
+		dd: dd, opts: opts, prog: prog, live: live, notOnBookies: map[int64]*ledgerProbe{},
 		ledgers:    map[int64]*ledgerFacts{},
 		badMLs:     map[string]bool{},
 		badSchemas: map[string]bool{},
@@ -582,7 +591,24 @@ func (c *checker) checkLedgers(context.Context) error {
 		}
 		path := formats.LedgerPath(id)
 		orphan := f.node && !f.badNode && f.refs == 0 && c.ownedByPulsar(f)
+		if c.live && f.node && !f.badNode {
+			if fd, ok := openLedgerFinding(id, path, f); ok {
+				c.add(fd)
+			}
+		}
+		probe, lost := c.notOnBookies[id]
 		switch {
+		case lost:
+			c.add(notOnBookiesFinding(id, path, f, probe))
+		case orphan && c.live && f.component == cluster.ComponentSchema:
+			// On a live cluster an unreferenced schema ledger is the expected
+			// leftover of concurrent first puts of one schema: each broker created
+			// a ledger and one locator write won (fixed by apache/pulsar#25514).
+			fd := newFinding(KindOrphanSchemaLedger, ledgerLoc(id), "expected on clusters that ran Pulsar before pulsar#25514; keep it until repairs are done, it may hold a lost schema",
+				"schema ledger of %q (%s) is referenced by no schema locator: concurrent first puts of a schema each created a ledger and one locator won (before pulsar#25514)",
+				f.owner, plural(f.stored, "entry", "entries"))
+			fd.LedgerID, fd.Path = report.Int64(id), path
+			c.add(fd)
 		case orphan:
 			fd := newFinding(KindOrphanLedger, ledgerLoc(id), "nothing points at it; keep it until repairs are done, it may hold a lost schema or topic data",
 				"%s ledger of %q (%s) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, plural(f.stored, "entry", "entries"))

@@ -36,6 +36,16 @@ const (
 	KindValueTruncated = "value-truncated"
 	// LedgerInfos without firstEntryIndex on an indexed topic (one finding per topic).
 	KindFirstEntryIndexMissing = "first-entry-index-missing"
+
+	// Live bookies only (a store.ReplicaProber ledger store, --ledgers bk:):
+	// a ledger whose metadata exists but that no bookie asked holds (bookkeeper#4287).
+	KindLedgerNotOnBookies = "ledger-not-on-bookies"
+	// An OPEN (or IN_RECOVERY) ledger that is not the last ledger of a managed
+	// ledger nor a cursor's: maybe left by a crashed writer.
+	KindLedgerOpen = "ledger-open"
+	// A schema ledger nothing references, as concurrent first puts of a schema
+	// left them before pulsar#25514: expected, not a problem.
+	KindOrphanSchemaLedger = "orphan-schema-ledger"
 )
 
 // Severities are fixed per kind, so JSON consumers can rely on them. Check and
@@ -55,6 +65,9 @@ var kindSeverity = map[string]report.Severity{
 	KindNodeUndecodable:          report.SeverityError,
 	KindValueTruncated:           report.SeverityError,
 	KindFirstEntryIndexMissing:   report.SeverityInfo,
+	KindLedgerNotOnBookies:       report.SeverityError,
+	KindLedgerOpen:               report.SeverityWarning,
+	KindOrphanSchemaLedger:       report.SeverityInfo,
 	KindUsedSchemaVersionLost:    report.SeverityError,
 	KindUsedSchemaVersionMissing: report.SeverityError,
 	KindSchemaRefUnchecked:       report.SeverityInfo,
@@ -72,6 +85,7 @@ func Kinds() []string {
 		KindLedgerMissing, KindLedgerNodeWithoutEntries, KindLedgerEntriesMissing, KindEntriesWithoutNode,
 		KindOrphanLedger, KindEntryCRCMismatch, KindEntryUndecodable, KindNodeUndecodable,
 		KindValueTruncated, KindFirstEntryIndexMissing,
+		KindLedgerNotOnBookies, KindLedgerOpen, KindOrphanSchemaLedger,
 		KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindBadEntriesNotListed,
 		KindStoreDamaged,
 		KindSchemaVersionCollision,

@@ -396,13 +396,17 @@ func movedVersions(before, after []byte) []int64 {
 	return out
 }
 
+// orphanKind: the findings of ledgers nothing references (an unreferenced
+// schema ledger on live bookies is info, not a warning, but still an orphan).
+func orphanKind(kind string) bool { return kind == KindOrphanLedger || kind == KindOrphanSchemaLedger }
+
 // place fills in ledger times from their nodes, adds orphan ledgers to their
 // owners, and puts each finding about a ledger or schema version at its place.
 func (g *gatherer) place(fs []report.Finding) {
 	g.times()
 	// Orphans first: adding them grows the lanes, which must not move under byLedger.
 	for _, f := range fs {
-		if f.Kind == KindOrphanLedger && f.LedgerID != nil {
+		if orphanKind(f.Kind) && f.LedgerID != nil {
 			g.orphan(*f.LedgerID, f)
 		}
 	}
@@ -414,7 +418,7 @@ func (g *gatherer) place(fs []report.Finding) {
 	}
 	for _, f := range fs {
 		switch {
-		case f.Kind == KindOrphanLedger && f.LedgerID != nil:
+		case orphanKind(f.Kind) && f.LedgerID != nil:
 		case f.Version != nil && g.placeOnVersion(f):
 		case f.LedgerID == nil || f.Kind == KindUsedSchemaVersionLost:
 		case byLedger[*f.LedgerID] != nil:

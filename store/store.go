@@ -130,3 +130,22 @@ type EntryReader interface {
 // it can be read, which a read-only open may not do. Open read-only inspects a sandbox copy
 // instead unless Options.NoSandbox is set.
 var ErrUncleanShutdown = errors.New("data dir was not shut down cleanly (Badger must truncate its log before reading)")
+
+// ReplicaProber is a ledger store whose replicas can each be asked for an entry
+// (live bookies): check asks every bookie of a write set, where a read stops at
+// the first that answers, to find entries fewer bookies hold than the write
+// quorum and ledgers no bookie holds.
+type ReplicaProber interface {
+	// ProbeEntry asks each bookie of the entry's write set for it.
+	ProbeEntry(ctx context.Context, ledgerID, entryID int64) (EntryProbe, error)
+}
+
+// EntryProbe is what each bookie of one entry's write set answered. A bookie
+// that could not answer or returned a bad copy is also a ReplicaReporter finding.
+type EntryProbe struct {
+	WriteSet    []string // the bookies that should hold the entry, in order
+	Holding     []string // returned a copy whose ids and digest verify
+	Missing     []string // answered that it holds no such ledger or entry
+	Corrupt     []string // returned a copy that does not verify
+	Unavailable []string // down, slow, refused or answering garbage
+}

@@ -485,3 +485,45 @@ func Listen(t testing.TB) net.Listener {
 	t.Cleanup(func() { l.Close() })
 	return l
 }
+
+// Bookie returns the cluster's bookie with the id, or nil.
+func (c *BKCluster) Bookie(id string) *Bookie {
+	for _, b := range c.Bookies {
+		if b.ID == id {
+			return b
+		}
+	}
+	return nil
+}
+
+// FlipInEntryLog stops the bookie by PID (SIGTERM: its storage is flushed to
+// its entry logs), flips one bit in the middle of payload wherever it lies in
+// the bookie's entry logs (DIR/ledgers/current/*.log, never the journal), and
+// restarts it on the same dir and port. The bookie serves the changed bytes;
+// their digest no longer verifies.
+func (b *Bookie) FlipInEntryLog(payload []byte) {
+	t := b.c.t
+	t.Helper()
+	b.Stop()
+	logs, _ := filepath.Glob(filepath.Join(b.Dir, "ledgers", "current", "*.log"))
+	flipped := false
+	for _, p := range logs {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.Index(data, payload)
+		if i < 0 {
+			continue
+		}
+		data[i+len(payload)/2] ^= 0x01
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		flipped = true
+	}
+	if !flipped {
+		t.Fatalf("bookie %s: the payload is in none of its entry logs %v", b.ID, logs)
+	}
+	b.Restart()
+}

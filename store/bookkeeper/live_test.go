@@ -3,6 +3,7 @@ package bookkeeper
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
+	"github.com/ledgermedic/ledgermedic/formats/bkwirepb"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -28,6 +30,7 @@ func TestLive(t *testing.T) {
 	t.Run("OpenLedgerNotFenced", func(t *testing.T) { testOpenLedger(t, c) })
 	t.Run("BadInput", func(t *testing.T) { testBadInput(t, c) })
 	t.Run("WrongRoot", func(t *testing.T) { testWrongRoot(t, c) })
+	t.Run("AuthRequired", func(t *testing.T) { testAuthRequired(t, c) })
 	t.Run("AddEntryReadByJava", func(t *testing.T) { testAddEntry(t, c) })
 	t.Run("BookieStopped", func(t *testing.T) { testBookieStopped(t, c) }) // last: stops a bookie
 }
@@ -370,5 +373,58 @@ func testAddEntry(t *testing.T, c *testutil.BKCluster) {
 	err = s.AddEntry(context.Background(), ens[0], id, 1, 0, 1, "CRC32C", []byte("wrong"), []byte("x"))
 	if err == nil || !strings.Contains(err.Error(), "bookie "+ens[0]) {
 		t.Fatalf("add with a wrong master key: %v", err)
+	}
+}
+
+// authServer answers every v3 request with EUA, as a bookie whose
+// bookieAuthProviderFactoryClass is set answers a client that did not
+// authenticate (AuthHandler.ServerSideHandler). A real bookie with auth needs a
+// SASL/JAAS or TLS setup, which the test cluster does not have.
+func authServer(t *testing.T) string {
+	l := testutil.Listen(t)
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func(nc net.Conn) {
+				defer nc.Close()
+				for {
+					b, err := readFrame(nc, nil)
+					if err != nil {
+						return
+					}
+					var req bkwirepb.Request
+					if proto.Unmarshal(b, &req) != nil {
+						return
+					}
+					h := req.GetHeader()
+					body, _ := proto.Marshal(&bkwirepb.Response{Header: header(h.GetOperation(), h.GetTxnId()),
+						Status: bkwirepb.StatusCode_EUA.Enum()})
+					frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+					if _, err := nc.Write(append(frame, body...)); err != nil {
+						return
+					}
+				}
+			}(nc)
+		}
+	}()
+	return l.Addr().String()
+}
+
+// testAuthRequired: a bookie requiring authentication is a clear error naming
+// it, and a probe counts it as unavailable (never as missing the entry).
+func testAuthRequired(t *testing.T, c *testutil.BKCluster) {
+	eua := authServer(t)
+	putLedger(t, c, 910, []string{eua}, 1)
+	dd := openBK(t, c, "bk:", store.RemoteOptions{Timeout: 2 * time.Second})
+	_, err := dd.Ledgers.Entry(910, 0)
+	if err == nil || !strings.Contains(err.Error(), "EUA") || !strings.Contains(err.Error(), eua) || errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("entry on a bookie requiring auth: %v, want an EUA error naming %s", err, eua)
+	}
+	p, err := dd.Ledgers.(store.ReplicaProber).ProbeEntry(context.Background(), 910, 0)
+	if err != nil || len(p.Unavailable) != 1 || p.Unavailable[0] != eua || len(p.Missing) != 0 {
+		t.Fatalf("probe: %+v, %v; want %s unavailable", p, err, eua)
 	}
 }
