@@ -405,7 +405,7 @@ func orphanedByRepair(rp *repair.RepairPlan) []string {
 		}
 		seen[id] = true
 		out = append(out, fmt.Sprintf("ledger %d, the old ledger of %s version %d (%s), is referenced by nothing once "+
-			"this repair is written: check then reports it as orphan-ledger (a warning, exit 1); keep it while it may be "+
+			"this repair is written: check then reports it as orphan-ledger (a warning, exit 1; orphan-schema-ledger, info, on live bookies); keep it while it may be "+
 			"evidence (its node: %s)", id, v.SchemaKey, v.Version, v.State, formats.LedgerPath(id)))
 	}
 	return out
