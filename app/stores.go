@@ -222,9 +222,6 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 	return dd, nil
 }
 
-// uncleanNote is how the store says a database was read from a sandbox copy.
-const uncleanNote = "unclean shutdown: "
-
 // uncleanOnce is the data dir's notes with those of its databases read from
 // sandbox copies said once, and with what ends them: each read copies the
 // databases again until a writing command opens the data dir, which lets Badger
@@ -232,8 +229,7 @@ const uncleanNote = "unclean shutdown: "
 func uncleanOnce(dd *store.DataDir) []string {
 	var out, dbs []string
 	for _, n := range dd.Notes {
-		if db, ok := strings.CutPrefix(n, uncleanNote); ok {
-			db, _, _ = strings.Cut(db, " ")
+		if db, ok := store.SandboxNoteDB(n); ok {
 			dbs = append(dbs, db)
 			continue
 		}

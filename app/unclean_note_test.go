@@ -25,12 +25,14 @@ func TestUncleanShutdownSaidOnceWithItsCure(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	// Kill it once it writes: its first batch is journaled.
+	// Kill it while it plans (its reads paced at 5 a second take seconds), with
+	// the databases open for writing: the journal dir is made when they open.
 	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if runs, _ := os.ReadDir(filepath.Join(dir, "journal")); len(runs) > 1 {
+		if _, err := os.Stat(filepath.Join(dir, "journal")); err == nil {
 			break
 		}
 	}
+	time.Sleep(500 * time.Millisecond)
 	if err := cmd.Process.Kill(); err != nil {
 		t.Fatal(err)
 	}
