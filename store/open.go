@@ -84,10 +84,16 @@ type RemoteOptions struct {
 // Limiter is the --read-rate cap as a token bucket (nil: no cap), with the
 // burst ZooKeeper's reader uses: a tenth of a second's reads.
 func (r RemoteOptions) Limiter() *rate.Limiter {
-	if r.Rate <= 0 {
+	return newReadLimiter(r.Rate)
+}
+
+// newReadLimiter caps reads at perSecond (nil: no cap), with bursts of a tenth of
+// a second's reads.
+func newReadLimiter(perSecond float64) *rate.Limiter {
+	if perSecond <= 0 {
 		return nil
 	}
-	return rate.NewLimiter(rate.Limit(r.Rate), max(1, int(r.Rate)/10))
+	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)/10))
 }
 
 // OpenMetadata opens only the metadata store a URL names (no data dir): for

@@ -51,25 +51,26 @@ func (d *DataDir) openSandboxed(p *dbPlan, opts Options) (*badger.DB, error) {
 	if err != nil {
 		return nil, cannotRead(src, fmt.Errorf("sandbox copy of %s: %w", src, err))
 	}
-	d.Notes = append(d.Notes, fmt.Sprintf(sandboxNote, src, dst))
+	d.Notes = append(d.Notes, sandboxNotePrefix+src+sandboxNoteMid+dst+" (Badger truncated its log there); the original was not written")
 	return db, nil
 }
 
-// sandboxNote is the note a read-only open leaves for a database it read from a
-// sandbox copy (SandboxNoteDB reads it back).
-const sandboxNote = "unclean shutdown: %s was not closed cleanly; inspected a sandbox copy at %s (Badger truncated its log there); the original was not written"
+// The note a read-only open leaves for a database it read from a sandbox copy
+// (SandboxNoteDB reads it back).
+const (
+	sandboxNotePrefix = "unclean shutdown: "
+	sandboxNoteMid    = " was not closed cleanly; inspected a sandbox copy at "
+)
 
 // SandboxNoteDB says whether a data dir note is a sandbox copy's, and of which
 // database: the caller may say those once for all databases. Other unclean-
 // shutdown notes (a half-written MANIFEST record, a table not in it) are not.
 func SandboxNoteDB(note string) (db string, ok bool) {
-	head, _, _ := strings.Cut(sandboxNote, "%s")
-	mid, _, _ := strings.Cut(strings.SplitN(sandboxNote, "%s", 2)[1], "%s")
-	rest, ok := strings.CutPrefix(note, head)
+	rest, ok := strings.CutPrefix(note, sandboxNotePrefix)
 	if !ok {
 		return "", false
 	}
-	db, _, ok = strings.Cut(rest, mid)
+	db, _, ok = strings.Cut(rest, sandboxNoteMid)
 	return db, ok
 }
 

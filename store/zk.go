@@ -142,10 +142,7 @@ func openZK(u URL, opts Options) (MetadataBackend, error) {
 	}
 	s := &zkStore{
 		u: u, hosts: strings.Join(u.Hosts, ","), chroot: u.Chroot, readOnly: opts.ReadOnly,
-		timeout: o.timeout, conc: o.conc, maxRequest: o.maxBuffer,
-	}
-	if o.rate > 0 {
-		s.limiter = rate.NewLimiter(rate.Limit(o.rate), max(1, int(o.rate)/10))
+		timeout: o.timeout, conc: o.conc, maxRequest: o.maxBuffer, limiter: newReadLimiter(o.rate),
 	}
 	// go-zookeeper encodes every request into one buffer, 1.5 MiB unless told:
 	// a larger node could not be sent at all ("zk: buffer too small").

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -223,26 +224,18 @@ func putLedger(t *testing.T, c *testutil.BKCluster, id int64, ensemble []string,
 
 // garbageServer answers every connection with random bytes.
 func garbageServer(t *testing.T) string {
-	l := testutil.Listen(t)
-	go func() {
-		r := rand.New(rand.NewPCG(3, 4))
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(nc net.Conn) {
-				defer nc.Close()
-				b := make([]byte, 4096)
-				for i := range b {
-					b[i] = byte(r.Uint32())
-				}
-				_, _ = nc.Write(b)
-				_, _ = nc.Read(make([]byte, 1))
-			}(nc)
+	r := rand.New(rand.NewPCG(3, 4))
+	var mu sync.Mutex
+	return fakeBookie(t, func(nc net.Conn) {
+		b := make([]byte, 4096)
+		mu.Lock()
+		for i := range b {
+			b[i] = byte(r.Uint32())
 		}
-	}()
-	return l.Addr().String()
+		mu.Unlock()
+		_, _ = nc.Write(b)
+		_, _ = nc.Read(make([]byte, 1))
+	})
 }
 
 func closedPort(t *testing.T) string {
@@ -381,36 +374,25 @@ func testAddEntry(t *testing.T, c *testutil.BKCluster) {
 // authenticate (AuthHandler.ServerSideHandler). A real bookie with auth needs a
 // SASL/JAAS or TLS setup, which the test cluster does not have.
 func authServer(t *testing.T) string {
-	l := testutil.Listen(t)
-	go func() {
+	return fakeBookie(t, func(nc net.Conn) {
 		for {
-			nc, err := l.Accept()
+			b, err := readFrame(nc, nil)
 			if err != nil {
 				return
 			}
-			go func(nc net.Conn) {
-				defer nc.Close()
-				for {
-					b, err := readFrame(nc, nil)
-					if err != nil {
-						return
-					}
-					var req bkwirepb.Request
-					if proto.Unmarshal(b, &req) != nil {
-						return
-					}
-					h := req.GetHeader()
-					body, _ := proto.Marshal(&bkwirepb.Response{Header: header(h.GetOperation(), h.GetTxnId()),
-						Status: bkwirepb.StatusCode_EUA.Enum()})
-					frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
-					if _, err := nc.Write(append(frame, body...)); err != nil {
-						return
-					}
-				}
-			}(nc)
+			var req bkwirepb.Request
+			if proto.Unmarshal(b, &req) != nil {
+				return
+			}
+			h := req.GetHeader()
+			body, _ := proto.Marshal(&bkwirepb.Response{Header: header(h.GetOperation(), h.GetTxnId()),
+				Status: bkwirepb.StatusCode_EUA.Enum()})
+			frame := binary.BigEndian.AppendUint32(nil, uint32(len(body)))
+			if _, err := nc.Write(append(frame, body...)); err != nil {
+				return
+			}
 		}
-	}()
-	return l.Addr().String()
+	})
 }
 
 // testAuthRequired: a bookie requiring authentication is a clear error naming

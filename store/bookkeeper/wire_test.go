@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -95,21 +96,11 @@ func TestRequestsNeverFence(t *testing.T) {
 // TestGarbageServer: a port answering random bytes fails the call with
 // ErrProtocol (or a dead connection), quickly, with the bookie named.
 func TestGarbageServer(t *testing.T) {
-	l := testutil.Listen(t)
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func(nc net.Conn) {
-				defer nc.Close()
-				_, _ = nc.Write([]byte{0, 0, 0, 8, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 0, 0, 0, 0})
-				time.Sleep(5 * time.Second)
-			}(nc)
-		}
-	}()
-	c, err := dial(context.Background(), "garbage-bookie", l.Addr().String(), time.Second, 4)
+	addr := fakeBookie(t, func(nc net.Conn) {
+		_, _ = nc.Write([]byte{0, 0, 0, 8, 0xde, 0xad, 0xbe, 0xef, 1, 2, 3, 4, 0, 0, 0, 0})
+		time.Sleep(5 * time.Second)
+	})
+	c, err := dial(context.Background(), "garbage-bookie", addr, time.Second, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,17 +117,9 @@ func TestGarbageServer(t *testing.T) {
 
 // TestSilentServer: a bookie that accepts and never answers times out.
 func TestSilentServer(t *testing.T) {
-	l := testutil.Listen(t)
-	go func() {
-		for {
-			nc, err := l.Accept()
-			if err != nil {
-				return
-			}
-			defer nc.Close()
-		}
-	}()
-	c, err := dial(context.Background(), "slow-bookie", l.Addr().String(), time.Second, 4)
+	// Read what it is sent, answer nothing, until the client hangs up.
+	addr := fakeBookie(t, func(nc net.Conn) { _, _ = io.Copy(io.Discard, nc) })
+	c, err := dial(context.Background(), "slow-bookie", addr, time.Second, 4)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,4 +178,24 @@ func TestMasterKeyOfEmptyPassword(t *testing.T) {
 	if got := fmt.Sprintf("%x", MasterKey(nil)); got != "850bf1071c5e3d8c24235676f8816ae0cbe2f14f" {
 		t.Fatalf("master key of \"\" = %s", got)
 	}
+}
+
+// fakeBookie listens on a free loopback port and runs serve on each connection
+// it accepts (closing it after), for servers that are not bookies: garbage,
+// silence, an authentication wall. It returns the address.
+func fakeBookie(t *testing.T, serve func(net.Conn)) string {
+	l := testutil.Listen(t)
+	go func() {
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer nc.Close()
+				serve(nc)
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
