@@ -208,7 +208,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 		return report.BadInput(err)
 	}
 	opts := repair.Options{KeyFilter: ro.key(), AllowHashMismatch: ro.AllowHashMismatch, Args: commandLine(c),
-		ResolveCollision: ro.ResolveCollision}
+		ResolveCollision: ro.ResolveCollision, TakeLedgerIDs: apply}
 	if opts.AllowHashMismatch {
 		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
 			"written; consumers may then decode old messages with the wrong schema")

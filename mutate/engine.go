@@ -435,6 +435,11 @@ func inversePlan(r *RunRecord) *Plan {
 			inv.Kind = KindDropLedger
 		case KindDropLedger:
 			inv.Kind = KindLedger
+		case KindBookieLedger:
+			// Deleting a ledger is deleting its metadata node (BookKeeper's
+			// deleteLedger); the bookies drop the entries at their next GC.
+			inv = Item{Kind: KindDelete, Path: it.Path, Expect: r.Items[i].Written, Before: it.After,
+				Description: inv.Description}
 		}
 		p.Items = append(p.Items, inv)
 	}
@@ -725,6 +730,8 @@ func (e *Engine) preflight(ctx context.Context, rec *RunRecord, trust bool) ([]s
 			}
 		case KindDropLedger:
 			problem, err = e.compareLedger(ctx, it.LedgerID, it.Entries)
+		case KindBookieLedger:
+			problem, err = e.preflightBookieLedger(&it.Item)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("preflight item %d (%s): %w", i, it.label(), err)
@@ -837,6 +844,11 @@ func (e *Engine) verify(ctx context.Context, rec *RunRecord) ([]string, error) {
 				}
 				problem = fmt.Sprintf("ledger %d still has entries", it.LedgerID)
 			}
+		case KindBookieLedger:
+			var err error
+			if problem, err = e.verifyBookieLedger(&it.Item); err != nil {
+				return nil, fmt.Errorf("verify: %w", err)
+			}
 		}
 		if problem != "" {
 			it.Status, it.Reason = StatusMismatch, problem
@@ -943,6 +955,8 @@ func (e *Engine) refreshUndone(undo *RunRecord, holder uint64) error {
 func (e *Engine) rollbackItem(ctx context.Context, it *JournalItem) (string, error) {
 	md, lg := e.dd.Metadata, e.dd.Ledgers
 	switch it.Kind {
+	case KindBookieLedger:
+		return e.rollbackBookieLedger(it)
 	case KindLedger:
 		// Preflight proved the ledger had no entries, so all of them are the run's.
 		return "", lg.DeleteLedgerEntries(it.LedgerID)

@@ -35,6 +35,13 @@ const (
 	// KindDropLedger removes every entry of a ledger; Entries must list them exactly
 	// (they are the before-image). Undo uses it to remove ledgers a run created.
 	KindDropLedger ItemKind = "drop-ledger"
+	// KindBookieLedger puts a new ledger on live bookies (store.BookieWriter), in
+	// BookKeeper's safe order: its metadata node Path created with Open (state
+	// OPEN), Entries added to every bookie of their write sets, the node set to
+	// After (CLOSED) by compare-and-set, every copy read back. Rolled back, and
+	// undone, by deleting the node: bookies drop a ledger without one at their
+	// next garbage collection.
+	KindBookieLedger ItemKind = "bookie-ledger"
 )
 
 // LedgerEntry is one entry of a ledger item.
@@ -55,6 +62,8 @@ type Item struct {
 	Before []byte `json:"before,omitempty"`
 	// After is the node's new bytes (set, create).
 	After []byte `json:"after,omitempty"`
+	// Open is a bookie-ledger item's metadata node as first created (OPEN).
+	Open []byte `json:"open,omitempty"`
 	// LedgerID and Entries describe a ledger item.
 	LedgerID    int64         `json:"ledgerId,omitempty"`
 	Entries     []LedgerEntry `json:"entries,omitempty"`
@@ -117,12 +126,14 @@ func (p *Plan) Validate() error {
 		if err := it.validate(); err != nil {
 			return fmt.Errorf("%w: item %d: %v", ErrInvalidPlan, i, err)
 		}
-		if it.isNode() {
+		if it.isNode() || it.Kind == KindBookieLedger {
 			if j, dup := paths[it.Path]; dup {
 				return fmt.Errorf("%w: items %d and %d both touch node %s", ErrInvalidPlan, j, i, it.Path)
 			}
 			paths[it.Path] = i
-			continue
+			if it.isNode() {
+				continue
+			}
 		}
 		if j, dup := ledgers[it.LedgerID]; dup {
 			return fmt.Errorf("%w: items %d and %d both touch ledger %d", ErrInvalidPlan, j, i, it.LedgerID)
@@ -158,6 +169,16 @@ func (it *Item) validate() error {
 				return fmt.Errorf("%s %d: entry id %d negative or repeated", it.Kind, it.LedgerID, e.EntryID)
 			}
 			seen[e.EntryID] = true
+		}
+	case KindBookieLedger:
+		if !strings.HasPrefix(it.Path, "/") || it.LedgerID < 0 || it.Expect != 0 || it.Before != nil ||
+			len(it.Open) == 0 || len(it.After) == 0 {
+			return fmt.Errorf("%s %d: needs its metadata node path, open and closed bytes, and no before-image", it.Kind, it.LedgerID)
+		}
+		for j, e := range it.Entries {
+			if e.EntryID != int64(j) {
+				return fmt.Errorf("%s %d: entry ids must be 0, 1, 2, ... (entry %d has id %d)", it.Kind, it.LedgerID, j, e.EntryID)
+			}
 		}
 	default:
 		return fmt.Errorf("unknown kind %q", it.Kind)
@@ -210,7 +231,7 @@ func (it *Item) label() string {
 
 // writes names what the item writes: its node, or its ledger.
 func (it *Item) writes() string {
-	if it.isNode() {
+	if it.isNode() || it.Kind == KindBookieLedger {
 		return "node " + it.Path
 	}
 	return fmt.Sprintf("ledger %d", it.LedgerID)

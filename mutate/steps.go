@@ -12,8 +12,9 @@ import (
 // commit (one fsync). The steps go in the only order that is safe at every crash
 // point, whatever the order of the plan's items:
 //
-//  1. the entries of new ledgers (KindLedger), so no node written next refers to a
-//     ledger without entries;
+//  1. new ledgers on live bookies (KindBookieLedger, bookies.go), then the entries
+//     of new ledgers (KindLedger), so no node written next refers to a ledger
+//     without entries;
 //  2. every node change (set, create, delete), as one atomic compare-and-set of all
 //     the run's nodes; a node changed since the plan was read makes the whole step
 //     write nothing;
@@ -71,9 +72,11 @@ func (e *Engine) entryStore() store.EntryBatcher {
 // applyItems writes every item, in the steps described above. The first failure
 // stops it; the caller rolls back.
 func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
-	var ledgers, nodes, drops []int
+	var bookies, ledgers, nodes, drops []int
 	for i := range rec.Items {
 		switch rec.Items[i].Kind {
+		case KindBookieLedger:
+			bookies = append(bookies, i)
 		case KindLedger:
 			ledgers = append(ledgers, i)
 		case KindDropLedger:
@@ -88,6 +91,12 @@ func (e *Engine) applyItems(ctx context.Context, rec *RunRecord) error {
 		if e.Progress != nil && n > 0 {
 			e.Progress(done, len(rec.Items))
 		}
+	}
+	for _, i := range bookies {
+		if err := e.writeBookieLedger(ctx, rec, i); err != nil {
+			return err
+		}
+		progress(1)
 	}
 	if err := e.writeLedgers(ctx, rec, ledgers, progress); err != nil {
 		return err

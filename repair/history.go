@@ -480,16 +480,12 @@ func rebuildItems(rb *rebuild, rp *RepairPlan, u *ledgerUniverse, now time.Time)
 		if err != nil {
 			return nil, fmt.Errorf("schema %s version %d: %w", rb.key, vr.Version, err)
 		}
-		mdBytes, err := formats.EncodeLedgerMetadata(u.newSchemaLedgerMetadata(rb.key, int64(len(entry)), now.UnixMilli()))
+		what := fmt.Sprintf("schema %s version %d (rebuilt history)", rb.key, vr.Version)
+		litems, err := u.ledgerItems(rb.key, vr.NewLedgerID, entry, what, now)
 		if err != nil {
 			return nil, fmt.Errorf("schema %s version %d: ledger %d: %w", rb.key, vr.Version, vr.NewLedgerID, err)
 		}
-		what := fmt.Sprintf("schema %s version %d (rebuilt history)", rb.key, vr.Version)
-		items = append(items,
-			mutate.Item{Kind: mutate.KindLedger, LedgerID: vr.NewLedgerID,
-				Entries: []mutate.LedgerEntry{{EntryID: 0, Value: entry}}, Description: what + ": entry 0 (SchemaEntry)"},
-			mutate.Item{Kind: mutate.KindCreate, Path: formats.LedgerPath(vr.NewLedgerID), After: mdBytes,
-				Description: what + fmt.Sprintf(": ledger %d metadata", vr.NewLedgerID)})
+		items = append(items, litems...)
 	}
 	desc := fmt.Sprintf("schema %s: rebuilt locator, versions 0..%d", rb.key, len(rb.versions)-1)
 	if rb.expect == 0 {

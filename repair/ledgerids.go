@@ -23,6 +23,8 @@ type ledgerUniverse struct {
 	templateIsSchema bool
 	// Warnings: nodes whose ledger ids could not be read.
 	Warnings []string
+	// live is set when new ledgers go to live bookies (bookies.go).
+	live *liveBookies
 }
 
 // scanLedgerIDs finds the highest ledger id used anywhere in the data dir: every
@@ -177,6 +179,11 @@ func clampQuorum(q, limit int32) int32 {
 // templateNote says where new ledgers' sizes and bookies come from.
 func (u *ledgerUniverse) templateNote() string {
 	switch {
+	case u.live != nil && u.templateIsSchema:
+		return fmt.Sprintf("new ledgers copy ensemble, quorum sizes and digest type from schema ledger %d; their bookies are writable ones from the registry", u.TemplateID)
+	case u.live != nil:
+		return fmt.Sprintf("no schema ledger is left: new ledgers get Pulsar's defaults, ensemble/write/ack %d/%d/%d and digest CRC32C, on writable bookies from the registry",
+			pulsarEnsemble, pulsarWriteQuorum, pulsarAckQuorum)
 	case u.Template == nil:
 		return fmt.Sprintf("no ledger node names a bookie: new ledgers get ensemble/write/ack 1/1/1, digest CRC32C and member %s", placeholderBookie)
 	case u.templateIsSchema:
@@ -186,8 +193,12 @@ func (u *ledgerUniverse) templateNote() string {
 		"(Pulsar uses the same managedLedgerDefault* sizes and managedLedgerDigestType for schema and topic ledgers)", u.TemplateID)
 }
 
-// nextID hands out ledger ids above MaxID.
+// nextID hands out ledger ids above MaxID, or, for live bookies at --apply,
+// ids from the cluster's generator.
 func (u *ledgerUniverse) nextID() (int64, error) {
+	if u.live != nil && u.live.takeIDs {
+		return u.live.bw.NewLedgerID(u.live.ctx)
+	}
 	if u.MaxID == math.MaxInt64 {
 		return 0, fmt.Errorf("no ledger id left above %d", u.MaxID)
 	}

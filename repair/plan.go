@@ -44,6 +44,10 @@ type Options struct {
 	// key whose current history holds other schemas than the capture. Without
 	// it, nothing is written while a collision exists.
 	ResolveCollision string
+	// TakeLedgerIDs: when the ledger store is live bookies (store.BookieWriter),
+	// take new ledger ids from the cluster's generator (--apply); the dry run
+	// shows placeholders and takes none.
+	TakeLedgerIDs bool
 }
 
 // Action says what the plan does with a lost version.
@@ -178,6 +182,9 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 		return nil, err
 	}
 	rp.Warnings = append(rp.Warnings, u.Warnings...)
+	if u.live, err = newLiveBookies(ctx, dd, opts.TakeLedgerIDs); err != nil {
+		return nil, err
+	}
 	for _, rb := range hw.rebuilds {
 		for _, i := range rb.versions {
 			// A rebuilt version never reuses the ledger id it was captured from:
@@ -245,8 +252,12 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 	}
 	if len(plan.Items) > 0 {
 		rp.Notes = append(rp.Notes, u.templateNote())
-		rp.Notes = append(rp.Notes, fmt.Sprintf("new ledger ids start above %d, the highest id named anywhere in the data dir",
-			rp.firstNewID()-1))
+		if u.live != nil {
+			rp.Notes = append(rp.Notes, u.live.notes()...)
+		} else {
+			rp.Notes = append(rp.Notes, fmt.Sprintf("new ledger ids start above %d, the highest id named anywhere in the data dir",
+				rp.firstNewID()-1))
+		}
 		for _, v := range rp.Versions {
 			if v.Action != ActionUnresolved {
 				plan.Notes = append(plan.Notes, fmt.Sprintf("%s version %d: %s into ledger %d (was ledger %d, %s) from %s",
@@ -362,17 +373,12 @@ func planKey(kw *keyWork, rp *RepairPlan, m *matcher, u *ledgerUniverse, now tim
 		if err != nil {
 			return nil, fmt.Errorf("schema %s version %d: %w", key, vr.Version, err)
 		}
-		md := u.newSchemaLedgerMetadata(key, int64(len(entry)), now.UnixMilli())
-		mdBytes, err := formats.EncodeLedgerMetadata(md)
+		what := fmt.Sprintf("schema %s version %d", key, vr.Version)
+		litems, err := u.ledgerItems(key, vr.NewLedgerID, entry, what, now)
 		if err != nil {
 			return nil, fmt.Errorf("schema %s version %d: ledger %d: %w", key, vr.Version, vr.NewLedgerID, err)
 		}
-		what := fmt.Sprintf("schema %s version %d", key, vr.Version)
-		items = append(items,
-			mutate.Item{Kind: mutate.KindLedger, LedgerID: vr.NewLedgerID,
-				Entries: []mutate.LedgerEntry{{EntryID: 0, Value: entry}}, Description: what + ": entry 0 (SchemaEntry)"},
-			mutate.Item{Kind: mutate.KindCreate, Path: formats.LedgerPath(vr.NewLedgerID), After: mdBytes,
-				Description: what + fmt.Sprintf(": ledger %d metadata", vr.NewLedgerID)})
+		items = append(items, litems...)
 	}
 	items = append(items, mutate.Item{Kind: mutate.KindSet, Path: kw.lv.Path, Expect: kw.lv.Version,
 		Before: kw.lv.Value, After: locBytes,

@@ -149,3 +149,33 @@ type EntryProbe struct {
 	Corrupt     []string // returned a copy that does not verify
 	Unavailable []string // down, slow, refused or answering garbage
 }
+
+// SequentialCreator is a metadata store that makes ZooKeeper's sequential nodes,
+// which BookKeeper's ledger id generator takes ids from (ZkLedgerIdGenerator).
+type SequentialCreator interface {
+	// CreateSequential creates the node prefix followed by the parent's 10-digit
+	// sequence number, ephemeral when asked (gone with this store's session), its
+	// missing parents as empty persistent nodes, and returns the created path.
+	CreateSequential(prefix string, ephemeral bool) (string, error)
+	// Children returns the names of a node's children (ErrNotFound: no node).
+	Children(path string) ([]string, error)
+}
+
+// BookieWriter is a ledger store whose ledgers brokers read (live bookies) and
+// that can put a new ledger on them. The caller (the mutation engine) writes the
+// ledger's metadata node; the writer only talks to bookies and the generator.
+type BookieWriter interface {
+	// NewLedgerID takes a ledger id from the cluster's own generator.
+	NewLedgerID(ctx context.Context) (int64, error)
+	// WritableBookies lists the bookies registered as writable, sorted.
+	WritableBookies(ctx context.Context) ([]string, error)
+	// LedgerNode is the metadata node path of ledger id.
+	LedgerNode(id int64) string
+	// AddEntries adds entries (entry id = index) of the ledger whose metadata node
+	// value is md to every bookie of each entry's write set, and fails unless
+	// every one answers EOK; done is called after each bookie's answer.
+	AddEntries(ctx context.Context, ledgerID int64, md []byte, entries [][]byte, done func(entryID int64, bookie string)) error
+	// ReadBack reads every entry from every bookie of its write set and fails
+	// unless each copy's ids, digest and payload are the given ones.
+	ReadBack(ctx context.Context, ledgerID int64, md []byte, entries [][]byte) error
+}
