@@ -1,0 +1,236 @@
+package app
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// bkSchemaVersion is one schema version a bkSchemaCluster wrote.
+type bkSchemaVersion struct {
+	key     string
+	version int64
+	def     []byte
+	ledger  int64
+}
+
+// bkSchemaCluster writes schema versions as BookkeeperSchemaStorage does, with
+// the real Java client: one ledger per version (2/2/2, CRC32C, empty password,
+// Pulsar's custom metadata) holding the SchemaEntry, and each key's locator in
+// ZooKeeper. It returns the versions and a metadata store on the ZooKeeper.
+func bkSchemaCluster(t *testing.T, c *testutil.BKCluster) ([]bkSchemaVersion, store.MetadataStore) {
+	t.Helper()
+	mu, err := store.ParseMetadataURL("zk://" + c.ZK.Addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, err := store.OpenMetadata(mu, store.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ms.Close() })
+	vs := []bkSchemaVersion{
+		{key: "public/default/orders", version: 0, def: []byte(`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`)},
+		{key: "public/default/orders", version: 1, def: []byte(`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}`)},
+		{key: "public/default/users", version: 0, def: []byte(`{"type":"record","name":"User","fields":[{"name":"name","type":"string"}]}`)},
+	}
+	locs := map[string]*schemapb.SchemaLocator{}
+	var keys []string
+	for i := range vs {
+		v := &vs[i]
+		loc := locs[v.key]
+		if loc == nil {
+			loc = &schemapb.SchemaLocator{}
+			locs[v.key] = loc
+			keys = append(keys, v.key)
+		}
+		info, err := proto.Marshal(&schemapb.SchemaInfo{SchemaId: proto.String(v.key), User: proto.String("admin"),
+			Type: schemapb.SchemaInfo_AVRO.Enum(), Schema: v.def, Timestamp: proto.Int64(1700000000000 + v.version),
+			Deleted: proto.Bool(false)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		entry, err := formats.EncodeSchemaEntry(&schemapb.SchemaEntry{SchemaData: info, Index: loc.Index})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2, Digest: "CRC32C",
+			Meta: map[string]string{"application": "pulsar", "component": "schema", "pulsar/schemaId": v.key}}, [][]byte{entry})
+		v.ledger = w.LedgerID
+		h := sha256.Sum256(v.def)
+		ie := &schemapb.IndexEntry{Version: proto.Int64(v.version), Hash: h[:],
+			Position: &schemapb.PositionInfo{LedgerId: proto.Int64(w.LedgerID), EntryId: proto.Int64(0)}}
+		loc.Index = append(loc.Index, ie)
+		loc.Info = ie
+	}
+	for _, k := range keys {
+		b, err := formats.EncodeSchemaLocator(locs[k])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ms.CompareAndSet(formats.SchemasRoot+"/"+k, 0, b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return vs, ms
+}
+
+// TestBKSchemaRepairEndToEnd is the product's first incident on a real cluster,
+// from the CLI: schema ledgers lost on live bookies, check names them, schema
+// repair --apply writes new ledgers to the bookies, the Java client reads each
+// with a recovery open (as a broker does) and gets a SchemaEntry whose definition
+// hashes to the locator's hash, check is clean, and undo restores the locators
+// and deletes the ledgers.
+func TestBKSchemaRepairEndToEnd(t *testing.T) {
+	c := testutil.StartBookKeeper(t, testutil.BKOptions{})
+	vs, ms := bkSchemaCluster(t, c)
+	live := []string{"--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:", "--json"}
+	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
+	mustBin(t, 0, append(live, "schema", "capture", "--out", capFile)...)
+	if clean := findingSet(t, mustBin(t, 0, append(live, "check")...)); len(clean) != 0 {
+		t.Fatalf("check of the healthy cluster: %v", clean)
+	}
+	// Lose orders version 1 and users version 0: their ledgers are deleted.
+	lost := []bkSchemaVersion{vs[1], vs[2]}
+	for _, v := range lost {
+		if _, err := c.Tool("delete", "--ledger", fmt.Sprint(v.ledger)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{"error schema-ledger-lost schema public/default/orders version 1",
+		"error schema-ledger-lost schema public/default/users version 0"}
+	if got := findingSet(t, mustBin(t, 1, append(live, "check")...)); !slices.Equal(got, want) {
+		t.Fatalf("check after the loss:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	locBefore := locators(t, ms)
+	ledgersBefore := c.ListLedgers()
+
+	dir := t.TempDir() // the journal's data dir
+	rw := append([]string{"-d", dir}, live...)
+	// The dry run shows the bookie writes and writes nothing.
+	out, stderr, code := runBin(t, append(rw, "schema", "repair", "--from", capFile)...)
+	if code != 0 || !strings.Contains(out, "written to live bookies") || !strings.Contains(out, "placeholders") {
+		t.Fatalf("dry run: exit %d, %s\n%s", code, stderr, out)
+	}
+	if !mapsEqual(locators(t, ms), locBefore) || len(c.ListLedgers()) != len(ledgersBefore) {
+		t.Fatal("the dry run wrote")
+	}
+
+	out, stderr, code = runBin(t, append(rw, "schema", "repair", "--from", capFile, "--apply")...)
+	var rep struct {
+		RunID    string  `json:"run_id"`
+		Restored int     `json:"restored"`
+		NotOnBK  []int64 `json:"ledgers_not_on_bookies"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 || rep.Restored != 2 || rep.NotOnBK != nil {
+		t.Fatalf("repair --apply: exit %d, %+v, %v\n%s\n%s", code, rep, err, stderr, out)
+	}
+	if strings.Contains(stderr, "does not write to bookies") {
+		t.Errorf("a repair that wrote to bookies warns that it did not:\n%s", stderr)
+	}
+	// A broker's read: a recovery open of each new ledger, entry 0 a SchemaEntry
+	// whose definition hashes to the locator's hash.
+	newIDs := map[int64]bool{}
+	for _, v := range lost {
+		ie := indexEntry(t, ms, v.key, v.version)
+		id := ie.GetPosition().GetLedgerId()
+		newIDs[id] = true
+		if id == v.ledger || ie.GetPosition().GetEntryId() != 0 {
+			t.Fatalf("%s version %d: locator points at ledger %d entry %d", v.key, v.version, id, ie.GetPosition().GetEntryId())
+		}
+		r, err := c.ReadLedger(id, "", false)
+		if err != nil || !r.Recovery || len(r.Entries) != 1 {
+			t.Fatalf("bk tool read (recovery) of ledger %d: %+v, %v", id, r, err)
+		}
+		se, err := formats.DecodeSchemaEntry(r.Entries[0])
+		if err != nil {
+			t.Fatalf("ledger %d entry 0: %v", id, err)
+		}
+		var info schemapb.SchemaInfo
+		if err := proto.Unmarshal(se.GetSchemaData(), &info); err != nil {
+			t.Fatal(err)
+		}
+		if h := sha256.Sum256(info.GetSchema()); !bytes.Equal(h[:], ie.GetHash()) || !bytes.Equal(info.GetSchema(), v.def) {
+			t.Fatalf("ledger %d: the definition's SHA-256 %x is not the locator's %x", id, h, ie.GetHash())
+		}
+		var md struct {
+			State  string            `json:"state"`
+			Ens    int               `json:"ensemble_size"`
+			Custom map[string]string `json:"custom_metadata"`
+		}
+		if err := json.Unmarshal(r.Metadata, &md); err != nil || md.State != "CLOSED" || md.Ens != 2 ||
+			md.Custom["pulsar/schemaId"] != v.key || md.Custom["component"] != "schema" || md.Custom["application"] != "pulsar" {
+			t.Fatalf("ledger %d metadata: %s", id, r.Metadata)
+		}
+	}
+	if got := findingSet(t, mustBin(t, 0, append(live, "check")...)); len(got) != 0 {
+		t.Fatalf("check after the repair: %v", got)
+	}
+
+	mustBin(t, 0, append(rw, "journal", "undo", "--apply", rep.RunID)...)
+	if !mapsEqual(locators(t, ms), locBefore) {
+		t.Fatal("undo did not restore the locators byte for byte")
+	}
+	for _, l := range c.ListLedgers() {
+		if newIDs[l.LedgerID] {
+			t.Fatalf("after undo, bk tool list still shows ledger %d", l.LedgerID)
+		}
+	}
+}
+
+// locators reads every schema locator.
+func locators(t *testing.T, ms store.MetadataStore) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	if err := ms.Walk(t.Context(), formats.SchemasRoot+"/", func(n store.Node) error {
+		out[n.Path] = bytes.Clone(n.Value)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func mapsEqual(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// indexEntry is version's entry in key's locator.
+func indexEntry(t *testing.T, ms store.MetadataStore, key string, version int64) *schemapb.IndexEntry {
+	t.Helper()
+	n, err := ms.Get(formats.SchemasRoot + "/" + key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loc, err := formats.DecodeSchemaLocator(n.Value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ie := range loc.GetIndex() {
+		if ie.GetVersion() == version {
+			return ie
+		}
+	}
+	t.Fatalf("%s: no version %d in the locator", key, version)
+	return nil
+}
