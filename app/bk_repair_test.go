@@ -18,75 +18,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// bkSchemaVersion is one schema version a bkSchemaCluster wrote.
-type bkSchemaVersion struct {
-	key     string
-	version int64
-	def     []byte
-	ledger  int64
-}
-
-// bkSchemaCluster writes schema versions as BookkeeperSchemaStorage does, with
-// the real Java client: one ledger per version (2/2/2, CRC32C, empty password,
-// Pulsar's custom metadata) holding the SchemaEntry, and each key's locator in
-// ZooKeeper. It returns the versions and a metadata store on the ZooKeeper.
-func bkSchemaCluster(t *testing.T, c *testutil.BKCluster) ([]bkSchemaVersion, store.MetadataStore) {
-	t.Helper()
-	mu, err := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ms, err := store.OpenMetadata(mu, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
-	vs := []bkSchemaVersion{
-		{key: "public/default/orders", version: 0, def: []byte(`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"}]}`)},
-		{key: "public/default/orders", version: 1, def: []byte(`{"type":"record","name":"Order","fields":[{"name":"id","type":"long"},{"name":"note","type":["null","string"],"default":null}]}`)},
-		{key: "public/default/users", version: 0, def: []byte(`{"type":"record","name":"User","fields":[{"name":"name","type":"string"}]}`)},
-	}
-	locs := map[string]*schemapb.SchemaLocator{}
-	var keys []string
-	for i := range vs {
-		v := &vs[i]
-		loc := locs[v.key]
-		if loc == nil {
-			loc = &schemapb.SchemaLocator{}
-			locs[v.key] = loc
-			keys = append(keys, v.key)
-		}
-		info, err := proto.Marshal(&schemapb.SchemaInfo{SchemaId: proto.String(v.key), User: proto.String("admin"),
-			Type: schemapb.SchemaInfo_AVRO.Enum(), Schema: v.def, Timestamp: proto.Int64(1700000000000 + v.version),
-			Deleted: proto.Bool(false)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		entry, err := formats.EncodeSchemaEntry(&schemapb.SchemaEntry{SchemaData: info, Index: loc.Index})
-		if err != nil {
-			t.Fatal(err)
-		}
-		w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2, Digest: "CRC32C",
-			Meta: map[string]string{"application": "pulsar", "component": "schema", "pulsar/schemaId": v.key}}, [][]byte{entry})
-		v.ledger = w.LedgerID
-		h := sha256.Sum256(v.def)
-		ie := &schemapb.IndexEntry{Version: proto.Int64(v.version), Hash: h[:],
-			Position: &schemapb.PositionInfo{LedgerId: proto.Int64(w.LedgerID), EntryId: proto.Int64(0)}}
-		loc.Index = append(loc.Index, ie)
-		loc.Info = ie
-	}
-	for _, k := range keys {
-		b, err := formats.EncodeSchemaLocator(locs[k])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := ms.CompareAndSet(formats.SchemasRoot+"/"+k, 0, b); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return vs, ms
-}
-
 // TestBKSchemaRepairEndToEnd is the product's first incident on a real cluster,
 // from the CLI: schema ledgers lost on live bookies, check names them, schema
 // repair --apply writes new ledgers to the bookies, the Java client reads each
@@ -95,7 +26,7 @@ func bkSchemaCluster(t *testing.T, c *testutil.BKCluster) ([]bkSchemaVersion, st
 // and deletes the ledgers.
 func TestBKSchemaRepairEndToEnd(t *testing.T) {
 	c := testutil.StartBookKeeper(t, testutil.BKOptions{})
-	vs, ms := bkSchemaCluster(t, c)
+	vs, ms := c.WriteSchemas(t)
 	live := []string{"--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:", "--json"}
 	capFile := filepath.Join(t.TempDir(), "schemas.jsonl")
 	mustBin(t, 0, append(live, "schema", "capture", "--out", capFile)...)
@@ -103,9 +34,9 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 		t.Fatalf("check of the healthy cluster: %v", clean)
 	}
 	// Lose orders version 1 and users version 0: their ledgers are deleted.
-	lost := []bkSchemaVersion{vs[1], vs[2]}
+	lost := []testutil.BKSchemaVersion{vs[1], vs[2]}
 	for _, v := range lost {
-		if _, err := c.Tool("delete", "--ledger", fmt.Sprint(v.ledger)); err != nil {
+		if _, err := c.Tool("delete", "--ledger", fmt.Sprint(v.Ledger)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -144,11 +75,11 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 	// whose definition hashes to the locator's hash.
 	newIDs := map[int64]bool{}
 	for _, v := range lost {
-		ie := indexEntry(t, ms, v.key, v.version)
+		ie := indexEntry(t, ms, v.Key, v.Version)
 		id := ie.GetPosition().GetLedgerId()
 		newIDs[id] = true
-		if id == v.ledger || ie.GetPosition().GetEntryId() != 0 {
-			t.Fatalf("%s version %d: locator points at ledger %d entry %d", v.key, v.version, id, ie.GetPosition().GetEntryId())
+		if id == v.Ledger || ie.GetPosition().GetEntryId() != 0 {
+			t.Fatalf("%s version %d: locator points at ledger %d entry %d", v.Key, v.Version, id, ie.GetPosition().GetEntryId())
 		}
 		r, err := c.ReadLedger(id, "", false)
 		if err != nil || !r.Recovery || len(r.Entries) != 1 {
@@ -162,7 +93,7 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 		if err := proto.Unmarshal(se.GetSchemaData(), &info); err != nil {
 			t.Fatal(err)
 		}
-		if h := sha256.Sum256(info.GetSchema()); !bytes.Equal(h[:], ie.GetHash()) || !bytes.Equal(info.GetSchema(), v.def) {
+		if h := sha256.Sum256(info.GetSchema()); !bytes.Equal(h[:], ie.GetHash()) || !bytes.Equal(info.GetSchema(), v.Def) {
 			t.Fatalf("ledger %d: the definition's SHA-256 %x is not the locator's %x", id, h, ie.GetHash())
 		}
 		var md struct {
@@ -171,7 +102,7 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 			Custom map[string]string `json:"custom_metadata"`
 		}
 		if err := json.Unmarshal(r.Metadata, &md); err != nil || md.State != "CLOSED" || md.Ens != 2 ||
-			md.Custom["pulsar/schemaId"] != v.key || md.Custom["component"] != "schema" || md.Custom["application"] != "pulsar" {
+			md.Custom["pulsar/schemaId"] != v.Key || md.Custom["component"] != "schema" || md.Custom["application"] != "pulsar" {
 			t.Fatalf("ledger %d metadata: %s", id, r.Metadata)
 		}
 	}

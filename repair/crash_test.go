@@ -25,6 +25,9 @@ const (
 )
 
 func TestMain(m *testing.M) {
+	if zkAddr := os.Getenv(envBKCrashZK); zkAddr != "" {
+		os.Exit(bkCrashChild(os.Getenv(envCrashDir), zkAddr, os.Getenv(envCrashInput), os.Getenv(envCrashStep)))
+	}
 	if dir := os.Getenv(envCrashDir); dir != "" {
 		os.Exit(crashChild(dir, os.Getenv(envCrashInput), os.Getenv(envCrashStep)))
 	}
