@@ -33,6 +33,8 @@ func TestLive(t *testing.T) {
 	t.Run("WrongRoot", func(t *testing.T) { testWrongRoot(t, c) })
 	t.Run("AuthRequired", func(t *testing.T) { testAuthRequired(t, c) })
 	t.Run("AddEntryReadByJava", func(t *testing.T) { testAddEntry(t, c) })
+	t.Run("MetadataRoundTrip", func(t *testing.T) { testMetadataRoundTrip(t, c) })
+	t.Run("IDGenerator", func(t *testing.T) { testIDGenerator(t, c) })
 	t.Run("BookieStopped", func(t *testing.T) { testBookieStopped(t, c) }) // last: stops a bookie
 }
 
