@@ -55,6 +55,17 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "written to live bookies") || !strings.Contains(out, "placeholders") {
 		t.Fatalf("dry run: exit %d, %s\n%s", code, stderr, out)
 	}
+	// The flags size the new ledgers; sizes that do not nest are bad usage.
+	out, stderr, code = runBin(t, append(rw, "schema", "repair", "--from", capFile, "--ensemble-size", "3", "--write-quorum", "3")...)
+	if code != 0 || strings.Count(out, "(3/3/2 CRC32C)") != 2 {
+		t.Fatalf("dry run with --ensemble-size 3 --write-quorum 3: exit %d, %s\n%s", code, stderr, out)
+	}
+	if _, stderr, code = runBin(t, append(rw, "schema", "repair", "--from", capFile, "--write-quorum", "3")...); code != 2 {
+		t.Fatalf("--write-quorum 3 over the sibling's ensemble of 2: exit %d, %s", code, stderr)
+	}
+	if _, stderr, code = runBin(t, "-d", dir, "schema", "repair", "--from", capFile, "--ensemble-size", "3"); code != 2 {
+		t.Fatalf("--ensemble-size without bk:: exit %d, %s", code, stderr)
+	}
 	if !mapsEqual(locators(t, ms), locBefore) || len(c.ListLedgers()) != len(ledgersBefore) {
 		t.Fatal("the dry run wrote")
 	}

@@ -60,6 +60,9 @@ func (e *env) schemaCommand() *cli.Command {
 					&cli.BoolFlag{Name: flagCountUsage, Usage: "also count the stored messages that need each lost version (reads every topic entry)"},
 					&cli.StringFlag{Name: flagResolveCollision, Usage: "when the current schema history holds other schemas than the capture " +
 						"under the same versions: old (rebuild the captured history over it) or new (keep it); refused without it"},
+					&cli.IntFlag{Name: flagEnsembleSize, Usage: "with --ledgers bk:: ensemble size of the new ledgers (default: a sibling schema ledger's, else 2)"},
+					&cli.IntFlag{Name: flagWriteQuorum, Usage: "with --ledgers bk:: write quorum of the new ledgers (default: a sibling's, else 2)"},
+					&cli.IntFlag{Name: flagAckQuorum, Usage: "with --ledgers bk:: ack quorum of the new ledgers (default: a sibling's, else 2)"},
 				},
 				Action: e.schemaRepair,
 			},
@@ -74,6 +77,9 @@ const (
 	flagAllowHashMismatch = "allow-hash-mismatch"
 	flagCountUsage        = "count-usage"
 	flagResolveCollision  = "resolve-collision"
+	flagEnsembleSize      = "ensemble-size"
+	flagWriteQuorum       = "write-quorum"
+	flagAckQuorum         = "ack-quorum"
 )
 
 // captureOptions are schema capture's flags.
@@ -108,6 +114,7 @@ type repairOptions struct {
 	Backup            string
 	CountUsage        bool
 	ResolveCollision  string // "", repair.ResolveOld or repair.ResolveNew
+	Quorums           repair.Quorums
 }
 
 func parseRepairOptions(c *cli.Context) (repairOptions, error) {
@@ -124,6 +131,14 @@ func parseRepairOptions(c *cli.Context) (repairOptions, error) {
 	}
 	if r := o.ResolveCollision; r != "" && r != repair.ResolveOld && r != repair.ResolveNew {
 		return o, report.BadInputf("--resolve-collision %q: want %s or %s", r, repair.ResolveOld, repair.ResolveNew)
+	}
+	o.Quorums = repair.Quorums{Ensemble: c.Int(flagEnsembleSize), Write: c.Int(flagWriteQuorum), Ack: c.Int(flagAckQuorum)}
+	if err := o.Quorums.Check(); err != nil {
+		return o, report.BadInput(err)
+	}
+	if so, err := storeOptions(c, true); err == nil && o.Quorums.Set() && (so.Ledgers == nil || so.Ledgers.Scheme != store.SchemeBK) {
+		return o, report.BadInputf("--%s, --%s and --%s size the ledgers a repair writes to live bookies: give --ledgers bk:",
+			flagEnsembleSize, flagWriteQuorum, flagAckQuorum)
 	}
 	return o, nil
 }
@@ -208,7 +223,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 		return report.BadInput(err)
 	}
 	opts := repair.Options{KeyFilter: ro.key(), AllowHashMismatch: ro.AllowHashMismatch, Args: commandLine(c),
-		ResolveCollision: ro.ResolveCollision, TakeLedgerIDs: apply}
+		ResolveCollision: ro.ResolveCollision, TakeLedgerIDs: apply, Quorums: ro.Quorums}
 	if opts.AllowHashMismatch {
 		fmt.Fprintln(e.Stderr, "WARNING: --allow-hash-mismatch: inputs whose SHA-256 differs from the locator's may be "+
 			"written; consumers may then decode old messages with the wrong schema")
@@ -230,6 +245,9 @@ func (e *env) schemaRepair(c *cli.Context) error {
 	}
 	opts.Scan = messageScan(dd)
 	rp, err := repair.Plan(c.Context, dd, cands, opts)
+	if errors.Is(err, repair.ErrBadQuorums) {
+		return report.BadInput(err)
+	}
 	if err != nil {
 		return report.CannotOpen(err)
 	}

@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -25,12 +26,54 @@ const (
 	pulsarAckQuorum   = 2
 )
 
+// Quorums are the sizes of new ledgers on live bookies the user asked for (0:
+// not given: the sibling's, else Pulsar's default).
+type Quorums struct{ Ensemble, Write, Ack int }
+
+// ErrBadQuorums: sizes no BookKeeper client accepts (1 <= ack <= write <= ensemble).
+var ErrBadQuorums = errors.New("bad ensemble/quorum sizes")
+
+// Set says whether any size was given.
+func (q Quorums) Set() bool { return q.Ensemble != 0 || q.Write != 0 || q.Ack != 0 }
+
+// Check refuses negative sizes and, among those given, any that do not nest.
+func (q Quorums) Check() error {
+	if q.Ensemble < 0 || q.Write < 0 || q.Ack < 0 || q.Ensemble > 64 {
+		return fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d", ErrBadQuorums, q.Ensemble, q.Write, q.Ack)
+	}
+	if q.Write > 0 && q.Ensemble > 0 && q.Write > q.Ensemble || q.Ack > 0 && q.Write > 0 && q.Ack > q.Write ||
+		q.Ack > 0 && q.Ensemble > 0 && q.Ack > q.Ensemble {
+		return fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d: want ack <= write <= ensemble", ErrBadQuorums,
+			q.Ensemble, q.Write, q.Ack)
+	}
+	return nil
+}
+
+// apply overrides e/w/a with the sizes given and checks the result nests.
+func (q Quorums) apply(e, w, a int32) (int32, int32, int32, error) {
+	if q.Ensemble > 0 {
+		e = int32(q.Ensemble)
+	}
+	if q.Write > 0 {
+		w = int32(q.Write)
+	}
+	if q.Ack > 0 {
+		a = int32(q.Ack)
+	}
+	if a < 1 || a > w || w > e {
+		return 0, 0, 0, fmt.Errorf("%w: ensemble %d, write quorum %d, ack quorum %d (the sibling's sizes with the flags given): "+
+			"want 1 <= ack <= write <= ensemble", ErrBadQuorums, e, w, a)
+	}
+	return e, w, a, nil
+}
+
 // liveBookies is how new ledgers reach a live cluster's bookies (--ledgers bk:):
 // each restored version becomes one mutate.KindBookieLedger item, which the
 // engine writes in BookKeeper's safe order.
 type liveBookies struct {
 	ctx      context.Context
 	bw       store.BookieWriter
+	quorums  Quorums
 	takeIDs  bool     // --apply: ids from the cluster's generator; dry run: placeholders
 	writable []string // the registry's writable bookies, sorted
 	next     int      // where the next ensemble starts in writable
@@ -38,7 +81,7 @@ type liveBookies struct {
 }
 
 // newLiveBookies returns nil when the ledger store is not a live cluster's.
-func newLiveBookies(ctx context.Context, dd *store.DataDir, takeIDs bool) (*liveBookies, error) {
+func newLiveBookies(ctx context.Context, dd *store.DataDir, takeIDs bool, q Quorums) (*liveBookies, error) {
 	bw, ok := dd.Ledgers.(store.BookieWriter)
 	if !ok {
 		return nil, nil
@@ -47,7 +90,7 @@ func newLiveBookies(ctx context.Context, dd *store.DataDir, takeIDs bool) (*live
 	if err != nil {
 		return nil, err
 	}
-	return &liveBookies{ctx: ctx, bw: bw, takeIDs: takeIDs, writable: writable, used: map[string]bool{}}, nil
+	return &liveBookies{ctx: ctx, bw: bw, takeIDs: takeIDs, quorums: q, writable: writable, used: map[string]bool{}}, nil
 }
 
 // ensemble picks n writable bookies: the sibling's own first when they are
@@ -137,6 +180,10 @@ func (u *ledgerUniverse) liveSchemaLedgerMetadata(key string, length, ctimeMilli
 		if segs := t.GetSegment(); len(segs) > 0 {
 			prefer = segs[len(segs)-1].GetEnsembleMember()
 		}
+	}
+	ensemble, write, ack, err := u.live.quorums.apply(ensemble, write, ack)
+	if err != nil {
+		return nil, err
 	}
 	members, err := u.live.ensemble(int(ensemble), prefer)
 	if err != nil {

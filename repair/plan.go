@@ -48,6 +48,8 @@ type Options struct {
 	// take new ledger ids from the cluster's generator (--apply); the dry run
 	// shows placeholders and takes none.
 	TakeLedgerIDs bool
+	// Quorums override the sizes of ledgers written to live bookies.
+	Quorums Quorums
 }
 
 // Action says what the plan does with a lost version.
@@ -182,7 +184,7 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 		return nil, err
 	}
 	rp.Warnings = append(rp.Warnings, u.Warnings...)
-	if u.live, err = newLiveBookies(ctx, dd, opts.TakeLedgerIDs); err != nil {
+	if u.live, err = newLiveBookies(ctx, dd, opts.TakeLedgerIDs, opts.Quorums); err != nil {
 		return nil, err
 	}
 	for _, rb := range hw.rebuilds {
@@ -254,6 +256,11 @@ func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Option
 		rp.Notes = append(rp.Notes, u.templateNote())
 		if u.live != nil {
 			rp.Notes = append(rp.Notes, u.live.notes()...)
+			for _, it := range plan.Items {
+				if it.Kind == mutate.KindBookieLedger {
+					rp.Notes = append(rp.Notes, it.Description)
+				}
+			}
 		} else {
 			rp.Notes = append(rp.Notes, fmt.Sprintf("new ledger ids start above %d, the highest id named anywhere in the data dir",
 				rp.firstNewID()-1))
