@@ -130,6 +130,79 @@ func TestBKSchemaRepairEndToEnd(t *testing.T) {
 			t.Fatalf("after undo, bk tool list still shows ledger %d", l.LedgerID)
 		}
 	}
+
+	// The same repair made on a working copy, then pushed with --ledgers bk:
+	// the new ledgers go to the bookies with ids from the cluster's generator.
+	wc := filepath.Join(t.TempDir(), "wc")
+	mustBin(t, 0, append(live, "import", "--out", wc, "--copy-ledgers")...)
+	var wrep struct {
+		RunID string `json:"run_id"`
+	}
+	if err := json.Unmarshal([]byte(mustBin(t, 0, "-d", wc, "--json", "schema", "repair", "--from", capFile, "--apply")), &wrep); err != nil {
+		t.Fatal(err)
+	}
+	push := []string{"-d", wc, "--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:", "--json", "journal", "push", wrep.RunID}
+	if out := mustBin(t, 0, push...); strings.Count(out, `"bookie-ledger"`) != 2 || !strings.Contains(out, "placeholders") {
+		t.Fatalf("push dry run:\n%s", out)
+	}
+	if !mapsEqual(locators(t, ms), locBefore) {
+		t.Fatal("the push dry run wrote")
+	}
+	out, stderr, code = runBin(t, append(push, "--apply")...)
+	if code != 0 || strings.Contains(stderr, "does not write to bookies") {
+		t.Fatalf("push --apply: exit %d\n%s\n%s", code, stderr, out)
+	}
+	pushed := map[int64]bool{}
+	for _, v := range lost {
+		ie := indexEntry(t, ms, v.Key, v.Version)
+		id := ie.GetPosition().GetLedgerId()
+		pushed[id] = true
+		r, err := c.ReadLedger(id, "", false)
+		if err != nil || len(r.Entries) != 1 {
+			t.Fatalf("bk tool read (recovery) of pushed ledger %d: %+v, %v", id, r, err)
+		}
+		se, err := formats.DecodeSchemaEntry(r.Entries[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		var info schemapb.SchemaInfo
+		if err := proto.Unmarshal(se.GetSchemaData(), &info); err != nil {
+			t.Fatal(err)
+		}
+		if h := sha256.Sum256(info.GetSchema()); !bytes.Equal(h[:], ie.GetHash()) {
+			t.Fatalf("pushed ledger %d: the definition's SHA-256 is not the locator's", id)
+		}
+		for _, ie := range se.GetIndex() {
+			if n := ie.GetPosition().GetLedgerId(); n >= 0 && n != vs[0].Ledger && !pushed[n] {
+				// Earlier versions it names are readable ledgers of the cluster
+				// (-1: version 0 names itself before its ledger exists).
+				if _, err := c.ReadLedger(n, "", true); err != nil {
+					t.Fatalf("pushed ledger %d's SchemaEntry names ledger %d: %v", id, n, err)
+				}
+			}
+		}
+	}
+	if got := findingSet(t, mustBin(t, 0, append(live, "check")...)); len(got) != 0 {
+		t.Fatalf("check after the push: %v", got)
+	}
+	var journal struct {
+		Runs []struct {
+			RunID string `json:"run"`
+		} `json:"runs"`
+	}
+	if err := json.Unmarshal([]byte(mustBin(t, 0, "-d", wc, "--json", "journal", "list")), &journal); err != nil || len(journal.Runs) < 2 {
+		t.Fatalf("journal list: %v %+v", err, journal)
+	}
+	last := journal.Runs[len(journal.Runs)-1].RunID
+	mustBin(t, 0, "-d", wc, "--metadata", "zk://"+c.ZK.Addr, "--ledgers", "bk:", "journal", "undo", "--apply", last)
+	if !mapsEqual(locators(t, ms), locBefore) {
+		t.Fatal("undo of the push did not restore the locators")
+	}
+	for _, l := range c.ListLedgers() {
+		if pushed[l.LedgerID] {
+			t.Fatalf("after undoing the push, bk tool list still shows ledger %d", l.LedgerID)
+		}
+	}
 }
 
 // locators reads every schema locator.

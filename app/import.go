@@ -7,6 +7,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/repair"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -174,7 +175,15 @@ func (e *env) journalPush(c *cli.Context) error {
 		return err
 	}
 	defer dd.Close()
-	plan, err := mutate.PushPlan(rec, dd.Metadata)
+	var plan *mutate.Plan
+	_, toBookies := dd.Ledgers.(store.BookieWriter)
+	if toBookies {
+		// --ledgers bk:: the run's new ledgers go to the bookies, with ids from
+		// the cluster's generator (placeholders in the dry run).
+		plan, err = repair.PushToBookies(c.Context, rec, dd, apply, repair.Quorums{})
+	} else {
+		plan, err = mutate.PushPlan(rec, dd.Metadata)
+	}
 	if errors.Is(err, mutate.ErrPushConflict) {
 		fmt.Fprintf(e.Stderr, "ledgermedic: %v\n", err)
 		fmt.Fprintf(e.Stderr, "nothing was written; import the store again and redo the repair on the new copy\n")
@@ -189,7 +198,9 @@ func (e *env) journalPush(c *cli.Context) error {
 	for _, ji := range rec.Items {
 		runItems = append(runItems, ji.Item)
 	}
-	e.noteLedgersNotOnBookies(doc, mutate.NewLedgers(runItems), true)
+	if !toBookies {
+		e.noteLedgersNotOnBookies(doc, mutate.NewLedgers(runItems), true)
+	}
 	if !apply {
 		steps := make([]pushStep, len(plan.Items))
 		for i, it := range plan.Items {
