@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 )
 
 func addInputSeeds(f *testing.F) {
@@ -87,4 +90,45 @@ func TestJacksonCompactMatchesAvroText(t *testing.T) {
 	if string(got) != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
+}
+
+// FuzzRemapLocator: any node bytes a push meets as a locator's after-image
+// either fail to decode or are remapped: every position naming a remapped
+// ledger names its new id, every other position is kept.
+func FuzzRemapLocator(f *testing.F) {
+	f.Add([]byte{0x0a, 0x0c, 0x08, 0x00, 0x12, 0x04, 0x08, 0x05, 0x10, 0x00, 0x1a, 0x02, 0xab, 0xcd})
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		before, err := formats.DecodeSchemaLocator(data)
+		out, rerr := remapLocator(data, map[int64]int64{5: 77})
+		if err != nil {
+			if rerr == nil {
+				t.Fatal("remapLocator accepted bytes that do not decode")
+			}
+			return
+		}
+		if rerr != nil {
+			return // decodes, but does not re-encode (a required field missing)
+		}
+		after, err := formats.DecodeSchemaLocator(out)
+		if err != nil {
+			t.Fatalf("remapped locator does not decode: %v", err)
+		}
+		all := func(l *schemapb.SchemaLocator) []*schemapb.IndexEntry {
+			return append([]*schemapb.IndexEntry{l.GetInfo()}, l.GetIndex()...)
+		}
+		b, a := all(before), all(after)
+		if len(a) != len(b) {
+			t.Fatalf("%d index entries, was %d", len(a), len(b))
+		}
+		for i := range b {
+			want := b[i].GetPosition().GetLedgerId()
+			if want == 5 {
+				want = 77
+			}
+			if got := a[i].GetPosition().GetLedgerId(); got != want {
+				t.Fatalf("entry %d: ledger %d, want %d", i, got, want)
+			}
+		}
+	})
 }
