@@ -249,9 +249,9 @@ func NewLedgers(items []Item) []int64 {
 }
 
 // LedgersNotOnBookies says where new ledgers' entries are, for a run that writes
-// them: the engine writes entries to the data dir's ledger store only (ledgermedic
-// never writes to bookies), while a broker reads every ledger from the bookies its
-// /ledgers node names. "" when ids is empty.
+// them to the data dir's ledger store (KindLedger; a run with --ledgers bk: writes
+// KindBookieLedger items instead), while a broker reads every ledger from the
+// bookies its /ledgers node names. "" when ids is empty.
 func LedgersNotOnBookies(ids []int64) string {
 	if len(ids) == 0 {
 		return ""
@@ -260,8 +260,8 @@ func LedgersNotOnBookies(ids []int64) string {
 	for i, id := range ids {
 		list[i] = strconv.FormatInt(id, 10)
 	}
-	return fmt.Sprintf("the entries of %d new ledger(s) (%s) go to the data dir's ledger store only: ledgermedic does not "+
-		"write to bookies, and brokers read a ledger from the bookies its /ledgers node names, so they cannot read "+
+	return fmt.Sprintf("the entries of %d new ledger(s) (%s) go to the data dir's ledger store only: this run does not "+
+		"write to bookies (runs with --ledgers bk: do), and brokers read a ledger from the bookies its /ledgers node names, so they cannot read "+
 		"these ledgers until their entries are written to BookKeeper (docs/runbook-lost-schema-ledger.md, step 6)",
 		len(ids), strings.Join(list, ", "))
 }
