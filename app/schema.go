@@ -43,6 +43,9 @@ func (e *env) schemaCommand() *cli.Command {
 				Description: "For each schema version whose ledger or entry is gone, finds an input whose definition's\n" +
 					"SHA-256 equals the hash the schema locator holds for that version, writes it to a new ledger\n" +
 					"(an id used nowhere in the data dir) and repoints the locator, keeping versions and hashes.\n" +
+					"With --ledgers bk: and the live --metadata store, the new ledger goes to the cluster's bookies (id from\n" +
+					"its generator; created OPEN, entry 0 added to every bookie of the write set, closed, read back, then\n" +
+					"the locator), sized like a sibling schema ledger unless --ensemble-size/--write-quorum/--ack-quorum.\n" +
 					"Lost delete markers (tombstones) are rebuilt without input. Inputs (--from, a file or a folder):\n" +
 					"`ledgermedic schema capture` files; what `pulsar-admin schemas get TOPIC [--version N]` prints;\n" +
 					"REST GetSchemaResponse JSON; `pulsar-admin schemas upload` files. Exit 1 while any lost version\n" +
