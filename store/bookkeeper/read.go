@@ -127,36 +127,74 @@ func (s *Store) LastEntry(ledgerID int64) (int64, error) {
 // (the hierarchical paths sort as the ids do), with their readable entry counts;
 // a ledger with none is left out. A ledger whose metadata does not decode is
 // skipped here (check reports its node).
+//
+// The walk streams: at most lacWindow ledgers are held between the walk and fn,
+// and the last add confirmed of the open ones among them is read from their
+// bookies concurrently, so memory does not grow with the cluster and open
+// ledgers cost one round trip per window rather than one each.
 func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
-	var ids []int64
-	var values [][]byte
-	err := s.meta.Walk(ctx, s.root+"/", func(n store.Node) error {
-		id, err := parseLedgerPath(s.root, n.Path)
-		if err != nil {
-			return nil
-		}
-		ids, values = append(ids, id), append(values, bytes.Clone(n.Value))
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("bk: ledgers under %s: %w", s.root, err)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type slot struct {
+		l    *ledger
+		err  error
+		done chan struct{} // closed when l.last is known (at once for a closed ledger)
 	}
-	for i, id := range ids {
-		l, err := s.parseLedger(id, values[i])
-		values[i] = nil
-		if err != nil {
-			continue // check reports the node that does not decode
+	slots := make(chan *slot, lacWindow)
+	walkErr := make(chan error, 1)
+	go func() {
+		defer close(slots)
+		walkErr <- s.meta.Walk(ctx, s.root+"/", func(n store.Node) error {
+			id, err := parseLedgerPath(s.root, n.Path)
+			if err != nil {
+				return nil
+			}
+			l, err := s.parseLedger(id, n.Value)
+			if err != nil {
+				return nil // check reports the node that does not decode
+			}
+			sl := &slot{l: l, done: make(chan struct{})}
+			select {
+			case slots <- sl: // blocks while lacWindow ledgers wait for fn
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			if !l.open {
+				close(sl.done)
+				return nil
+			}
+			go func() {
+				defer close(sl.done)
+				sl.l, sl.err = s.finishLedger(ctx, l)
+			}()
+			return nil
+		})
+	}()
+	var err error
+	for sl := range slots {
+		<-sl.done
+		if err = sl.err; err != nil {
+			break
 		}
-		if l, err = s.finishLedger(ctx, l); err != nil {
-			return err
+		if !sl.l.open {
+			s.cache(sl.l)
 		}
-		if l.last >= 0 {
-			if err := fn(id, l.last+1); err != nil {
-				return err
+		if sl.l.last >= 0 {
+			if err = fn(sl.l.id, sl.l.last+1); err != nil {
+				break
 			}
 		}
 	}
-	return nil
+	// Stop the walk and the LAC reads before returning: nothing may still use
+	// the metadata store or the connections once the caller closes them.
+	cancel()
+	for sl := range slots {
+		<-sl.done
+	}
+	if werr := <-walkErr; err == nil && werr != nil {
+		err = fmt.Errorf("bk: ledgers under %s: %w", s.root, werr)
+	}
+	return err
 }
 
 // ScanEntries passes every readable entry of every ledger to fn, in (ledger,
@@ -165,28 +203,22 @@ func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries i
 // first entry no bookie of its write set holds (the store then holds fewer
 // entries than the metadata says, as a bookie dir missing them would).
 func (s *Store) ScanEntries(ctx context.Context, fn func(ledgerID, entryID int64, value []byte) error, skipped func(*store.TruncatedError) error) error {
-	var ids []int64
-	if err := s.LedgerIDs(ctx, func(id, _ int64) error { ids = append(ids, id); return nil }); err != nil {
-		return err
-	}
-	for _, id := range ids {
+	// Each ledger is read as the streaming LedgerIDs hands it over: no list of
+	// every id is held.
+	return s.LedgerIDs(ctx, func(id, _ int64) error {
 		for from := int64(0); ; {
 			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { return fn(id, e, v) })
 			var te *store.TruncatedError
 			if errors.Is(err, store.ErrNotFound) && !errors.As(err, &te) {
-				break // no bookie holds the rest: check compares what was read with the metadata
+				return nil // no bookie holds the rest: check compares what was read with the metadata
 			}
 			if skipped == nil || !errors.As(err, &te) || te.LedgerID != id || te.EntryID < from {
-				if err != nil {
-					return err
-				}
-				break
+				return err
 			}
 			if err := skipped(te); err != nil {
 				return err
 			}
 			from = te.EntryID + 1
 		}
-	}
-	return nil
+	})
 }

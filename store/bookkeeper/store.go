@@ -20,6 +20,9 @@ const (
 	defaultTimeout  = 10 * time.Second
 	defaultInflight = 64 // requests outstanding per bookie connection
 	ledgerCacheMax  = 1 << 16
+	// lacWindow bounds the ledgers LedgerIDs holds between its walk and its
+	// caller, and so the open ledgers whose LAC it reads at once.
+	lacWindow = 64
 )
 
 // Kinds of the replica findings a live read reports (beside store's
@@ -206,13 +209,19 @@ func (s *Store) finishLedger(ctx context.Context, l *ledger) (*ledger, error) {
 			return nil, err
 		}
 	}
+	s.cache(l)
+	return l, nil
+}
+
+// cache keeps a ledger's metadata for the reads of its entries; the cache is
+// emptied when full, so memory stays bounded on clusters of any size.
+func (s *Store) cache(l *ledger) {
 	s.mu.Lock()
 	if len(s.ledgers) >= ledgerCacheMax {
 		s.ledgers = map[int64]*ledger{}
 	}
 	s.ledgers[l.id] = l
 	s.mu.Unlock()
-	return l, nil
 }
 
 // conn returns the bookie's connection, dialling it (through the registry) the
