@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -43,14 +45,17 @@ type liveRaw interface {
 	create(b *testing.B, paths []string, values [][]byte)
 	// readAll is the read yardstick over the paths inspect topics visits.
 	readAll(b *testing.B, paths []string, prefix string)
-	// writeBatch is the write yardstick: one batch of unconditional-version writes.
-	writeBatch(b *testing.B, paths []string, value []byte)
+	// readModifyWrite is the back-fill yardstick: read every node of the batch
+	// (with its version), then write value to all of them in one compare-and-set
+	// batch against the versions read.
+	readModifyWrite(b *testing.B, paths []string, value []byte)
 	get(b *testing.B, path string) []byte
 	// remove deletes the paths (leaves; parents stay).
 	remove(b *testing.B, paths []string)
 	// serverCPU is the server process's CPU time so far, which it takes from the
 	// same cores as we do.
 	serverCPU() time.Duration
+	pid() int // the server's process
 }
 
 // liveBenchFixture is a generated cluster loaded into the server: the data dir (its
@@ -163,8 +168,16 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 }
 
 // benchBackfill: index.Backfill --apply (entry-0 reads, journaled runs, batched
-// compare-and-set) over 2,000 managed ledgers against bare batches of the same size
-// writing same-size values. Ratio bare/ours in nodes/s; target >= 0.5.
+// compare-and-set) over 2,000 managed ledgers against a bare read-modify-write
+// loop: batches of the same size, each node read (with the concurrency of our
+// ZooKeeper backend) and the batch written back by compare-and-set against the
+// versions read, with the bytes back-fill wrote. No back-fill can beat that loop:
+// it reads each node and writes it, as back-fill must, and does nothing else.
+// Ratio bare/ours in nodes/s; target >= 0.7.
+//
+// LEDGERMEDIC_BENCH_SERVER_CPU=N pins the server process (all its threads) to
+// CPU N with taskset; run the benchmark itself under `taskset -c M` to give the
+// client the other core.
 //
 // More yardsticks, untimed, say where our time goes: "walk-only" walks the managed
 // ledgers as back-fill does and decodes nothing, "plan-only" is the same back-fill
@@ -233,7 +246,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		settle() // our run's aftermath
 		t2, c2, s2 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		for i := 0; i < len(theirs); i += liveBenchBatch {
-			raw.writeBatch(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
+			raw.readModifyWrite(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
 		}
 		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
 		bareCPU, bareServerCPU = bareCPU+rusage.ProcessCPU()-c2, bareServerCPU+raw.serverCPU()-s2
@@ -281,8 +294,21 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }
 func BenchmarkLiveEtcdInspectTopics(b *testing.B) { benchInspectTopics(b, startEtcdRaw(b)) }
-func BenchmarkLiveZKBackfill(b *testing.B)        { benchBackfill(b, startZKRaw(b)) }
-func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, startEtcdRaw(b)) }
+func BenchmarkLiveZKBackfill(b *testing.B)        { benchBackfill(b, pinServer(b, startZKRaw(b))) }
+func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, pinServer(b, startEtcdRaw(b))) }
+
+// pinServer pins the server to the CPU LEDGERMEDIC_BENCH_SERVER_CPU names, if
+// any: every thread it has (taskset -a), and so the threads they start.
+func pinServer[R liveRaw](b *testing.B, raw R) R {
+	cpu := os.Getenv("LEDGERMEDIC_BENCH_SERVER_CPU")
+	if cpu == "" {
+		return raw
+	}
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpu, fmt.Sprint(raw.pid())).CombinedOutput(); err != nil {
+		b.Fatalf("taskset the server to CPU %s: %v: %s", cpu, err, out)
+	}
+	return raw
+}
 
 // zkRawStore is a plain go-zookeeper session.
 type zkRawStore struct {
@@ -302,6 +328,8 @@ func startZKRaw(b *testing.B) *zkRawStore {
 }
 
 func (z *zkRawStore) serverCPU() time.Duration { return rusage.PIDCPU(z.srv.PID()) }
+
+func (z *zkRawStore) pid() int { return z.srv.PID() }
 
 func (z *zkRawStore) url() string { return "zk://" + z.addr }
 
@@ -365,12 +393,36 @@ func (z *zkRawStore) readAll(b *testing.B, paths []string, _ string) {
 	}
 }
 
-// writeBatch is one Multi of SetData, each checking the version (0: never written
-// since create), as back-fill's compare-and-set does.
-func (z *zkRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
+// readModifyWrite reads the batch with pipelined Gets, liveBenchZKConc at a time,
+// then sends one Multi of SetData, each checking the version read.
+func (z *zkRawStore) readModifyWrite(b *testing.B, paths []string, value []byte) {
+	versions := make([]int32, len(paths))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range min(liveBenchZKConc, len(paths)) {
+		wg.Go(func() {
+			for {
+				i := next.Add(1) - 1
+				if i >= int64(len(paths)) {
+					return
+				}
+				_, st, err := z.conn.Get(paths[i])
+				if err != nil {
+					failed.Store(fmt.Errorf("get %s: %w", paths[i], err))
+					return
+				}
+				versions[i] = st.Version
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
 	ops := make([]any, len(paths))
 	for i, p := range paths {
-		ops[i] = &zk.SetDataRequest{Path: p, Data: value, Version: 0}
+		ops[i] = &zk.SetDataRequest{Path: p, Data: value, Version: versions[i]}
 	}
 	if _, err := z.conn.Multi(ops...); err != nil {
 		b.Fatalf("multi of %d SetData: %v", len(ops), err)
@@ -415,6 +467,8 @@ func startEtcdRaw(b *testing.B) *etcdRawStore {
 }
 
 func (e *etcdRawStore) serverCPU() time.Duration { return rusage.PIDCPU(e.srv.PID()) }
+
+func (e *etcdRawStore) pid() int { return e.srv.PID() }
 
 func (e *etcdRawStore) url() string { return "etcd://" + strings.TrimPrefix(e.endpoint, "http://") }
 
@@ -470,13 +524,25 @@ func (e *etcdRawStore) readAll(b *testing.B, paths []string, prefix string) {
 	}
 }
 
-// writeBatch is one Txn of puts, each guarded by a version compare (1: never
-// written since create), as back-fill's compare-and-set does.
-func (e *etcdRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
+// readModifyWrite reads the batch in one Txn of gets, then sends one Txn of
+// puts, each guarded by the mod revision read.
+func (e *etcdRawStore) readModifyWrite(b *testing.B, paths []string, value []byte) {
+	gets := make([]clientv3.Op, len(paths))
+	for i, p := range paths {
+		gets[i] = clientv3.OpGet(p)
+	}
+	g, err := e.cli.Txn(context.Background()).Then(gets...).Commit()
+	if err != nil {
+		b.Fatalf("txn of %d gets: %v", len(gets), err)
+	}
 	cmps := make([]clientv3.Cmp, len(paths))
 	ops := make([]clientv3.Op, len(paths))
 	for i, p := range paths {
-		cmps[i] = clientv3.Compare(clientv3.Version(p), "=", 1)
+		kvs := g.Responses[i].GetResponseRange().GetKvs()
+		if len(kvs) != 1 {
+			b.Fatalf("get %s: %d keys", p, len(kvs))
+		}
+		cmps[i] = clientv3.Compare(clientv3.ModRevision(p), "=", kvs[0].ModRevision)
 		ops[i] = clientv3.OpPut(p, string(value))
 	}
 	r, err := e.cli.Txn(context.Background()).If(cmps...).Then(ops...).Commit()

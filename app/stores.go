@@ -163,9 +163,12 @@ func checkWritable(opts store.Options) error {
 		return report.BadInputf("--metadata %s is read-only (ledgermedic never writes another program's files); "+
 			"write to the live store (zk:// or etcd://), or import it into a data dir and write there", u)
 	}
-	if u := opts.Ledgers; u != nil {
+	if u := opts.Ledgers; u != nil && !(u.Scheme == store.SchemeBK && u.Meta == nil && opts.Metadata != nil) {
+		// bk: with the live --metadata store: new ledgers go to the bookies
+		// (store.BookieWriter), their metadata into that store.
 		return report.BadInputf("--ledgers %s is read-only; a writing command writes ledgers into the data dir's own "+
-			"ledger store (import the bookie dirs first: ledgermedic import --ledgers ... --out DIR)", u)
+			"ledger store (import the bookie dirs first: ledgermedic import --ledgers ... --out DIR), or to live bookies "+
+			"with --ledgers bk: and the live --metadata store", u)
 	}
 	if opts.Remote.AtZxid != 0 || opts.Remote.Revision != 0 || !opts.Remote.AtTime.IsZero() {
 		return report.BadInputf("--at-zxid, --at-time and --revision show the past; a writing command works on the present")
