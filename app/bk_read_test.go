@@ -1,6 +1,7 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,7 +28,6 @@ import (
 func TestBKLiveReadCommands(t *testing.T) {
 	c := testutil.StartBookKeeper(t, testutil.BKOptions{Bookies: 3})
 	topic, _ := formats.ParseTopic("persistent://public/default/bkread")
-	ml := strings.TrimPrefix(topic.ManagedLedgerPath(), "/managed-ledgers/")
 
 	// The schema version: a SchemaEntry as entry 0 of its own ledger.
 	def := []byte(`{"type":"record","name":"R","fields":[{"name":"a","type":"int"}]}`)
@@ -45,50 +45,14 @@ func TestBKLiveReadCommands(t *testing.T) {
 		Meta: customMap(testutil.SchemaLedgerCustom("public/default/bkread"))}, [][]byte{sentry})
 
 	// Two ledgers of three messages each, broker indexes 0..5, schema version 0.
-	var lids []int64
-	for l := range 2 {
-		var entries [][]byte
-		for e := range 3 {
-			i := int64(3*l + e)
-			entries = append(entries, testutil.TopicEntry(t, testutil.Message{HasIndex: true, Index: i, Payload: []byte(fmt.Sprint("m", i)),
-				Meta: &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(uint64(i)),
-					PublishTime: proto.Uint64(1700000000000 + uint64(i)), SchemaVersion: make([]byte, 8)}}))
-		}
-		w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
-			Meta: customMap(testutil.TopicLedgerCustom(ml))}, entries)
-		lids = append(lids, w.LedgerID)
-	}
-
-	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
-	info := &mlpb.ManagedLedgerInfo{}
-	for _, id := range lids {
-		info.LedgerInfo = append(info.LedgerInfo, &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(id),
-			Entries: proto.Int64(3), Size: proto.Int64(100), Timestamp: proto.Int64(1700000000000)})
-	}
-	mlv, err := formats.EncodeManagedLedgerInfo(info, formats.Encoding{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ms := openLiveMetadata(t, c)
+	lids := putBKTopic(t, c, ms, topic, 2, 3, nil)
 	loc, err := formats.EncodeSchemaLocator(&schemapb.SchemaLocator{Info: testutil.IndexEntry(0, sl.LedgerID, formats.SchemaHash(def)),
 		Index: []*schemapb.IndexEntry{testutil.IndexEntry(0, sl.LedgerID, formats.SchemaHash(def))}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []struct {
-		path  string
-		value []byte
-	}{{"/admin", nil}, {"/managed-ledgers", nil}, {"/managed-ledgers/public", nil}, {"/managed-ledgers/public/default", nil},
-		{"/managed-ledgers/public/default/persistent", nil}, {topic.ManagedLedgerPath(), mlv},
-		{"/schemas", nil}, {"/schemas/public", nil}, {"/schemas/public/default", nil}, {topic.SchemaLocatorPath(), loc}} {
-		if _, err := ms.CompareAndSet(n.path, 0, n.value); err != nil {
-			t.Fatalf("create %s: %v", n.path, err)
-		}
-	}
+	putNode(t, ms, topic.SchemaLocatorPath(), loc)
 
 	live := []string{"--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:", "-o", "json"}
 	run := func(args ...string) string {
@@ -158,6 +122,71 @@ func TestBKLiveReadCommands(t *testing.T) {
 			t.Fatalf("report: %q missing from the HTML", want)
 		}
 	}
+}
+
+// openLiveMetadata opens the cluster's ZooKeeper as a writable metadata store
+// and makes its root a Pulsar cluster's (commands refuse a root without one).
+func openLiveMetadata(tb testing.TB, c *testutil.BKCluster) store.MetadataStore {
+	tb.Helper()
+	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
+	ms, err := store.OpenMetadata(mu, store.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ms.Close() })
+	putNode(tb, ms, "/admin", nil)
+	return ms
+}
+
+// putNode creates a node and the parents it lacks.
+func putNode(tb testing.TB, ms store.MetadataStore, path string, value []byte) {
+	tb.Helper()
+	for i := 1; i < len(path); i++ {
+		if path[i] != '/' {
+			continue
+		}
+		if _, err := ms.Get(path[:i]); errors.Is(err, store.ErrNotFound) {
+			if _, err := ms.CompareAndSet(path[:i], 0, nil); err != nil {
+				tb.Fatalf("create %s: %v", path[:i], err)
+			}
+		}
+	}
+	if _, err := ms.CompareAndSet(path, 0, value); err != nil {
+		tb.Fatalf("create %s: %v", path, err)
+	}
+}
+
+// putBKTopic writes a topic's ledgers with the Java client (ensemble 3/2/2,
+// the custom metadata a broker gives them), each of perLedger messages with
+// broker indexes counting from 0 across the ledgers and schema version 0 (pad
+// bytes of payload beside the message's name), and creates its managed-ledger
+// node listing them. It returns the ledger ids.
+func putBKTopic(tb testing.TB, c *testutil.BKCluster, ms store.MetadataStore, topic formats.TopicName, ledgers, perLedger int, pad []byte) []int64 {
+	tb.Helper()
+	ml := strings.TrimPrefix(topic.ManagedLedgerPath(), "/managed-ledgers/")
+	info := &mlpb.ManagedLedgerInfo{}
+	var lids []int64
+	for l := range ledgers {
+		var entries [][]byte
+		for e := range perLedger {
+			i := int64(perLedger*l + e)
+			entries = append(entries, testutil.TopicEntry(tb, testutil.Message{HasIndex: true, Index: i,
+				Payload: append([]byte(fmt.Sprint("m", i)), pad...),
+				Meta: &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(uint64(i)),
+					PublishTime: proto.Uint64(1700000000000 + uint64(i)), SchemaVersion: make([]byte, 8)}}))
+		}
+		w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 3, WriteQuorum: 2, AckQuorum: 2,
+			Meta: customMap(testutil.TopicLedgerCustom(ml))}, entries)
+		lids = append(lids, w.LedgerID)
+		info.LedgerInfo = append(info.LedgerInfo, &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(w.LedgerID),
+			Entries: proto.Int64(int64(perLedger)), Size: proto.Int64(100), Timestamp: proto.Int64(1700000000000)})
+	}
+	v, err := formats.EncodeManagedLedgerInfo(info, formats.Encoding{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	putNode(tb, ms, topic.ManagedLedgerPath(), v)
+	return lids
 }
 
 func customMap(kv []string) map[string]string {
