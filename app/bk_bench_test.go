@@ -70,7 +70,16 @@ func BenchmarkBKInspectEntries(b *testing.B) {
 			Meta: &pulsarpb.MessageMetadata{ProducerName: proto.String("p"), SequenceId: proto.Uint64(uint64(i)),
 				PublishTime: proto.Uint64(1700000000000 + uint64(i))}})
 	}
+	// bk tool write holds every entry in memory: 100 MB of entries need more than
+	// its default 256 MB heap (the bk script: BK_TOOL_HEAP). The read runs with the default.
+	heap, had := os.LookupEnv("BK_TOOL_HEAP")
+	os.Setenv("BK_TOOL_HEAP", "1g")
 	w := c.WriteLedger(testutil.BKWriteArg{Ensemble: 2, WriteQuorum: 2, AckQuorum: 2}, entries)
+	if had {
+		os.Setenv("BK_TOOL_HEAP", heap)
+	} else {
+		os.Unsetenv("BK_TOOL_HEAP")
+	}
 	entries = nil
 	id := fmt.Sprint(w.LedgerID)
 	var ours, java time.Duration

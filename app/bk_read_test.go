@@ -3,11 +3,13 @@ package app
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -122,6 +124,86 @@ func TestBKLiveReadCommands(t *testing.T) {
 			t.Fatalf("report: %q missing from the HTML", want)
 		}
 	}
+
+	// Bad input: ledgers on a closed port, on a port that answers garbage, on a
+	// bookie id the registry does not know, and metadata that does not decode.
+	// Reading one is exit 3 naming the ledger and what failed; check reports
+	// them and goes on (exit 1); nothing panics.
+	l := testutil.Listen(t)
+	dead := l.Addr().String()
+	l.Close()
+	bad := map[int64]string{900: dead, 901: garbagePort(t), 902: "no-such-bookie:3181", 903: "does not decode"}
+	for id, bookie := range bad {
+		v := []byte("BookieMetadataFormatVersion\t3\n\xff\xff")
+		if id != 903 {
+			md := testutil.LedgerMetadata(testutil.LedgerSpec{LastEntryID: 0, Length: 5})
+			md.Segment[0].EnsembleMember = []string{bookie}
+			md.EnsembleSize, md.QuorumSize, md.AckQuorumSize = proto.Int32(1), proto.Int32(1), proto.Int32(1)
+			if v, err = formats.EncodeLedgerMetadata(md); err != nil {
+				t.Fatal(err)
+			}
+		}
+		putNode(t, ms, formats.LedgerPath(id), v)
+	}
+	for id, bookie := range bad {
+		start := time.Now()
+		_, stderr, code := runApp(t, append(live, "--timeout", "2s", "inspect", "entries", "--ledger", fmt.Sprint(id))...)
+		if code != 3 || !strings.Contains(stderr, fmt.Sprintf("ledger %d", id)) || !strings.Contains(stderr, strings.Fields(bookie)[0]) ||
+			strings.Contains(stderr, "panic") {
+			t.Fatalf("inspect entries --ledger %d (%s): exit %d, want 3 naming it and %q: %s", id, bookie, code, bookie, stderr)
+		}
+		if took := time.Since(start); took > 10*time.Second {
+			t.Fatalf("inspect entries --ledger %d (%s): the error took %v", id, bookie, took)
+		}
+	}
+	out, stderr, code := runApp(t, append(live, "--timeout", "2s", "check")...)
+	if code != 1 || strings.Contains(stderr, "panic") {
+		t.Fatalf("check with bad ledgers: exit %d, want 1: %s\n%s", code, stderr, out)
+	}
+	for id := range bad {
+		if !strings.Contains(out, fmt.Sprintf("ledger %d", id)) {
+			t.Fatalf("check with bad ledgers: ledger %d not named:\n%s", id, out)
+		}
+	}
+
+	// One bookie of the first ledger's write sets stopped: check names it, and
+	// the entries come from the other replicas.
+	stopped := c.Bookies[0]
+	stopped.Stop()
+	out, stderr, code = runApp(t, append(live, "--timeout", "2s", "check")...)
+	if code != 1 || !regexp.MustCompile(`(?s)"kind": "bookie-unavailable".{0,300}`+regexp.QuoteMeta(stopped.ID)).MatchString(out) {
+		t.Fatalf("check with bookie %s stopped: exit %d, %s\n%s", stopped.ID, code, stderr, out)
+	}
+	for _, id := range lids {
+		out = run("--timeout", "2s", "inspect", "entries", "--ledger", fmt.Sprint(id))
+		if strings.Count(out, `"producer": "p"`) != 3 {
+			t.Fatalf("inspect entries --ledger %d with bookie %s stopped:\n%s", id, stopped.ID, out)
+		}
+	}
+}
+
+// garbagePort answers every connection with random bytes.
+func garbagePort(t *testing.T) string {
+	l := testutil.Listen(t)
+	go func() {
+		r := rand.New(rand.NewPCG(3, 4))
+		for {
+			nc, err := l.Accept()
+			if err != nil {
+				return
+			}
+			b := make([]byte, 4096)
+			for i := range b {
+				b[i] = byte(r.Uint32())
+			}
+			_, _ = nc.Write(b)
+			go func() {
+				defer nc.Close()
+				_, _ = nc.Read(make([]byte, 1))
+			}()
+		}
+	}()
+	return l.Addr().String()
 }
 
 // openLiveMetadata opens the cluster's ZooKeeper as a writable metadata store
