@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -128,73 +129,89 @@ func (s *Store) LastEntry(ledgerID int64) (int64, error) {
 // a ledger with none is left out. A ledger whose metadata does not decode is
 // skipped here (check reports its node).
 //
-// The walk streams: at most lacWindow ledgers are held between the walk and fn,
-// and the last add confirmed of the open ones among them is read from their
-// bookies concurrently, so memory does not grow with the cluster and open
-// ledgers cost one round trip per window rather than one each.
+// The metadata is walked a page of ledgerPage ledgers at a time (WalkFrom
+// resumes after the page's last node), so memory does not grow with the
+// cluster and no walk stays open while fn works (a long pause could outlive an
+// etcd revision the walk is pinned to). The open ledgers of a page have their
+// last add confirmed read from their bookies lacConcurrency at a time.
 func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
+	for start := s.root + "/"; ; {
+		page, next, err := s.ledgerPage(ctx, start)
+		if err != nil {
+			return err
+		}
+		if err := s.finishLedgers(ctx, page); err != nil {
+			return err
+		}
+		for _, l := range page {
+			if l.last >= 0 {
+				if err := fn(l.id, l.last+1); err != nil {
+					return err
+				}
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		start = next
+	}
+}
+
+// errPageFull stops a page's walk.
+var errPageFull = errors.New("page full")
+
+// ledgerPage reads up to ledgerPage ledgers' metadata from start on; next is
+// where the following page starts ("" after the last).
+func (s *Store) ledgerPage(ctx context.Context, start string) (page []*ledger, next string, err error) {
+	err = s.meta.WalkFrom(ctx, s.root+"/", start, func(n store.Node) error {
+		if len(page) == ledgerPage {
+			next = n.Path
+			return errPageFull
+		}
+		id, err := parseLedgerPath(s.root, n.Path)
+		if err != nil {
+			return nil
+		}
+		l, err := s.parseLedger(id, n.Value)
+		if err != nil {
+			return nil // check reports the node that does not decode
+		}
+		page = append(page, l)
+		return nil
+	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("bk: ledgers under %s: %w", s.root, err)
+	}
+	return page, next, nil
+}
+
+// finishLedgers asks the bookies of the page's open ledgers for their last add
+// confirmed, lacConcurrency ledgers at a time, and caches every ledger.
+func (s *Store) finishLedgers(ctx context.Context, page []*ledger) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type slot struct {
-		l    *ledger
-		err  error
-		done chan struct{} // closed when l.last is known (at once for a closed ledger)
-	}
-	slots := make(chan *slot, lacWindow)
-	walkErr := make(chan error, 1)
-	go func() {
-		defer close(slots)
-		walkErr <- s.meta.Walk(ctx, s.root+"/", func(n store.Node) error {
-			id, err := parseLedgerPath(s.root, n.Path)
-			if err != nil {
-				return nil
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	sem := make(chan struct{}, lacConcurrency)
+	for _, l := range page {
+		if !l.open {
+			s.cache(l)
+			continue
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			if _, err := s.finishLedger(ctx, l); err != nil {
+				once.Do(func() { first = err; cancel() })
 			}
-			l, err := s.parseLedger(id, n.Value)
-			if err != nil {
-				return nil // check reports the node that does not decode
-			}
-			sl := &slot{l: l, done: make(chan struct{})}
-			select {
-			case slots <- sl: // blocks while lacWindow ledgers wait for fn
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			if !l.open {
-				close(sl.done)
-				return nil
-			}
-			go func() {
-				defer close(sl.done)
-				sl.l, sl.err = s.finishLedger(ctx, l)
-			}()
-			return nil
 		})
-	}()
-	var err error
-	for sl := range slots {
-		<-sl.done
-		if err = sl.err; err != nil {
-			break
-		}
-		if !sl.l.open {
-			s.cache(sl.l)
-		}
-		if sl.l.last >= 0 {
-			if err = fn(sl.l.id, sl.l.last+1); err != nil {
-				break
-			}
-		}
 	}
-	// Stop the walk and the LAC reads before returning: nothing may still use
-	// the metadata store or the connections once the caller closes them.
-	cancel()
-	for sl := range slots {
-		<-sl.done
-	}
-	if werr := <-walkErr; err == nil && werr != nil {
-		err = fmt.Errorf("bk: ledgers under %s: %w", s.root, werr)
-	}
-	return err
+	wg.Wait()
+	return first
 }
 
 // ScanEntries passes every readable entry of every ledger to fn, in (ledger,

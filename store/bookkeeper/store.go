@@ -20,9 +20,10 @@ const (
 	defaultTimeout  = 10 * time.Second
 	defaultInflight = 64 // requests outstanding per bookie connection
 	ledgerCacheMax  = 1 << 16
-	// lacWindow bounds the ledgers LedgerIDs holds between its walk and its
-	// caller, and so the open ledgers whose LAC it reads at once.
-	lacWindow = 64
+	// LedgerIDs holds ledgerPage ledgers at a time and reads the LAC of
+	// lacConcurrency open ones at once.
+	ledgerPage     = 1024
+	lacConcurrency = 64
 )
 
 // Kinds of the replica findings a live read reports (beside store's
