@@ -22,7 +22,7 @@ const (
 	ledgerCacheMax  = 1 << 16
 	// LedgerIDs holds ledgerPage ledgers at a time and reads the LAC of
 	// lacConcurrency open ones at once.
-	ledgerPage     = 1024
+	ledgerPage     = 4096
 	lacConcurrency = 64
 )
 
