@@ -16,7 +16,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 )
 
-// Benchmarks of ledgermedic on live bookies (docs/benchmarks.md, "bk:"), each a
+// Benchmarks of ledgermedic on live bookies (docs/benchmarks.md, "Live BookKeeper"), each a
 // ratio of whole processes timed in the same run against real ZooKeeper and
 // three real bookies:
 //

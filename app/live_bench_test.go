@@ -27,8 +27,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// Benchmarks of issues 11 and 12 on live servers (docs/benchmarks.md, "Live stores:
-// inspect topics and back-fill"): each reports our time beside a bare client loop
+// Benchmarks on live servers (docs/benchmarks.md, "Live ZooKeeper and etcd"):
+// each reports our time beside a bare client loop
 // doing the same reads or writes, measured in the same run; the figure is the ratio.
 
 const (
