@@ -132,7 +132,7 @@ func TestBKLiveReadCommands(t *testing.T) {
 	l := testutil.Listen(t)
 	dead := l.Addr().String()
 	l.Close()
-	bad := map[int64]string{900: dead, 901: garbagePort(t), 902: "no-such-bookie:3181", 903: "does not decode"}
+	bad := map[int64]string{900: dead, 901: garbagePort(t), 902: "no-such-bookie:3181", 903: "metadata that does not decode"}
 	for id, bookie := range bad {
 		v := []byte("BookieMetadataFormatVersion\t3\n\xff\xff")
 		if id != 903 {
@@ -160,10 +160,18 @@ func TestBKLiveReadCommands(t *testing.T) {
 	if code != 1 || strings.Contains(stderr, "panic") {
 		t.Fatalf("check with bad ledgers: exit %d, want 1: %s\n%s", code, stderr, out)
 	}
+	// An unreachable ledger is not called lost: its entries are unknown.
+	if strings.Contains(out, `"kind": "ledger-node-without-entries"`) {
+		t.Fatalf("check with bad ledgers: a ledger no bookie answered for is reported without entries:\n%s", out)
+	}
 	for id := range bad {
-		if !strings.Contains(out, fmt.Sprintf("ledger %d", id)) {
-			t.Fatalf("check with bad ledgers: ledger %d not named:\n%s", id, out)
+		if id == 903 {
+			match("check with bad ledgers", out, `"kind": "node-undecodable",\s*"severity": "error",\s*"location": "node /ledgers/00/0000/L0903"`)
+			continue
 		}
+		// Nothing of the ledger could be read: an error naming the bookie.
+		match("check with bad ledgers", out, fmt.Sprintf(`"kind": "bookie-unavailable",\s*"severity": "error",\s*"location": "ledger %d entry 0",\s*"message": "bookie %s[^"]*no bookie of the write set could serve ledger %d from entry 0 on`,
+			id, regexp.QuoteMeta(bad[id]), id))
 	}
 
 	// One bookie of the first ledger's write sets stopped: check names it, and

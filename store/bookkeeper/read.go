@@ -205,7 +205,15 @@ func (s *Store) finishLedgers(ctx context.Context, page []*ledger) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			if _, err := s.finishLedger(ctx, l); err != nil {
+			_, err := s.finishLedger(ctx, l)
+			switch {
+			case err == nil:
+			case ctx.Err() == nil && !errors.Is(err, store.ErrNotFound):
+				// No bookie of its last ensemble answered (each is reported
+				// unavailable): listed without entries, the scan goes on.
+				l.last = -1
+				s.markUnread(l.id, 0)
+			default:
 				once.Do(func() { first = err; cancel() })
 			}
 		})
@@ -224,10 +232,17 @@ func (s *Store) ScanEntries(ctx context.Context, fn func(ledgerID, entryID int64
 	// every id is held.
 	return s.LedgerIDs(ctx, func(id, _ int64) error {
 		for from := int64(0); ; {
-			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { return fn(id, e, v) })
+			next := from
+			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { next = e + 1; return fn(id, e, v) })
 			var te *store.TruncatedError
 			if errors.Is(err, store.ErrNotFound) && !errors.As(err, &te) {
 				return nil // no bookie holds the rest: check compares what was read with the metadata
+			}
+			if errors.Is(err, errNoReplica) && ctx.Err() == nil {
+				// Every bookie of the write set failed and is reported
+				// unavailable: the rest of this ledger cannot be read now.
+				s.markUnread(id, next)
+				return nil
 			}
 			if skipped == nil || !errors.As(err, &te) || te.LedgerID != id || te.EntryID < from {
 				return err
