@@ -100,7 +100,7 @@ section() {
     # the server on CPU 0 (the benchmark pins it), the client on CPU 1 (taskset here: the test binary inherits it);
     # run in app/, as go test runs it
     go test -c -o "$logs/app.test" ./app/
-    run live-backfill-pinned env -C app LEDGERMEDIC_BENCH_SERVER_CPU=0 taskset -c 1 "$logs/app.test" -test.run '^$' \
+    run live-backfill-pinned env -C app LEDGERMEDIC_BENCH_SERVER_CPU=0 taskset -c 1 "$(cd "$logs" && pwd)/app.test" -test.run '^$' \
       -test.bench 'BenchmarkLive(ZK|Etcd)Backfill$' -test.benchtime 5x -test.count 2 ;;
   bk)
     run bk go test ./app/ -run '^$' -bench 'BenchmarkBK(InspectEntries|Check)$' -benchtime 2x -timeout 60m ;;
