@@ -127,3 +127,34 @@ func TestLedgerIDsReadsLACsConcurrently(t *testing.T) {
 		t.Fatalf("fn's error: %v after %d ledgers, want %v after 11", err, seen, stop)
 	}
 }
+
+// TestLedgerIDsBookieDown: open ledgers whose only bookie refuses connections
+// are listed without entries and reported (no error: the listing goes on), and
+// the closed ones are listed with theirs.
+func TestLedgerIDsBookieDown(t *testing.T) {
+	l := testutil.Listen(t)
+	dead := l.Addr().String()
+	l.Close()
+	s := lacStore(t, 6, dead)
+	var ids []int64
+	if err := s.LedgerIDs(context.Background(), func(id, n int64) error {
+		ids = append(ids, id)
+		return nil
+	}); err != nil {
+		t.Fatalf("LedgerIDs with the bookie down: %v", err)
+	}
+	if len(ids) != 2 || ids[0] != 0 || ids[1] != 3 {
+		t.Fatalf("listed %v, want the closed ledgers [0 3]", ids)
+	}
+	fs, _ := s.ReplicaFindings(context.Background())
+	open := map[int64]bool{}
+	for _, f := range fs {
+		if f.Kind != FindingBookieUnavailable || f.Bookie != dead || !f.NoGoodReplica {
+			t.Fatalf("finding %+v, want %s unavailable with nothing read", f, dead)
+		}
+		open[f.LedgerID] = true
+	}
+	if len(open) != 4 {
+		t.Fatalf("findings for ledgers %v, want the 4 open ones", open)
+	}
+}
