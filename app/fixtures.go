@@ -214,7 +214,7 @@ func (e *env) generateInPlace(c *cli.Context, out string, o fixturesOptions) (*f
 // unless GOMEMLIMIT says otherwise. The generator's own state is one topic; the
 // rest is Badger's flushes and compactions, whose garbage the GC would otherwise
 // let grow to twice the live heap (GOGC). 40,000 topics: peak RSS 420 MB without,
-// 323 MB with (docs/benchmarks.md, "Big fixtures").
+// 323 MB with (docs/benchmarks.md, "Measured decisions").
 const generatorMemoryLimit = 384 << 20
 
 // limitGeneratorMemory sets the limit and returns what puts the previous one back

@@ -3,6 +3,8 @@ package app
 import (
 	"context"
 	"fmt"
+	"os"
+	"os/exec"
 	"runtime"
 	"runtime/pprof"
 	"strings"
@@ -25,14 +27,15 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// Benchmarks of issues 11 and 12 on live servers (docs/benchmarks.md, "Live stores:
-// inspect topics and back-fill"): each reports our time beside a bare client loop
+// Benchmarks on live servers (docs/benchmarks.md, "Live ZooKeeper and etcd"):
+// each reports our time beside a bare client loop
 // doing the same reads or writes, measured in the same run; the figure is the ratio.
 
 const (
 	liveBenchTopics   = 50_000 // cloned managed-ledger nodes for inspect topics
 	liveBenchBackfill = 2_000  // cloned managed-ledger nodes back-filled per iteration
 	liveBenchBatch    = 100    // back-fill's default --batch; the bare loop's batch size
+	liveBenchWriters  = 2      // batches back-fill's series writes at once (mutate.seriesWriters)
 	liveBenchZKConc   = 16     // the ZooKeeper backend's default concurrency
 )
 
@@ -43,14 +46,13 @@ type liveRaw interface {
 	create(b *testing.B, paths []string, values [][]byte)
 	// readAll is the read yardstick over the paths inspect topics visits.
 	readAll(b *testing.B, paths []string, prefix string)
-	// writeBatch is the write yardstick: one batch of unconditional-version writes.
-	writeBatch(b *testing.B, paths []string, value []byte)
 	get(b *testing.B, path string) []byte
 	// remove deletes the paths (leaves; parents stay).
 	remove(b *testing.B, paths []string)
 	// serverCPU is the server process's CPU time so far, which it takes from the
 	// same cores as we do.
 	serverCPU() time.Duration
+	pid() int // the server's process
 }
 
 // liveBenchFixture is a generated cluster loaded into the server: the data dir (its
@@ -163,8 +165,14 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 }
 
 // benchBackfill: index.Backfill --apply (entry-0 reads, journaled runs, batched
-// compare-and-set) over 2,000 managed ledgers against bare batches of the same size
-// writing same-size values. Ratio bare/ours in nodes/s; target >= 0.5.
+// compare-and-set) over 2,000 managed ledgers against a bare read-modify-write
+// loop (readModifyWrite): the same nodes' work with nothing of back-fill's (no
+// walk, no entry reads, no planning, no journal, no read-back). Ratio bare/ours
+// in nodes/s; target >= 0.7.
+//
+// LEDGERMEDIC_BENCH_SERVER_CPU=N pins the server process (all its threads) to
+// CPU N with taskset; run the benchmark itself under `taskset -c M` to give the
+// client the other core.
 //
 // More yardsticks, untimed, say where our time goes: "walk-only" walks the managed
 // ledgers as back-fill does and decodes nothing, "plan-only" is the same back-fill
@@ -232,9 +240,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		value := raw.get(b, mine[0])
 		settle() // our run's aftermath
 		t2, c2, s2 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
-		for i := 0; i < len(theirs); i += liveBenchBatch {
-			raw.writeBatch(b, theirs[i:min(i+liveBenchBatch, len(theirs))], value)
-		}
+		readModifyWrite(b, dd.Metadata.(store.NodeBatcher), theirs, value)
 		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
 		bareCPU, bareServerCPU = bareCPU+rusage.ProcessCPU()-c2, bareServerCPU+raw.serverCPU()-s2
 		written += int64(nodes)
@@ -279,10 +285,65 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	b.ReportMetric(floor/bare.Seconds(), "cpu-floor/bare-time")
 }
 
+// readModifyWrite is the floor of a back-fill: batches of liveBenchBatch nodes,
+// each batch read with the store's batched read (ZooKeeper multiRead, etcd one
+// range or Txn) and written back by one batched compare-and-set against the
+// versions read, with value (what back-fill wrote); liveBenchWriters batches in
+// flight, as back-fill's series writes. The store's batch calls are its thinnest
+// client path: go-zookeeper has no multiRead, and its Get per node costs the
+// ZooKeeper server several times the CPU per node (measured: a bare loop of
+// Gets and a Multi was slower than the back-fill itself).
+func readModifyWrite(b *testing.B, nb store.NodeBatcher, paths []string, value []byte) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range liveBenchWriters {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)-1) * liveBenchBatch
+				if i >= len(paths) {
+					return
+				}
+				batch := paths[i:min(i+liveBenchBatch, len(paths))]
+				nodes, err := nb.GetNodes(batch)
+				if err != nil {
+					failed.Store(err)
+					return
+				}
+				writes := make([]store.NodeWrite, len(nodes))
+				for j, n := range nodes {
+					writes[j] = store.NodeWrite{Path: batch[j], Expect: n.Version, Value: value}
+				}
+				if _, err := nb.CompareAndSetNodes(writes); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatalf("read-modify-write: %v", err)
+	}
+}
+
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }
 func BenchmarkLiveEtcdInspectTopics(b *testing.B) { benchInspectTopics(b, startEtcdRaw(b)) }
-func BenchmarkLiveZKBackfill(b *testing.B)        { benchBackfill(b, startZKRaw(b)) }
-func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, startEtcdRaw(b)) }
+func BenchmarkLiveZKBackfill(b *testing.B)        { benchBackfill(b, pinServer(b, startZKRaw(b))) }
+func BenchmarkLiveEtcdBackfill(b *testing.B)      { benchBackfill(b, pinServer(b, startEtcdRaw(b))) }
+
+// pinServer pins the server to the CPU LEDGERMEDIC_BENCH_SERVER_CPU names, if
+// any: every thread it has (taskset -a), and so the threads they start.
+func pinServer[R liveRaw](b *testing.B, raw R) R {
+	cpu := os.Getenv("LEDGERMEDIC_BENCH_SERVER_CPU")
+	if cpu == "" {
+		return raw
+	}
+	if out, err := exec.Command("taskset", "-a", "-p", "-c", cpu, fmt.Sprint(raw.pid())).CombinedOutput(); err != nil {
+		b.Fatalf("taskset the server to CPU %s: %v: %s", cpu, err, out)
+	}
+	return raw
+}
 
 // zkRawStore is a plain go-zookeeper session.
 type zkRawStore struct {
@@ -302,6 +363,8 @@ func startZKRaw(b *testing.B) *zkRawStore {
 }
 
 func (z *zkRawStore) serverCPU() time.Duration { return rusage.PIDCPU(z.srv.PID()) }
+
+func (z *zkRawStore) pid() int { return z.srv.PID() }
 
 func (z *zkRawStore) url() string { return "zk://" + z.addr }
 
@@ -365,18 +428,6 @@ func (z *zkRawStore) readAll(b *testing.B, paths []string, _ string) {
 	}
 }
 
-// writeBatch is one Multi of SetData, each checking the version (0: never written
-// since create), as back-fill's compare-and-set does.
-func (z *zkRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
-	ops := make([]any, len(paths))
-	for i, p := range paths {
-		ops[i] = &zk.SetDataRequest{Path: p, Data: value, Version: 0}
-	}
-	if _, err := z.conn.Multi(ops...); err != nil {
-		b.Fatalf("multi of %d SetData: %v", len(ops), err)
-	}
-}
-
 func (z *zkRawStore) remove(b *testing.B, paths []string) {
 	for i := 0; i < len(paths); i += 1000 {
 		var ops []any
@@ -415,6 +466,8 @@ func startEtcdRaw(b *testing.B) *etcdRawStore {
 }
 
 func (e *etcdRawStore) serverCPU() time.Duration { return rusage.PIDCPU(e.srv.PID()) }
+
+func (e *etcdRawStore) pid() int { return e.srv.PID() }
 
 func (e *etcdRawStore) url() string { return "etcd://" + strings.TrimPrefix(e.endpoint, "http://") }
 
@@ -467,21 +520,6 @@ func (e *etcdRawStore) readAll(b *testing.B, paths []string, prefix string) {
 	}
 	if n != len(paths) {
 		b.Fatalf("range read %d keys, want %d", n, len(paths))
-	}
-}
-
-// writeBatch is one Txn of puts, each guarded by a version compare (1: never
-// written since create), as back-fill's compare-and-set does.
-func (e *etcdRawStore) writeBatch(b *testing.B, paths []string, value []byte) {
-	cmps := make([]clientv3.Cmp, len(paths))
-	ops := make([]clientv3.Op, len(paths))
-	for i, p := range paths {
-		cmps[i] = clientv3.Compare(clientv3.Version(p), "=", 1)
-		ops[i] = clientv3.OpPut(p, string(value))
-	}
-	r, err := e.cli.Txn(context.Background()).If(cmps...).Then(ops...).Commit()
-	if err != nil || !r.Succeeded {
-		b.Fatalf("txn of %d puts: %v (succeeded %v)", len(ops), err, r != nil && r.Succeeded)
 	}
 }
 

@@ -19,7 +19,7 @@ mkdir -p "$logs"
 bin="$logs/ledgermedic"
 
 sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
-  zkdata bookie zk-live report etcd verify live journal)
+  zkdata bookie zk-live report etcd verify live live-pinned bk journal)
 
 fixture() {
   [ -e "$bench_dir/fixture-manifest.json" ] && return
@@ -96,6 +96,14 @@ section() {
   live)
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
     run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;
+  live-pinned)
+    # the server on CPU 0 (the benchmark pins it), the client on CPU 1 (taskset here: the test binary inherits it);
+    # run in app/, as go test runs it
+    go test -c -o "$logs/app.test" ./app/
+    run live-backfill-pinned env -C app LEDGERMEDIC_BENCH_SERVER_CPU=0 taskset -c 1 "$(cd "$logs" && pwd)/app.test" -test.run '^$' \
+      -test.bench 'BenchmarkLive(ZK|Etcd)Backfill$' -test.benchtime 5x -test.count 2 ;;
+  bk)
+    run bk go test ./app/ -run '^$' -bench 'BenchmarkBK(InspectEntries|Check)$' -benchtime 2x -timeout 60m ;;
   journal)
     run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkReadRunsListed$|BenchmarkList$' -benchmem -count 3 ;;
   *)

@@ -39,7 +39,7 @@ var (
 	// Writers take their fastest level: any level decodes the same in Pulsar's
 	// codecs, the broker compresses the node again at its own level on its next
 	// write, and back-fill re-encodes every managed ledger it changes
-	// (docs/benchmarks.md, "Compression levels").
+	// (docs/benchmarks.md, "Measured decisions").
 	zstdEncoder = sync.OnceValues(func() (*zstd.Encoder, error) {
 		return zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest))
 	})

@@ -195,6 +195,7 @@ type checker struct {
 	// on no bookie.
 	live         bool
 	notOnBookies map[int64]*ledgerProbe
+	unreachable  map[int64]bool // ledgers no bookie asked answered for: their entries are unknown, not missing
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -238,7 +239,7 @@ func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *che
 		_, live = dd.Ledgers.(store.ReplicaProber)
 	}
 	return &checker{
-		dd: dd, opts: opts, prog: prog, live: live, notOnBookies: map[int64]*ledgerProbe{},
+		dd: dd, opts: opts, prog: prog, live: live, notOnBookies: map[int64]*ledgerProbe{}, unreachable: map[int64]bool{},
 		ledgers:    map[int64]*ledgerFacts{},
 		badMLs:     map[string]bool{},
 		badSchemas: map[string]bool{},
@@ -614,6 +615,9 @@ func (c *checker) checkLedgers(context.Context) error {
 				"%s ledger of %q (%s) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, plural(f.stored, "entry", "entries"))
 			fd.LedgerID, fd.Path = report.Int64(id), path
 			c.add(fd)
+		case f.node && c.unreachable[id]:
+			// Every bookie asked failed: the bookie-unavailable findings say
+			// so; that the store holds fewer entries proves nothing lost.
 		case f.node && !f.badNode && f.stored == 0 && !f.metaEmpty && !f.openLast && f.refs&refSchema == 0:
 			fd := newFinding(KindLedgerNodeWithoutEntries, ledgerLoc(id), "the ledger's entries are lost; restore them from a bookie replica",
 				"ledger node %s exists (lastEntryId %d) but the ledger store holds no entry of it", path, f.lastEntryID)

@@ -18,12 +18,15 @@ const probeWorkers = 16
 // ledgerProbe is what asking every bookie of a few entries' write sets found
 // for one ledger.
 type ledgerProbe struct {
-	id       int64
-	asked    []string // every bookie asked, once each, in order
-	entries  []int64  // the entries probed
-	lost     bool     // every bookie asked answered that it holds no such entry
-	findings []report.Finding
-	err      error
+	id      int64
+	asked   []string // every bookie asked, once each, in order
+	entries []int64  // the entries probed
+	lost    bool     // every bookie asked answered that it holds no such entry
+	// unreachable: no bookie asked answered at all (each is a bookie-unavailable
+	// finding), so what the store holds of the ledger is unknown.
+	unreachable bool
+	findings    []report.Finding
+	err         error
 }
 
 // probeReplicas asks, on a ledger store whose replicas can each be asked (live
@@ -82,6 +85,9 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 		if p.lost {
 			c.notOnBookies[p.id] = p
 		}
+		if p.unreachable {
+			c.unreachable[p.id] = true
+		}
 		c.findings = append(c.findings, p.findings...)
 	}
 	return nil
@@ -107,7 +113,7 @@ func (c *checker) probeLedger(ctx context.Context, pr store.ReplicaProber, id in
 	if last > 0 {
 		p.entries = append(p.entries, last)
 	}
-	lost := true
+	lost, unreachable := true, true
 	for _, e := range p.entries {
 		ep, err := pr.ProbeEntry(ctx, id, e)
 		if err != nil {
@@ -122,6 +128,9 @@ func (c *checker) probeLedger(ctx context.Context, pr store.ReplicaProber, id in
 		if len(ep.Missing) < len(ep.WriteSet) {
 			lost = false
 		}
+		if len(ep.Holding)+len(ep.Missing) > 0 {
+			unreachable = false
+		}
 		// Only what a bookie answered counts: one that did not answer, or
 		// returned a bad copy, is a replica finding of its own.
 		if len(ep.Holding) > 0 && len(ep.Missing) > 0 {
@@ -132,6 +141,7 @@ func (c *checker) probeLedger(ctx context.Context, pr store.ReplicaProber, id in
 		}
 	}
 	p.lost = lost && len(p.asked) > 0
+	p.unreachable = unreachable && len(p.asked) > 0
 	return p
 }
 

@@ -33,6 +33,10 @@ var replicaSeverity = map[string]report.Severity{
 	KindBookieUnavailable: report.SeverityWarning,
 }
 
+// noBookieServedHint: every bookie of the write sets was down or refused, so the
+// ledger's entries from there on were not read (a broker could not read them either).
+const noBookieServedHint = "bring a bookie of the ledger's ensemble back (or check its address in the registry), then run check again"
+
 var replicaHint = map[string]string{
 	KindUnderReplicated:   "let the BookKeeper auditor re-replicate the ledger, or copy the missing bookie dir",
 	KindReplicaCorrupt:    "the good replica is served; re-replicate the ledger so the bad copy is replaced",
@@ -74,7 +78,11 @@ func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, 
 			msg = fmt.Sprintf("%s (%s offset %d)", rf.Detail, rf.File, rf.Offset)
 		}
 		hint := replicaHint[rf.Kind]
-		if rf.NoGoodReplica {
+		switch {
+		case rf.NoGoodReplica && rf.Kind == KindBookieUnavailable:
+			// No bookie of the write set could serve: nothing was read from here on.
+			sev, hint = report.SeverityError, noBookieServedHint
+		case rf.NoGoodReplica:
 			sev, hint = report.SeverityError, noGoodReplicaHint
 			msg += "; no replica of this entry verifies"
 		}

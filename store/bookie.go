@@ -70,6 +70,8 @@ type ReplicaFinding struct {
 	Detail   string `json:"detail"`
 	// NoGoodReplica (replica-corrupt): no replica of the entry verifies, so none
 	// is served and the entry is lost as far as these dirs tell.
+	// (bookie-unavailable): no bookie of the write set could serve, so the
+	// ledger was not read from EntryID on.
 	NoGoodReplica bool `json:"no_good_replica,omitempty"`
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -127,36 +128,98 @@ func (s *Store) LastEntry(ledgerID int64) (int64, error) {
 // (the hierarchical paths sort as the ids do), with their readable entry counts;
 // a ledger with none is left out. A ledger whose metadata does not decode is
 // skipped here (check reports its node).
+//
+// The metadata is walked a page of ledgerPage ledgers at a time (WalkFrom
+// resumes after the page's last node), so memory does not grow with the
+// cluster and no walk stays open while fn works (a long pause could outlive an
+// etcd revision the walk is pinned to). The open ledgers of a page have their
+// last add confirmed read from their bookies lacConcurrency at a time.
 func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
-	var ids []int64
-	var values [][]byte
-	err := s.meta.Walk(ctx, s.root+"/", func(n store.Node) error {
+	for start := s.root + "/"; ; {
+		page, next, err := s.ledgerPage(ctx, start)
+		if err != nil {
+			return err
+		}
+		if err := s.finishLedgers(ctx, page); err != nil {
+			return err
+		}
+		for _, l := range page {
+			if l.last >= 0 {
+				if err := fn(l.id, l.last+1); err != nil {
+					return err
+				}
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		start = next
+	}
+}
+
+// errPageFull stops a page's walk.
+var errPageFull = errors.New("page full")
+
+// ledgerPage reads up to ledgerPage ledgers' metadata from start on; next is
+// where the following page starts ("" after the last).
+func (s *Store) ledgerPage(ctx context.Context, start string) (page []*ledger, next string, err error) {
+	err = s.meta.WalkFrom(ctx, s.root+"/", start, func(n store.Node) error {
+		if len(page) == ledgerPage {
+			next = n.Path
+			return errPageFull
+		}
 		id, err := parseLedgerPath(s.root, n.Path)
 		if err != nil {
 			return nil
 		}
-		ids, values = append(ids, id), append(values, bytes.Clone(n.Value))
+		l, err := s.parseLedger(id, n.Value)
+		if err != nil {
+			return nil // check reports the node that does not decode
+		}
+		page = append(page, l)
 		return nil
 	})
+	if errors.Is(err, errPageFull) {
+		err = nil
+	}
 	if err != nil {
-		return fmt.Errorf("bk: ledgers under %s: %w", s.root, err)
+		return nil, "", fmt.Errorf("bk: ledgers under %s: %w", s.root, err)
 	}
-	for i, id := range ids {
-		l, err := s.parseLedger(id, values[i])
-		values[i] = nil
-		if err != nil {
-			continue // check reports the node that does not decode
+	return page, next, nil
+}
+
+// finishLedgers asks the bookies of the page's open ledgers for their last add
+// confirmed, lacConcurrency ledgers at a time, and caches every ledger.
+func (s *Store) finishLedgers(ctx context.Context, page []*ledger) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	sem := make(chan struct{}, lacConcurrency)
+	for _, l := range page {
+		if !l.open {
+			s.cache(l)
+			continue
 		}
-		if l, err = s.finishLedger(ctx, l); err != nil {
-			return err
-		}
-		if l.last >= 0 {
-			if err := fn(id, l.last+1); err != nil {
-				return err
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, err := s.finishLedger(ctx, l)
+			switch {
+			case err == nil:
+			case ctx.Err() == nil && !errors.Is(err, store.ErrNotFound):
+				// No bookie of its last ensemble answered (each is reported
+				// unavailable): listed without entries, the scan goes on.
+				l.last = -1
+				s.markUnread(l.id, 0)
+			default:
+				once.Do(func() { first = err; cancel() })
 			}
-		}
+		})
 	}
-	return nil
+	wg.Wait()
+	return first
 }
 
 // ScanEntries passes every readable entry of every ledger to fn, in (ledger,
@@ -165,28 +228,29 @@ func (s *Store) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries i
 // first entry no bookie of its write set holds (the store then holds fewer
 // entries than the metadata says, as a bookie dir missing them would).
 func (s *Store) ScanEntries(ctx context.Context, fn func(ledgerID, entryID int64, value []byte) error, skipped func(*store.TruncatedError) error) error {
-	var ids []int64
-	if err := s.LedgerIDs(ctx, func(id, _ int64) error { ids = append(ids, id); return nil }); err != nil {
-		return err
-	}
-	for _, id := range ids {
+	// Each ledger is read as the streaming LedgerIDs hands it over: no list of
+	// every id is held.
+	return s.LedgerIDs(ctx, func(id, _ int64) error {
 		for from := int64(0); ; {
-			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { return fn(id, e, v) })
+			next := from
+			err := s.Entries(ctx, id, from, -1, func(e int64, v []byte) error { next = e + 1; return fn(id, e, v) })
 			var te *store.TruncatedError
 			if errors.Is(err, store.ErrNotFound) && !errors.As(err, &te) {
-				break // no bookie holds the rest: check compares what was read with the metadata
+				return nil // no bookie holds the rest: check compares what was read with the metadata
+			}
+			if errors.Is(err, errNoReplica) && ctx.Err() == nil {
+				// Every bookie of the write set failed and is reported
+				// unavailable: the rest of this ledger cannot be read now.
+				s.markUnread(id, next)
+				return nil
 			}
 			if skipped == nil || !errors.As(err, &te) || te.LedgerID != id || te.EntryID < from {
-				if err != nil {
-					return err
-				}
-				break
+				return err
 			}
 			if err := skipped(te); err != nil {
 				return err
 			}
 			from = te.EntryID + 1
 		}
-	}
-	return nil
+	})
 }

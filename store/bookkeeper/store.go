@@ -20,6 +20,10 @@ const (
 	defaultTimeout  = 10 * time.Second
 	defaultInflight = 64 // requests outstanding per bookie connection
 	ledgerCacheMax  = 1 << 16
+	// LedgerIDs holds ledgerPage ledgers at a time and reads the LAC of
+	// lacConcurrency open ones at once.
+	ledgerPage     = 4096
+	lacConcurrency = 64
 )
 
 // Kinds of the replica findings a live read reports (beside store's
@@ -30,6 +34,10 @@ const (
 
 // errBadEntry: a bookie returned an entry whose ids or digest are wrong.
 var errBadEntry = errors.New("bad entry")
+
+// errNoReplica: no bookie of an entry's write set could serve it (down, slow,
+// refusing, garbage); each was reported as unavailable.
+var errNoReplica = errors.New("no bookie of its write set could serve it")
 
 func init() { store.RegisterLedgerBackend(store.SchemeBK, Open) }
 
@@ -54,6 +62,7 @@ type Store struct {
 	problems []*problem
 	byKey    map[problemKey]*problem
 	down     map[string]downMark // bookies that failed lately: skipped until the mark passes
+	unread   map[int64]int64     // ledger -> first entry a scan could not read from any bookie
 }
 
 // problem is one kind of failure of one bookie on one ledger, counted.
@@ -83,7 +92,7 @@ const downFor = 5 * time.Second
 func Open(u store.URL, meta store.MetadataStore, opts store.Options) (store.LedgerBackend, error) {
 	s := &Store{u: u, meta: meta, root: u.Chroot, timeout: opts.Remote.Timeout, inflight: opts.Remote.Concurrency,
 		logger: opts.Logger, conns: map[string]*conn{}, ledgers: map[int64]*ledger{}, byKey: map[problemKey]*problem{},
-		down: map[string]downMark{}}
+		down: map[string]downMark{}, unread: map[int64]int64{}}
 	if s.timeout <= 0 {
 		s.timeout = defaultTimeout
 	}
@@ -158,8 +167,14 @@ func (s *Store) ReplicaFindings(context.Context) ([]store.ReplicaFinding, error)
 			detail = fmt.Sprintf("%d reads of this ledger from entry %d on failed (first: %v); each was read from the next bookie of the write set",
 				p.count, p.firstEntry, p.err)
 		}
+		first, unread := s.unread[p.ledgerID]
+		unread = unread && p.kind == FindingBookieUnavailable
+		if unread {
+			detail = fmt.Sprintf("%v; no bookie of the write set could serve ledger %d from entry %d on: those entries were not read",
+				p.err, p.ledgerID, first)
+		}
 		out = append(out, store.ReplicaFinding{Kind: p.kind, LedgerID: p.ledgerID, EntryID: p.firstEntry, Bookie: p.bookie,
-			Offset: -1, Detail: detail})
+			Offset: -1, Detail: detail, NoGoodReplica: unread})
 	}
 	return out, nil
 }
@@ -206,13 +221,19 @@ func (s *Store) finishLedger(ctx context.Context, l *ledger) (*ledger, error) {
 			return nil, err
 		}
 	}
+	s.cache(l)
+	return l, nil
+}
+
+// cache keeps a ledger's metadata for the reads of its entries; the cache is
+// emptied when full, so memory stays bounded on clusters of any size.
+func (s *Store) cache(l *ledger) {
 	s.mu.Lock()
 	if len(s.ledgers) >= ledgerCacheMax {
 		s.ledgers = map[int64]*ledger{}
 	}
 	s.ledgers[l.id] = l
 	s.mu.Unlock()
-	return l, nil
 }
 
 // conn returns the bookie's connection, dialling it (through the registry) the
@@ -321,7 +342,7 @@ func (s *Store) readEntry(ctx context.Context, l *ledger, e int64) ([]byte, erro
 		return nil, fmt.Errorf("%s: %w (%d of %d replicas bad): %w: %w", where, store.ErrBadDigest, bad, len(ws),
 			errors.Join(errs...), &store.TruncatedError{LedgerID: l.id, EntryID: e})
 	}
-	return nil, fmt.Errorf("%s: no bookie of its write set could serve it: %w", where, errors.Join(errs...))
+	return nil, fmt.Errorf("%s: %w: %w", where, errNoReplica, errors.Join(errs...))
 }
 
 // report records a replica problem and logs a bookie's first failure.
@@ -340,6 +361,13 @@ func (s *Store) report(kind string, ledgerID, entryID int64, bookie string, err 
 	if s.logger != nil {
 		fmt.Fprintf(s.logger, "bk: bookie %s: ledger %d entry %d: %v; reading from the next replica\n", bookie, ledgerID, entryID, err)
 	}
+}
+
+// markUnread records that a scan could not read ledgerID from entry on.
+func (s *Store) markUnread(ledgerID, entry int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.unread[ledgerID] = entry
 }
 
 // markDown makes reads skip a bookie for downFor after it could not be reached
@@ -363,6 +391,9 @@ func (s *Store) readLAC(ctx context.Context, l *ledger) (int64, error) {
 			if errors.As(err, &se) && se.Missing() {
 				answered++
 				continue
+			}
+			if ctx.Err() == nil {
+				s.report(FindingBookieUnavailable, l.id, max(l.last, 0), b, fmt.Errorf("last add confirmed: %w", err))
 			}
 			errs = append(errs, err)
 			continue
