@@ -39,7 +39,7 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 	}
 	var ids []int64
 	for _, id := range c.sortedLedgerIDs() {
-		if f := c.ledgers[id]; f.node && !f.badNode && !f.offloadedGone {
+		if f := c.ledgers[id]; f.node && !f.badNode && !f.offloadedGone && c.ownsLedger(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -82,7 +82,10 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 		if p.lost {
 			c.notOnBookies[p.id] = p
 		}
-		c.findings = append(c.findings, p.findings...)
+		c.major = p.id
+		for _, f := range p.findings {
+			c.add(f)
+		}
 	}
 	return nil
 }

@@ -38,6 +38,10 @@ type Finding struct {
 	// separated) whose lost keys may explain this finding: it may be an artefact
 	// of the damage rather than a Pulsar-level loss. A string keeps Finding comparable.
 	StoreDamage string `json:"store_damage,omitempty"`
+	// Order, in the output of one shard of a sharded check (check --shard), is
+	// where the finding stands among its kind in the whole check's output: merge
+	// sorts the shards' findings by it. Empty otherwise.
+	Order string `json:"order,omitempty"`
 }
 
 // Int64 returns a pointer for the optional Finding fields.
