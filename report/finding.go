@@ -77,6 +77,28 @@ func AtLeast(fs []Finding, least Severity) []Finding {
 	return out
 }
 
+// FirstOfEachKind keeps the first limit findings of each kind, in their order
+// (limit 0: all), and says how many of each kind it left out (nil: none).
+func FirstOfEachKind(fs []Finding, limit int) ([]Finding, map[string]int) {
+	if limit <= 0 {
+		return fs, nil
+	}
+	seen := map[string]int{}
+	var left map[string]int
+	out := make([]Finding, 0, min(len(fs), limit*8))
+	for _, f := range fs {
+		if seen[f.Kind]++; seen[f.Kind] <= limit {
+			out = append(out, f)
+			continue
+		}
+		if left == nil {
+			left = map[string]int{}
+		}
+		left[f.Kind]++
+	}
+	return out, left
+}
+
 // SortFindings orders findings by severity, kind, then location, so output is stable.
 func SortFindings(fs []Finding) {
 	// slices, not sort.SliceStable: no reflection, no swapper (a back-fill sorts a
