@@ -22,7 +22,8 @@ var everyFault = fixtures.Options{Seed: 31, Topics: 24, LedgersPerTopic: 3, Entr
 // of one check in its order and its stats and coverage rows, and no finding is
 // reported by two shards.
 func TestShardsMergeToTheWholeCheck(t *testing.T) {
-	dir, _ := testutil.Fixture(t, everyFault)
+	dir, m := testutil.Fixture(t, everyFault)
+	damageEveryLayer(t, dir, m)
 	dd := openRO(t, dir)
 	ctx := context.Background()
 	opts := CheckOptions{SchemaUsage: true}
@@ -35,7 +36,12 @@ func TestShardsMergeToTheWholeCheck(t *testing.T) {
 		kinds[f.Kind] = true
 	}
 	t.Logf("%d findings of %d kinds", len(want), len(kinds))
-	if len(kinds) < 8 {
+	for _, k := range []string{KindNodeUndecodable, KindEntriesWithoutNode, KindOrphanLedger, KindEntryCRCMismatch} {
+		if !kinds[k] {
+			t.Errorf("the fixture gives no %s finding", k)
+		}
+	}
+	if len(kinds) < 10 {
 		t.Fatalf("the fixture gives only the kinds %v", kinds)
 	}
 	for _, n := range []int{1, 2, 4, 7} {
@@ -86,6 +92,48 @@ func TestShardsMergeToTheWholeCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// damageEveryLayer adds to a fixture what the generator does not make:
+// undecodable managed-ledger, cursor, schema-locator and ledger nodes of topics
+// and ledgers spread over the shards, entries without a ledger node, and
+// managed ledgers that name another topic's ledgers (a shard reads ledgers it
+// does not own).
+func damageEveryLayer(t *testing.T, dir string, m *fixtures.Manifest) {
+	t.Helper()
+	b := testutil.EditDataDir(t, dir)
+	garbage := []byte{0x08, 0xff, 0xff, 0x12, 0x99}
+	for i, ml := range m.ManagedLedgers {
+		switch i % 9 {
+		case 1:
+			b.Node(ml.Path, garbage)
+		case 2:
+			if len(ml.Cursors) > 0 {
+				b.Node(ml.Cursors[0].Path, garbage)
+			}
+		case 3:
+			v, err := b.DD.Metadata.Get(ml.Path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b.Node(ml.Path+"-copy", v.Value) // the same ledgers, another topic
+		case 4:
+			if len(ml.Ledgers) > 1 {
+				b.Node(ml.Ledgers[0].NodePath, garbage)
+			}
+		}
+	}
+	for i, sc := range m.Schemas {
+		if i%4 == 1 {
+			b.Node(sc.LocatorPath, garbage)
+		}
+	}
+	for id := int64(900_000); id < 900_040; id += 7 {
+		for e := range int64(3) {
+			b.Entry(id, e, []byte("not a ledger anyone knows"))
+		}
+	}
+	b.Close()
 }
 
 // TestMergeRefusesOtherMetadata: shards that walked different metadata do not merge.
