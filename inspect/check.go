@@ -582,11 +582,7 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 func (c *checker) scanLedgers(ctx context.Context) error {
 	p := &entryPass{dd: c.dd, workers: scanWorkers(c.opts.Workers), prog: c.prog, check: c}
 	if c.sharded() {
-		rs, err := c.shardRanges(ctx)
-		if err != nil {
-			return fmt.Errorf("check ledgers: %w", err)
-		}
-		p.ranges = rs
+		p.ranges = c.shardRanges(p.workers)
 	} else {
 		p.ranges = wholeStoreRanges(c.dd, p.workers)
 	}
@@ -613,17 +609,16 @@ func (c *checker) scanLedgers(ctx context.Context) error {
 }
 
 // mergeRange takes in what one range of the pass found, in key order.
-// A sharded check's ranges are one ledger each (shardRanges): a range the
-// shard read only for its topics' sake adds its facts, not its counts or findings.
+// A ledger a sharded check read only for its topics' sake adds its facts, not
+// its counts or findings (the workers count and report only the shard's own).
 func (c *checker) mergeRange(r *rangeResult) {
 	for _, s := range r.segs {
 		f := c.fact(s.id)
 		f.stored += s.stored
 		f.entry0Indexed = f.entry0Indexed || s.entry0Indexed
-		if !c.ownsLedger(s.id) {
-			return
+		if c.ownsLedger(s.id) {
+			c.stats.Ledgers++
 		}
-		c.stats.Ledgers++
 	}
 	c.stats.Entries += r.entries
 	c.stats.EntryBytes += r.entryBytes
@@ -644,6 +639,9 @@ const maxEntryFindingsPerLedger = 20
 // addEntryFinding lists fd unless its ledger already has the maximum of its kind;
 // then it is only counted, for flushUnlisted.
 func (w *passWorker) addEntryFinding(fd report.Finding) {
+	if !w.counted {
+		return // another shard's ledger: it reports the finding
+	}
 	if w.entryListed[fd.Kind] < maxEntryFindingsPerLedger {
 		w.entryListed[fd.Kind]++
 		w.out.findings = append(w.out.findings, fd)
@@ -653,10 +651,10 @@ func (w *passWorker) addEntryFinding(fd report.Finding) {
 }
 
 // flushUnlisted adds one summary finding per kind whose findings in ledger id
-// were not all listed, and resets the per-ledger counts.
-func (w *passWorker) flushUnlisted(id int64) {
+// were not all listed (when the ledger is counted), and resets the per-ledger counts.
+func (w *passWorker) flushUnlisted(id int64, counted bool) {
 	for _, kind := range []string{KindEntryUndecodable, KindEntryCRCMismatch, KindValueTruncated} {
-		if n := w.entryUnlisted[kind]; n > 0 {
+		if n := w.entryUnlisted[kind]; n > 0 && counted {
 			fd := newFinding(kind, ledgerLoc(id), "inspect the ledger with: ledgermedic inspect entries --ledger "+strconv.FormatInt(id, 10),
 				"%s of this ledger had this problem too (only the first %d are listed)", plural(n, "more entry", "more entries"), maxEntryFindingsPerLedger)
 			fd.LedgerID = report.Int64(id)
@@ -669,7 +667,9 @@ func (w *passWorker) flushUnlisted(id int64) {
 
 // topicEntry checks one entry of a topic ledger; r and err are what decode made of it.
 func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.EntryRefs, err error) {
-	w.out.topicEntries++
+	if w.counted {
+		w.out.topicEntries++
+	}
 	if err != nil {
 		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
 			"%v", err)

@@ -2,11 +2,11 @@ package inspect
 
 import (
 	"cmp"
-	"context"
 	"encoding/binary"
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"math"
 	"slices"
 	"strings"
 
@@ -28,9 +28,16 @@ import (
 //     partitions), cursors, schema locator, coverage rows and schema usage.
 //   - A ledger belongs to the shard of the first topic whose metadata refers to
 //     it in walk order (LedgerInfo, cursor or schema locator); a ledger no topic
-//     refers to (an orphan, entries without a node) to cluster.Shard.LedgerOf its
-//     id. A shard reads the entries of the ledgers it owns and of any other
-//     ledger its topics refer to, and counts and reports only those it owns.
+//     refers to but whose node exists (an orphan) to cluster.Shard.LedgerOf its
+//     id. A ledger the metadata does not name at all (entries without a node)
+//     can only be found by reading the ledger store: the ids the metadata names,
+//     sorted, cut the id space into N slices of as many known ledgers each (the
+//     same cut in every shard), and shard I reads slice I whole, finding and
+//     owning the unknown ledgers in it; a listing of ids would read every key,
+//     as long as a whole scan, so each shard reads 1/N of the store this way.
+//   - Besides its slice, a shard reads the entries of the ledgers it owns and of
+//     any other ledger its topics refer to; it counts and reports only those it
+//     owns, and in its slice skips the entries of the others.
 //   - A metadata node's findings go with its topic or ledger; another node's
 //     with cluster.Shard.Of its path. Findings not about a ledger or topic (a
 //     damaged store file, a bookie file) are shard 0's.
@@ -62,6 +69,9 @@ type shardWalk struct {
 	step  int   // the step adding findings
 	major int64 // the place in it of the next finding
 	fp    hash.Hash64
+	// cuts are the first ids of slices 1..N-1 of the ledger id space (slice 0
+	// starts at 0): the ledgers the metadata names, sorted, cut in N equal parts.
+	cuts []int64
 }
 
 func (c *checker) sharded() bool { return c.opts.Shard.N > 0 }
@@ -120,7 +130,11 @@ func (c *checker) referredBy(f *ledgerFacts, t formats.TopicName) {
 
 // ledgerShard is the shard that owns ledger id.
 func (c *checker) ledgerShard(id int64) int {
-	if f := c.ledgers[id]; f != nil && f.ownerPlus1 > 0 {
+	f := c.ledgers[id]
+	switch {
+	case f == nil || (!f.node && f.refs == 0):
+		return c.sliceOf(id) // named by no metadata: found in the slice that holds it
+	case f.ownerPlus1 > 0:
 		return int(f.ownerPlus1 - 1)
 	}
 	return c.opts.Shard.LedgerOf(id)
@@ -169,19 +183,85 @@ func (c *checker) nodeShard(path string) int {
 	return s.Of(path)
 }
 
-// shardRanges are the ledgers whose entries a shard reads, one range each, in
-// id order: those it owns and those its topics refer to. The ledger store's
-// own list of ledgers finds the ones the metadata does not name.
-func (c *checker) shardRanges(ctx context.Context) ([]store.LedgerRange, error) {
-	var out []store.LedgerRange
-	err := c.dd.Ledgers.LedgerIDs(ctx, func(id, _ int64) error {
-		f := c.ledgers[id]
-		if (f != nil && f.needed) || c.ownsLedger(id) {
-			out = append(out, store.OneLedger(id))
+// cutSlices cuts the ledger id space in N slices of as many ledgers the
+// metadata names each (after the walk: every shard cuts the same).
+func (c *checker) cutSlices() {
+	known := make([]int64, 0, len(c.ledgers))
+	for id := range c.ledgers {
+		if id >= 0 {
+			known = append(known, id)
 		}
-		return nil
+	}
+	slices.Sort(known)
+	n := c.opts.Shard.N
+	c.cuts = make([]int64, 0, n-1)
+	for j := 1; j < n; j++ {
+		cut := int64(math.MaxInt64)
+		if k := j * len(known) / n; k < len(known) {
+			cut = known[k]
+		}
+		c.cuts = append(c.cuts, cut)
+	}
+}
+
+// sliceOf is the slice (and shard) that holds ledger id.
+func (c *checker) sliceOf(id int64) int {
+	i, _ := slices.BinarySearchFunc(c.cuts, id, func(cut, id int64) int {
+		return cmp.Compare(cut, id+1) // the number of cuts <= id
 	})
-	return out, err
+	return i
+}
+
+// shardRanges are the ledger ranges a shard reads, in id order: its slice
+// (cut again by the ledgers the metadata names in it, so that the workers
+// share it), and one range for each ledger outside the slice that it owns or
+// its topics refer to.
+func (c *checker) shardRanges(workers int) []store.LedgerRange {
+	c.cutSlices()
+	me := c.opts.Shard.I
+	lo, hi := int64(0), int64(math.MaxInt64)
+	if me > 0 {
+		lo = c.cuts[me-1]
+	}
+	if me < len(c.cuts) {
+		hi = c.cuts[me]
+	}
+	var inSlice, outside []int64
+	for id, f := range c.ledgers {
+		switch {
+		case id < 0: // a damaged LedgerInfo's id: nothing to read
+		case id >= lo && id < hi:
+			inSlice = append(inSlice, id)
+		case f.needed || c.ownsLedger(id):
+			outside = append(outside, id)
+		}
+	}
+	slices.Sort(inSlice)
+	var out []store.LedgerRange
+	// The slice in parts of as many named ledgers each, the first from lo, the
+	// last to hi.
+	parts := min(workers*rangesPerWorker, max(len(inSlice), 1))
+	from := lo
+	for p := 1; p <= parts; p++ {
+		to := hi
+		if p < parts {
+			to = inSlice[p*len(inSlice)/parts]
+		}
+		if to > from {
+			out = append(out, idRange(from, to))
+		}
+		from = to
+	}
+	for _, id := range outside {
+		out = append(out, store.OneLedger(id))
+	}
+	slices.SortFunc(out, func(a, b store.LedgerRange) int { return cmp.Compare(a.First, b.First) })
+	return out
+}
+
+// idRange is the ledger range [from, to); to math.MaxInt64 has no end.
+func idRange(from, to int64) store.LedgerRange {
+	return store.LedgerRange{First: uint64(from), End: uint64(to), HasEnd: to != math.MaxInt64}
 }
 
 // addSourced adds the findings of a check source or of the store's damage:
