@@ -221,7 +221,18 @@ func TestFleetOnDataDirEqualsOneCheck(t *testing.T) {
 // ZooKeeper (the manifest's LEDGERMEDIC_METADATA), the ledgers in the data dir.
 func TestFleetOnZooKeeperEqualsOneCheck(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
-	url := "zk://" + srv.Addr
+	fleetOnLiveStore(t, "zk://"+srv.Addr)
+}
+
+// TestFleetOnEtcdEqualsOneCheck: the same on a live etcd.
+func TestFleetOnEtcdEqualsOneCheck(t *testing.T) {
+	srv := testutil.StartEtcd(t)
+	fleetOnLiveStore(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"))
+}
+
+// fleetOnLiveStore loads the every-fault fixture into the live metadata store
+// at url (its ledgers into a data dir) and runs the fleet against it.
+func fleetOnLiveStore(t *testing.T, url string) {
 	dir := filepath.Join(t.TempDir(), "cluster")
 	o := everyFaultFixture
 	mustBin(t, 0, "--metadata", url, "fixtures", "generate", "--out", dir, "--seed", fmt.Sprint(o.Seed),
