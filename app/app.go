@@ -100,7 +100,7 @@ func New(e Env) *cli.App {
 // commands lists every top-level command, in help order.
 func (e *env) commands() []*cli.Command {
 	return []*cli.Command{
-		e.inspectCommand(), e.checkCommand(),
+		e.inspectCommand(), e.checkCommand(), e.mergeCommand(),
 		e.schemaCommand(),
 		e.fixturesCommand(),
 		e.indexCommand(),

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mattn/go-runewidth"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 )
@@ -42,10 +45,11 @@ func checkFindingsJSON(t *testing.T, dir string) []report.Finding {
 	return doc.Findings
 }
 
-// TestCheckOutputPutsFindingsFirst: piped (no terminal, no $COLUMNS) check
-// prints the findings first, worst first, fitted to 100 columns, hints whole
-// on their own lines, and no coverage table unless asked.
-func TestCheckOutputPutsFindingsFirst(t *testing.T) {
+// TestCheckOutputPutsSummaryAndFindingsFirst: piped (no terminal, no $COLUMNS)
+// check prints the summary, then the findings, worst first, then what it
+// scanned, fitted to 100 columns, hints whole on their own lines, and no
+// coverage table unless asked.
+func TestCheckOutputPutsSummaryAndFindingsFirst(t *testing.T) {
 	dir := faultyFixture(t)
 	all := checkFindingsJSON(t, dir)
 	out, errOut, code := runApp(t, "-d", dir, "check")
@@ -53,8 +57,11 @@ func TestCheckOutputPutsFindingsFirst(t *testing.T) {
 		t.Fatalf("check: exit %d\n%s", code, errOut)
 	}
 	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
-	if !strings.HasPrefix(lines[0], "Findings (") {
-		t.Errorf("check's first line is %q, want the findings", lines[0])
+	if lines[0] != "Summary" {
+		t.Errorf("check's first line is %q, want the summary", lines[0])
+	}
+	if f, s := strings.Index(out, "\nFindings ("), strings.Index(out, "\nScanned"); f < 0 || s < f {
+		t.Errorf("the findings (at %d) do not come before what was scanned (at %d):\n%s", f, s, out)
 	}
 	if strings.Contains(out, "firstEntryIndex coverage") {
 		t.Errorf("the coverage table printed without --coverage")
@@ -168,5 +175,63 @@ func TestCheckSeverityFilters(t *testing.T) {
 	}
 	if _, errOut, code := runApp(t, "-d", dir, "check", "--severity", "fatal"); code != 2 || !strings.Contains(errOut, "want error, warning or info") {
 		t.Errorf("--severity fatal: exit %d, %s", code, errOut)
+	}
+}
+
+// TestCheckLimitListsTheFirstOfEachKind: the table lists at most --limit
+// findings of each kind (default 20) and says how many it left out; the summary
+// and the exit code count them all; -o json lists all unless --limit is given.
+func TestCheckLimitListsTheFirstOfEachKind(t *testing.T) {
+	dir, _ := testutil.Fixture(t, everyFaultFixture)
+	all := checkFindingsJSON(t, dir)
+	perKind := map[string]int{}
+	for _, f := range all {
+		perKind[f.Kind]++
+	}
+	if perKind[inspect.KindFirstEntryIndexMissing] <= defaultLimit {
+		t.Fatalf("the fixture has %d %s findings, want more than %d", perKind[inspect.KindFirstEntryIndexMissing],
+			inspect.KindFirstEntryIndexMissing, defaultLimit)
+	}
+	for _, limit := range []int{defaultLimit, 2} {
+		args := []string{"-d", dir, "check", "-o", "wide"}
+		if limit != defaultLimit {
+			args = append(args, "--limit", strconv.Itoa(limit))
+		}
+		out, errOut, code := runApp(t, args...)
+		if code != 1 {
+			t.Fatalf("%v: exit %d\n%s", args, code, errOut)
+		}
+		listed, left := 0, 0
+		for kind, n := range perKind {
+			got := strings.Count(out, "| "+kind+" ") - 1 // once in the summary
+			if want := min(n, limit); got != want {
+				t.Errorf("--limit %d: %d %s findings listed, want %d", limit, got, kind, want)
+			}
+			listed += min(n, limit)
+			left += n - min(n, limit)
+			if !strings.Contains(out, "| "+kind+" ") || !strings.Contains(out, "| "+strconv.Itoa(n)+" ") {
+				t.Errorf("--limit %d: the summary does not count %d %s", limit, n, kind)
+			}
+		}
+		if want := fmt.Sprintf("%d findings not listed: at most %d of each kind", left, limit); !strings.Contains(out, want) {
+			t.Errorf("--limit %d: no note %q:\n%s", limit, want, out)
+		}
+		if want := fmt.Sprintf("Findings (%d)", listed); !strings.Contains(out, want) {
+			t.Errorf("--limit %d: no %q", limit, want)
+		}
+	}
+	var doc struct {
+		Findings  []report.Finding `json:"findings"`
+		NotListed map[string]int   `json:"findings_not_listed"`
+	}
+	out, _, _ := runApp(t, "-d", dir, "check", "-o", "json", "--limit", "1")
+	if err := json.Unmarshal([]byte(out), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Findings) != len(perKind) || doc.NotListed[inspect.KindFirstEntryIndexMissing] != perKind[inspect.KindFirstEntryIndexMissing]-1 {
+		t.Errorf("-o json --limit 1: %d findings, not listed %v; want %d, one of each kind", len(doc.Findings), doc.NotListed, len(perKind))
+	}
+	if n := len(checkFindingsJSON(t, dir)); n != len(all) {
+		t.Errorf("-o json without --limit lists %d of %d findings", n, len(all))
 	}
 }

@@ -84,7 +84,11 @@ func TestJSONGoldens(t *testing.T) {
 	}
 	schema := m.Schemas[0]
 
-	jsonGolden(t, "check", 1, dirs, "-d", broken, "check")
+	check := jsonGolden(t, "check", 1, dirs, "-d", broken, "check")
+	// A sharded check merged is the whole check, byte for byte.
+	if merged := jsonGolden(t, "merge", 1, dirs, append([]string{"merge"}, shardParts(t, broken, 4)...)...); merged != check {
+		t.Errorf("merge of 4 shards differs from check:\n%s", merged)
+	}
 	jsonGolden(t, "inspect-topics", 0, dirs, "-d", broken, "inspect", "topics")
 	jsonGolden(t, "inspect-ledgers", 0, dirs, "-d", broken, "inspect", "ledgers", "--topic", indexed.BaseTopic)
 	jsonGolden(t, "inspect-schemas", 0, dirs, "-d", broken, "inspect", "schemas")

@@ -2,7 +2,7 @@ package app
 
 import (
 	"context"
-
+	"fmt"
 	"image/png"
 	"os"
 	"path/filepath"
@@ -18,6 +18,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -461,4 +462,33 @@ func runAppB(b *testing.B, args ...string) (string, string, int) {
 	code := Run(context.Background(), append([]string{"ledgermedic"}, args...),
 		Env{Stdout: &out, Stderr: &errb, Stdin: strings.NewReader("")})
 	return out.String(), errb.String(), code
+}
+
+// TestBigReportInChromium: a report of more topics than it draws opens in
+// Chromium with the worst topics drawn and every topic in the table, whose
+// filter script runs.
+func TestBigReportInChromium(t *testing.T) {
+	testutil.SkipWithoutChromium(t)
+	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 8, Topics: htmlreport.MaxDrawnTopics + 12, LedgersPerTopic: 2,
+		EntriesPerLedger: 2, LoseSchemaLedgers: 2, LoseTopicLedger: true, OrphanLedger: true})
+	out := filepath.Join(t.TempDir(), "report.html")
+	if o, e, code := runApp(t, "-d", dir, "report", "--out", out); code != 1 {
+		t.Fatalf("report: exit %d\n%s\n%s", code, o, e)
+	}
+	nodes := parseDOM(t, testutil.ChromiumDOM(t, out))
+	articles, shown := 0, ""
+	for _, d := range nodes {
+		if d.tag == "article" && hasClass(d, "topic") {
+			articles++
+		}
+		if d.attr["id"] == "t-shown" {
+			shown = d.text
+		}
+	}
+	if articles != htmlreport.MaxDrawnTopics {
+		t.Errorf("%d topics drawn, want %d", articles, htmlreport.MaxDrawnTopics)
+	}
+	if want := fmt.Sprintf("%d of %d shown", len(m.Topics), len(m.Topics)); shown != want {
+		t.Errorf("the topics filter says %q, want %q (the script ran over every topic)", shown, want)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 
@@ -41,6 +42,11 @@ type CheckOptions struct {
 	// Workers read the ledger store in parallel; 0 means GOMAXPROCS. The result
 	// does not depend on it.
 	Workers int
+	// Shard, when N > 0, makes Check do one shard's part of the whole check
+	// (shard.go): the findings, coverage rows and entry counts of what the shard
+	// owns, each finding stamped with its Order, so that the shards' results
+	// merged (MergeShardFindings) are the whole check's.
+	Shard cluster.Shard
 }
 
 // CheckStats counts what Check looked at.
@@ -55,6 +61,9 @@ type CheckStats struct {
 	Entries        int64 // entries read
 	EntryBytes     int64
 	TopicEntries   int64 // entries parsed as topic entry frames
+	// Fingerprint, of a sharded check, is a hash of every metadata node's path and
+	// value in walk order: the shards of one check read the same metadata.
+	Fingerprint string
 	// Coverage is the firstEntryIndex back-fill coverage of every managed ledger
 	// whose node decodes, in the order the metadata walk met them.
 	Coverage []TopicCoverage
@@ -69,6 +78,8 @@ type TopicCoverage struct {
 	// those of them with a valid property.
 	WithEntries int
 	Covered     int
+	// Order, of a sharded check, is the row's place in the whole check's table.
+	Order string
 }
 
 // Percent is Covered of WithEntries in percent, rounded to one decimal; ok is
@@ -82,15 +93,23 @@ func (tc TopicCoverage) Percent() (pct float64, ok bool) {
 
 // CoverageTable renders Coverage, one row per managed ledger.
 func (s *CheckStats) CoverageTable() *report.Table {
-	t := report.NewTable("coverage", "firstEntryIndex coverage",
-		"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
-		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct")
+	cols := []string{"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
+		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct"}
+	sharded := s.Fingerprint != ""
+	if sharded {
+		cols = append(cols, "ORDER", "order")
+	}
+	t := report.NewTable("coverage", "firstEntryIndex coverage", cols...)
 	for _, tc := range s.Coverage {
 		var pct any
 		if p, ok := tc.Percent(); ok {
 			pct = p
 		}
-		t.Add(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct)
+		row := []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct}
+		if sharded {
+			row = append(row, tc.Order)
+		}
+		t.Add(row...)
 	}
 	return t
 }
@@ -98,17 +117,79 @@ func (s *CheckStats) CoverageTable() *report.Table {
 // Table renders the stats as a two-column table.
 func (s *CheckStats) Table() *report.Table {
 	t := report.NewTable("stats", "Scanned", "ITEM", "item", "COUNT", "count")
-	t.Add("metadata nodes", s.Nodes)
-	t.Add("managed ledgers", s.ManagedLedgers)
-	t.Add("cursors", s.Cursors)
-	t.Add("schema locators", s.SchemaLocators)
-	t.Add("schema versions", s.SchemaVersions)
-	t.Add("ledger nodes", s.LedgerNodes)
-	t.Add("ledgers with entries", s.Ledgers)
-	t.Add("entries", s.Entries)
-	t.Add("entry bytes", s.EntryBytes)
-	t.Add("topic entries parsed", s.TopicEntries)
+	for _, it := range s.items() {
+		t.Add(it.name, *it.v)
+	}
 	return t
+}
+
+// statItem is one row of the stats table; perShard counts are a sharded
+// check's own part (added up by a merge), the others its whole walk's.
+type statItem struct {
+	name     string
+	v        *int64
+	perShard bool
+}
+
+func (s *CheckStats) items() []statItem {
+	return []statItem{
+		{"metadata nodes", &s.Nodes, false},
+		{"managed ledgers", &s.ManagedLedgers, false},
+		{"cursors", &s.Cursors, false},
+		{"schema locators", &s.SchemaLocators, false},
+		{"schema versions", &s.SchemaVersions, false},
+		{"ledger nodes", &s.LedgerNodes, false},
+		{"ledgers with entries", &s.Ledgers, true},
+		{"entries", &s.Entries, true},
+		{"entry bytes", &s.EntryBytes, true},
+		{"topic entries parsed", &s.TopicEntries, true},
+	}
+}
+
+// SetStat sets the count of a stats table row by its item name (a merge reads
+// them back); false when there is no such item.
+func (s *CheckStats) SetStat(item string, count int64) bool {
+	for _, it := range s.items() {
+		if it.name == item {
+			*it.v = count
+			return true
+		}
+	}
+	return false
+}
+
+// MergeShardStats is the stats of a whole check from its shards' (in shard
+// order): the per-shard counts added up, the walk's counts and the coverage
+// rows, merged in walk order, as one shard has them. It fails when two shards
+// walked different metadata.
+func MergeShardStats(shards []*CheckStats) (*CheckStats, error) {
+	out := &CheckStats{}
+	if len(shards) == 0 {
+		return out, nil
+	}
+	*out = *shards[0]
+	out.Coverage = nil
+	for i, sh := range shards {
+		if sh.Fingerprint != out.Fingerprint {
+			return nil, fmt.Errorf("shard %d read other metadata than shard 0 (fingerprint %s, not %s)", i, sh.Fingerprint, out.Fingerprint)
+		}
+		mine, theirs := out.items(), sh.items()
+		for j, it := range mine {
+			switch {
+			case i == 0:
+			case it.perShard:
+				*it.v += *theirs[j].v
+			case *it.v != *theirs[j].v:
+				return nil, fmt.Errorf("shard %d counted %d %s, shard 0 %d: they read different metadata", i, *theirs[j].v, it.name, *it.v)
+			}
+		}
+		out.Coverage = append(out.Coverage, sh.Coverage...)
+	}
+	slices.SortStableFunc(out.Coverage, func(a, b TopicCoverage) int { return strings.Compare(a.Order, b.Order) })
+	for i := range out.Coverage {
+		out.Coverage[i].Order = ""
+	}
+	return out, nil
 }
 
 // Who references a ledger.
@@ -134,6 +215,11 @@ type ledgerFacts struct {
 	offloadedGone bool // offloaded and deleted from BookKeeper: fine without node and entries
 	stored        int64
 	entry0Indexed bool // entry 0 carries a broker index
+	// Of a sharded check: the shard of the first topic that refers to the
+	// ledger, plus one (0: none refers to it), and whether a topic of this shard
+	// refers to it (its entries are read then, owned or not).
+	ownerPlus1 int32
+	needed     bool
 }
 
 func (f *ledgerFacts) presence() cluster.Presence {
@@ -160,6 +246,7 @@ type mlFacts struct {
 	ledgers     []mlLedger
 	withEntries int // cluster.Coverage
 	covered     int
+	owned       bool // by this shard (always, unsharded)
 }
 
 type schemaVersion struct {
@@ -170,6 +257,7 @@ type schemaVersion struct {
 	ledger  int64
 	entry   int64
 	hash    []byte
+	owned   bool // by this shard (always, unsharded)
 }
 
 type checker struct {
@@ -196,6 +284,8 @@ type checker struct {
 	live         bool
 	notOnBookies map[int64]*ledgerProbe
 	unreachable  map[int64]bool // ledgers no bookie asked answered for: their entries are unknown, not missing
+	// A sharded check's walk state (shard.go).
+	shardWalk
 }
 
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
@@ -208,26 +298,29 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 	}
 	c := newChecker(dd, opts, prog)
 	steps := []func(context.Context) error{c.scanMetadata, c.scanLedgers, c.probeReplicas, c.checkLedgers, c.checkManagedLedgers, c.checkSchemas}
-	for _, step := range steps {
+	for i, step := range steps {
+		c.step = stepOf[i]
 		if err := step(ctx); err != nil {
 			return nil, nil, err
 		}
 	}
+	c.step = stepSources
 	for i, src := range opts.Sources {
 		fs, err := src(ctx, dd)
 		if err != nil {
 			return nil, nil, fmt.Errorf("check source %d: %w", i+1, err)
 		}
-		c.findings = append(c.findings, fs...)
+		c.addSourced(fs)
 	}
 	if c.usage != nil {
 		fs, err := c.usageFindings(ctx)
 		if err != nil {
 			return nil, nil, err
 		}
-		c.findings = append(c.findings, fs...)
+		c.addUsage(fs)
 	}
-	c.findings = append(c.findings, StoreDamageFindings(dd)...)
+	c.step = stepStoreDamage
+	c.addSourced(StoreDamageFindings(dd))
 	MarkStoreDamage(c.findings, dd)
 	sortFindings(c.findings)
 	return c.findings, &c.stats, nil
@@ -250,23 +343,26 @@ func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *che
 
 // sortFindings orders by severity, then kind, keeping the scan's order (ledger
 // and entry ids ascending) within a kind.
-func sortFindings(fs []report.Finding) {
-	rank := map[report.Severity]int{report.SeverityError: 0, report.SeverityWarning: 1, report.SeverityInfo: 2}
-	slices.SortStableFunc(fs, func(a, b report.Finding) int {
-		if d := rank[a.Severity] - rank[b.Severity]; d != 0 {
-			return d
-		}
-		switch {
-		case a.Kind < b.Kind:
-			return -1
-		case a.Kind > b.Kind:
-			return 1
-		}
-		return 0
-	})
+func sortFindings(fs []report.Finding) { slices.SortStableFunc(fs, bySeverityKind) }
+
+// severityRank orders severities most serious first.
+var severityRank = map[report.Severity]int{report.SeverityError: 0, report.SeverityWarning: 1, report.SeverityInfo: 2}
+
+func bySeverityKind(a, b report.Finding) int {
+	if d := severityRank[a.Severity] - severityRank[b.Severity]; d != 0 {
+		return d
+	}
+	return strings.Compare(a.Kind, b.Kind)
 }
 
-func (c *checker) add(f report.Finding) { c.findings = append(c.findings, f) }
+// add appends a finding of the step running, at c.major (a sharded check
+// stamps its Order).
+func (c *checker) add(f report.Finding) {
+	if c.sharded() {
+		f.Order = findingOrder(c.step, c.major, "")
+	}
+	c.findings = append(c.findings, f)
+}
 
 func (c *checker) fact(id int64) *ledgerFacts {
 	f := c.ledgers[id]
@@ -291,13 +387,18 @@ func (c *checker) sortedLedgerIDs() []int64 {
 func (c *checker) scanMetadata(ctx context.Context) error {
 	c.prog.Start("metadata nodes", 0)
 	defer c.prog.Done()
+	start := len(c.findings)
 	err := walkNodes(ctx, c.dd.Metadata, "", func(n store.Node) error {
+		c.major = c.stats.Nodes
 		c.stats.Nodes++
 		c.prog.Add(1)
+		c.fingerprint(n.Path, n.Value)
 		c.node(n)
 		return nil
 	}, func(te *store.TruncatedError) error {
+		c.major = c.stats.Nodes
 		c.stats.Nodes++
+		c.fingerprint(te.Path, nil)
 		f := newFinding(KindValueTruncated, "node "+te.Path, "restore the node from a backup", "%s", truncatedDetail(te))
 		f.Path = te.Path
 		c.add(f)
@@ -307,6 +408,8 @@ func (c *checker) scanMetadata(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("check metadata: %w", err)
 	}
+	c.keepOwnedNodeFindings(start)
+	c.endFingerprint()
 	return nil
 }
 
@@ -375,7 +478,11 @@ func (c *checker) node(n store.Node) {
 	case *mlpb.ManagedCursorInfo:
 		c.stats.Cursors++
 		if id := m.GetCursorsLedgerId(); id >= 0 {
-			c.fact(id).refs |= refCursor
+			f := c.fact(id)
+			f.refs |= refCursor
+			if t, _, ok := formats.ParseCursorPath(n.Path); ok {
+				c.referredBy(f, t)
+			}
 		}
 	case *schemapb.SchemaLocator:
 		c.stats.SchemaLocators++
@@ -390,12 +497,13 @@ func (c *checker) node(n store.Node) {
 
 func (c *checker) managedLedger(t formats.TopicName, path string, info *mlpb.ManagedLedgerInfo) {
 	_, indexed := cluster.HasMLIndex(info)
-	ml := &mlFacts{topic: t.String(), path: path, indexProp: indexed}
+	ml := &mlFacts{topic: t.String(), path: path, indexProp: indexed, owned: c.ownsTopic(t)}
 	ml.withEntries, ml.covered = cluster.Coverage(info, c.opts.FirstEntryIndexKey)
 	for i, li := range info.GetLedgerInfo() {
 		id := li.GetLedgerId()
 		f := c.fact(id)
 		f.refs |= refLedgerInfo
+		c.referredBy(f, t)
 		f.openLast = f.openLast || cluster.IsOpen(info, i)
 		f.offloadedGone = f.offloadedGone || cluster.OffloadedAway(li)
 		ml.ledgers = append(ml.ledgers, mlLedger{id: id, entries: li.GetEntries()})
@@ -407,10 +515,12 @@ func (c *checker) schemaLocator(t formats.TopicName, path string, loc *schemapb.
 	for _, ie := range locatorVersions(loc) {
 		c.stats.SchemaVersions++
 		id := ie.GetPosition().GetLedgerId()
-		c.fact(id).refs |= refSchema
+		f := c.fact(id)
+		f.refs |= refSchema
+		c.referredBy(f, t)
 		c.schemas = append(c.schemas, schemaVersion{
 			key: t.SchemaKey(), topic: t.String(), path: path, version: ie.GetVersion(),
-			ledger: id, entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash(),
+			ledger: id, entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash(), owned: c.ownsTopic(t),
 		})
 	}
 }
@@ -472,9 +582,13 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 // the schema-usage count of every stored message in the same pass.
 func (c *checker) scanLedgers(ctx context.Context) error {
 	p := &entryPass{dd: c.dd, workers: scanWorkers(c.opts.Workers), prog: c.prog, check: c}
-	p.ranges = wholeStoreRanges(c.dd, p.workers)
+	if c.sharded() {
+		p.ranges = c.shardRanges(p.workers)
+	} else {
+		p.ranges = wholeStoreRanges(c.dd, p.workers)
+	}
 	if c.opts.SchemaUsage {
-		topics, ledgers, _, err := usageTargets(ctx, c.dd.Metadata, nil)
+		topics, ledgers, _, err := usageTargets(ctx, c.dd.Metadata, nil, c.ownsTopic)
 		if err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
@@ -496,17 +610,26 @@ func (c *checker) scanLedgers(ctx context.Context) error {
 }
 
 // mergeRange takes in what one range of the pass found, in key order.
+// A ledger a sharded check read only for its topics' sake adds its facts, not
+// its counts or findings (the workers count and report only the shard's own).
 func (c *checker) mergeRange(r *rangeResult) {
 	for _, s := range r.segs {
 		f := c.fact(s.id)
 		f.stored += s.stored
 		f.entry0Indexed = f.entry0Indexed || s.entry0Indexed
-		c.stats.Ledgers++
+		if c.ownsLedger(s.id) {
+			c.stats.Ledgers++
+		}
 	}
 	c.stats.Entries += r.entries
 	c.stats.EntryBytes += r.entryBytes
 	c.stats.TopicEntries += r.topicEntries
-	c.findings = append(c.findings, r.findings...)
+	for _, f := range r.findings {
+		if f.LedgerID != nil {
+			c.major = *f.LedgerID
+		}
+		c.add(f)
+	}
 }
 
 // maxEntryFindingsPerLedger bounds the per-entry findings of one kind listed for
@@ -517,6 +640,9 @@ const maxEntryFindingsPerLedger = 20
 // addEntryFinding lists fd unless its ledger already has the maximum of its kind;
 // then it is only counted, for flushUnlisted.
 func (w *passWorker) addEntryFinding(fd report.Finding) {
+	if !w.counted {
+		return // another shard's ledger: it reports the finding
+	}
 	if w.entryListed[fd.Kind] < maxEntryFindingsPerLedger {
 		w.entryListed[fd.Kind]++
 		w.out.findings = append(w.out.findings, fd)
@@ -526,10 +652,10 @@ func (w *passWorker) addEntryFinding(fd report.Finding) {
 }
 
 // flushUnlisted adds one summary finding per kind whose findings in ledger id
-// were not all listed, and resets the per-ledger counts.
-func (w *passWorker) flushUnlisted(id int64) {
+// were not all listed (when the ledger is counted), and resets the per-ledger counts.
+func (w *passWorker) flushUnlisted(id int64, counted bool) {
 	for _, kind := range []string{KindEntryUndecodable, KindEntryCRCMismatch, KindValueTruncated} {
-		if n := w.entryUnlisted[kind]; n > 0 {
+		if n := w.entryUnlisted[kind]; n > 0 && counted {
 			fd := newFinding(kind, ledgerLoc(id), "inspect the ledger with: ledgermedic inspect entries --ledger "+strconv.FormatInt(id, 10),
 				"%s of this ledger had this problem too (only the first %d are listed)", plural(n, "more entry", "more entries"), maxEntryFindingsPerLedger)
 			fd.LedgerID = report.Int64(id)
@@ -542,7 +668,9 @@ func (w *passWorker) flushUnlisted(id int64) {
 
 // topicEntry checks one entry of a topic ledger; r and err are what decode made of it.
 func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.EntryRefs, err error) {
-	w.out.topicEntries++
+	if w.counted {
+		w.out.topicEntries++
+	}
 	if err != nil {
 		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
 			"%v", err)
@@ -587,9 +715,10 @@ func entriesHint(ledgerID, entryID int64) string {
 func (c *checker) checkLedgers(context.Context) error {
 	for _, id := range c.sortedLedgerIDs() {
 		f := c.ledgers[id]
-		if f.offloadedGone {
+		if f.offloadedGone || !c.ownsLedger(id) {
 			continue // offloaded to tiered storage and deleted from BookKeeper: as expected
 		}
+		c.major = id
 		path := formats.LedgerPath(id)
 		orphan := f.node && !f.badNode && f.refs == 0 && c.ownedByPulsar(f)
 		if c.live && f.node && !f.badNode {
@@ -656,7 +785,11 @@ func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
 // checkManagedLedgers reports LedgerInfos of lost ledgers and, per indexed topic,
 // how many LedgerInfos lack firstEntryIndex; it fills the coverage table.
 func (c *checker) checkManagedLedgers(context.Context) error {
-	for _, ml := range c.mls {
+	for i, ml := range c.mls {
+		if !ml.owned {
+			continue
+		}
+		c.major = int64(i)
 		ids := make([]int64, len(ml.ledgers))
 		for i, l := range ml.ledgers {
 			ids[i] = l.id
@@ -673,9 +806,11 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 				c.add(fd)
 			}
 		}
-		c.stats.Coverage = append(c.stats.Coverage, TopicCoverage{
-			Topic: ml.topic, Path: ml.path, Indexed: indexed, WithEntries: withEntries, Covered: covered,
-		})
+		tc := TopicCoverage{Topic: ml.topic, Path: ml.path, Indexed: indexed, WithEntries: withEntries, Covered: covered}
+		if c.sharded() {
+			tc.Order = findingOrder(stepManagedLedgers, c.major, "")
+		}
+		c.stats.Coverage = append(c.stats.Coverage, tc)
 		if lacking := withEntries - covered; indexed && lacking > 0 {
 			hint := "ledgermedic index backfill --topic " + ml.topic
 			if c.opts.FirstEntryIndexKey != cluster.FirstEntryIndexKey {
@@ -694,8 +829,12 @@ func (c *checker) checkManagedLedgers(context.Context) error {
 func (c *checker) checkSchemas(context.Context) error {
 	c.prog.Start("schema versions", int64(len(c.schemas)))
 	defer c.prog.Done()
-	for _, sv := range c.schemas {
+	for i, sv := range c.schemas {
 		c.prog.Add(1)
+		if !sv.owned {
+			continue
+		}
+		c.major = int64(i)
 		st, detail, _, err := schemaState(c.dd.Ledgers, c.ledgers[sv.ledger], sv)
 		if err != nil {
 			return fmt.Errorf("check %s: %w", schemaLoc(sv.key, sv.version), err)

@@ -67,7 +67,7 @@ type VersionSplit struct {
 // managed ledger is ErrNoSuchTopic. Versions come back ascending.
 func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.TopicName, splitMs map[int64]int64) ([]VersionSplit, error) {
 	base := topic.Base()
-	_, ledgers, _, err := usageTargets(ctx, dd.Metadata, &base)
+	_, ledgers, _, err := usageTargets(ctx, dd.Metadata, &base, nil)
 	if err != nil {
 		return nil, err
 	}

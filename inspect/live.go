@@ -42,7 +42,7 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 	}
 	var ids []int64
 	for _, id := range c.sortedLedgerIDs() {
-		if f := c.ledgers[id]; f.node && !f.badNode && !f.offloadedGone {
+		if f := c.ledgers[id]; f.node && !f.badNode && !f.offloadedGone && c.ownsLedger(id) {
 			ids = append(ids, id)
 		}
 	}
@@ -88,7 +88,10 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 		if p.unreachable {
 			c.unreachable[p.id] = true
 		}
-		c.findings = append(c.findings, p.findings...)
+		c.major = p.id
+		for _, f := range p.findings {
+			c.add(f)
+		}
 	}
 	return nil
 }

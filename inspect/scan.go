@@ -217,6 +217,12 @@ type passWorker struct {
 	topic   bool    // Check parses the ledger's entries as topic entries
 	uTopics []int32 // the topics counting the ledger's entries
 	pending int64   // entries not yet reported to the progress bar
+	// Of a sharded check (shard.go): the ledger being read is another shard's and
+	// no topic of this one refers to it (skipped), or another shard's that one
+	// refers to (read for its facts, not counted or reported: counted false).
+	skipping bool
+	skipID   int64
+	counted  bool
 	// Per-entry findings of the ledger being read, by kind.
 	entryListed   map[string]int
 	entryUnlisted map[string]int64
@@ -232,7 +238,7 @@ func (p *entryPass) newWorker() *passWorker {
 
 // scan reads one range.
 func (w *passWorker) scan(ctx context.Context, r store.LedgerRange) (*rangeResult, error) {
-	w.out, w.seg = &rangeResult{}, nil
+	w.out, w.seg, w.skipping = &rangeResult{}, nil, false
 	err := w.p.dd.ScanLedgerRange(ctx, r, w.entry, w.truncated)
 	if err != nil {
 		return nil, err
@@ -241,10 +247,22 @@ func (w *passWorker) scan(ctx context.Context, r store.LedgerRange) (*rangeResul
 	return w.out, nil
 }
 
-// ledger accounts for one stored entry, good or truncated, of ledger id.
-func (w *passWorker) ledger(id int64) {
+// ledger accounts for one stored entry, good or truncated, of ledger id, and
+// reports false when the entry is to be skipped.
+func (w *passWorker) ledger(id int64) bool {
+	if w.skipping && w.skipID == id {
+		return false
+	}
 	if w.seg == nil || w.seg.id != id {
 		w.endLedger()
+		w.skipping, w.counted = false, true
+		if c := w.p.check; c != nil && c.sharded() {
+			w.counted = c.ownsLedger(id)
+			if f := c.ledgers[id]; !w.counted && (f == nil || !f.needed) {
+				w.skipping, w.skipID = true, id
+				return false
+			}
+		}
 		w.out.segs = append(w.out.segs, ledgerSeg{id: id})
 		w.seg = &w.out.segs[len(w.out.segs)-1]
 		if c := w.p.check; c != nil {
@@ -257,25 +275,32 @@ func (w *passWorker) ledger(id int64) {
 		}
 	}
 	w.seg.stored++
-	w.out.entries++
+	if w.counted {
+		w.out.entries++
+	}
 	if w.pending++; w.pending == progressEvery {
 		w.p.prog.Add(w.pending)
 		w.pending = 0
 	}
+	return true
 }
 
 // endLedger closes the ledger being read.
 func (w *passWorker) endLedger() {
 	if w.seg != nil && w.p.check != nil {
-		w.flushUnlisted(w.seg.id)
+		w.flushUnlisted(w.seg.id, w.counted)
 	}
 	// w.seg points into w.out.segs, which the next append may move.
 	w.seg = nil
 }
 
 func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
-	w.ledger(ledgerID)
-	w.out.entryBytes += int64(len(v))
+	if !w.ledger(ledgerID) {
+		return nil
+	}
+	if w.counted {
+		w.out.entryBytes += int64(len(v))
+	}
 	if !w.topic && len(w.uTopics) == 0 {
 		return nil
 	}
@@ -291,7 +316,9 @@ func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
 }
 
 func (w *passWorker) truncated(te *store.TruncatedError) error {
-	w.ledger(te.LedgerID)
+	if !w.ledger(te.LedgerID) {
+		return nil
+	}
 	for _, t := range w.uTopics {
 		w.usage.totals[t].entries++
 		w.usage.addBad(badEntry{topic: t, pos: Position{LedgerID: te.LedgerID, EntryID: te.EntryID}, kind: KindValueTruncated,

@@ -263,7 +263,7 @@ func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, prog
 	if progress == nil {
 		progress = report.NoProgress{}
 	}
-	topics, ledgers, findings, err := usageTargets(ctx, dd.Metadata, opts.Topic)
+	topics, ledgers, findings, err := usageTargets(ctx, dd.Metadata, opts.Topic, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -360,7 +360,9 @@ func checkUsageFindings(r *UsageReport) []report.Finding {
 // usageTargets lists the topics (by base name) and the ledgers of their managed
 // ledgers, in ledger id order so the store is read front to back. Managed-ledger
 // nodes that cannot be read become findings.
-func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.TopicName) ([]usageTopic, []usageLedger, []report.Finding, error) {
+// keep, when not nil, keeps only the topics it returns true for (a sharded
+// check's own).
+func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.TopicName, keep func(formats.TopicName) bool) ([]usageTopic, []usageLedger, []report.Finding, error) {
 	var (
 		topics   []usageTopic
 		byName   = map[formats.TopicName]int32{}
@@ -379,7 +381,7 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 	}
 	visit := func(n store.Node) error {
 		t, ok := formats.ParseManagedLedgerPath(n.Path)
-		if !ok {
+		if !ok || (keep != nil && !keep(t)) {
 			return nil
 		}
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)

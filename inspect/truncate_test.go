@@ -131,7 +131,7 @@ func TestSchemaUsageTruncatedValues(t *testing.T) {
 	}
 
 	// One worker meets every truncated value: its list is trimmed as it grows.
-	topics, ledgers, _, err := usageTargets(context.Background(), dd.Metadata, nil)
+	topics, ledgers, _, err := usageTargets(context.Background(), dd.Metadata, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

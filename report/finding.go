@@ -38,6 +38,10 @@ type Finding struct {
 	// separated) whose lost keys may explain this finding: it may be an artefact
 	// of the damage rather than a Pulsar-level loss. A string keeps Finding comparable.
 	StoreDamage string `json:"store_damage,omitempty"`
+	// Order, in the output of one shard of a sharded check (check --shard), is
+	// where the finding stands among its kind in the whole check's output: merge
+	// sorts the shards' findings by it. Empty otherwise.
+	Order string `json:"order,omitempty"`
 }
 
 // Int64 returns a pointer for the optional Finding fields.
@@ -71,6 +75,28 @@ func AtLeast(fs []Finding, least Severity) []Finding {
 		}
 	}
 	return out
+}
+
+// FirstOfEachKind keeps the first limit findings of each kind, in their order
+// (limit 0: all), and says how many of each kind it left out (nil: none).
+func FirstOfEachKind(fs []Finding, limit int) ([]Finding, map[string]int) {
+	if limit <= 0 {
+		return fs, nil
+	}
+	seen := map[string]int{}
+	var left map[string]int
+	out := make([]Finding, 0, min(len(fs), limit*8))
+	for _, f := range fs {
+		if seen[f.Kind]++; seen[f.Kind] <= limit {
+			out = append(out, f)
+			continue
+		}
+		if left == nil {
+			left = map[string]int{}
+		}
+		left[f.Kind]++
+	}
+	return out, left
 }
 
 // SortFindings orders findings by severity, kind, then location, so output is stable.

@@ -20,8 +20,10 @@ type Document struct {
 	// Extra holds command-specific top-level JSON values (e.g. "exit_code"); not printed as a table.
 	Extra map[string]any
 	// FindingsFirst prints the findings before the tables (check: what is wrong
-	// comes before what was counted). JSON keeps its order.
+	// comes before what was counted), after the first FindingsAfter of them
+	// (check: its summary). JSON keeps its order.
 	FindingsFirst bool
+	FindingsAfter int
 }
 
 // Add appends tables to the document.
@@ -113,13 +115,18 @@ func printText(out io.Writer, d *Document, width int) error {
 		return render()
 	}
 	findings := func() error { return renderFindings(w, d.Findings, width) }
-	if d.Findings != nil && d.FindingsFirst {
-		if err := section(findings); err != nil {
+	for i, t := range d.Tables {
+		if d.Findings != nil && d.FindingsFirst && i == d.FindingsAfter {
+			if err := section(findings); err != nil {
+				return err
+			}
+		}
+		if err := section(func() error { return RenderTableWidth(w, t, width) }); err != nil {
 			return err
 		}
 	}
-	for _, t := range d.Tables {
-		if err := section(func() error { return RenderTableWidth(w, t, width) }); err != nil {
+	if d.Findings != nil && d.FindingsFirst && d.FindingsAfter >= len(d.Tables) {
+		if err := section(findings); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,12 @@ const (
 	// MaxMarksPerTopic bounds the list of marked ledgers under a topic's chart.
 	MaxMarksPerTopic = 2000
 	topFindings      = 10
+	// MaxDrawnTopics bounds the topics drawn as timelines: a report of more draws
+	// the worst (most errors, then warnings, then info) and lists every topic in
+	// a table, so a million-topic cluster's page opens in seconds.
+	MaxDrawnTopics = 50
+	// MaxTopicRows bounds that table; the rest are counted.
+	MaxTopicRows = 10_000
 )
 
 // Render writes the report as one self-contained HTML page.
@@ -59,8 +65,12 @@ type pageView struct {
 	Severities   []report.Severity
 	Kinds        []string
 	Topics       []topicView
-	Loose        []looseView
-	Runs         []runView
+	// With more topics than MaxDrawnTopics: every topic's row (worst first, at
+	// most MaxTopicRows), and how many rows were left out.
+	TopicRows     []topicRow
+	MoreTopicRows int
+	Loose         []looseView
+	Runs          []runView
 }
 
 type sourceView struct {
@@ -83,6 +93,15 @@ type topicView struct {
 	SchemaPath  string
 	Marks       []markView
 	MoreMarks   int
+}
+
+// topicRow is a topic in the table of every topic.
+type topicRow struct {
+	Name                   string
+	Anchor                 string // "" when the topic is not drawn
+	Partitions, Ledgers    int
+	Entries                int64
+	Errors, Warnings, Info int
 }
 
 type markView struct {
@@ -136,8 +155,12 @@ func view(r *Report) (*pageView, error) {
 	v.Top = r.Findings[:min(topFindings, len(r.Findings))]
 	v.Findings = r.Findings[:min(MaxFindingRows, len(r.Findings))]
 	v.MoreFindings = len(r.Findings) - len(v.Findings)
-	for i := range r.Topics {
+	drawn := drawnTopics(r.Topics)
+	for _, i := range drawn {
 		v.Topics = append(v.Topics, topicOf(&r.Topics[i]))
+	}
+	if len(drawn) < len(r.Topics) {
+		v.TopicRows, v.MoreTopicRows = topicRows(r.Topics, drawn)
 	}
 	for _, l := range r.Loose {
 		v.Loose = append(v.Loose, looseView{Ledger: l, Created: msTime(l.Start)})
@@ -147,6 +170,99 @@ func view(r *Report) (*pageView, error) {
 			CreatedText: run.Created.UTC().Format("2006-01-02 15:04:05 UTC")})
 	}
 	return v, nil
+}
+
+// faultCounts counts a topic's faults by severity: its ledgers', its schema
+// versions' and orphan schema ledgers', and an unreadable node as an error.
+func faultCounts(t *Topic) (errors, warnings, info int) {
+	add := func(fs []Fault) {
+		for _, f := range fs {
+			switch f.Severity {
+			case report.SeverityError:
+				errors++
+			case report.SeverityWarning:
+				warnings++
+			default:
+				info++
+			}
+		}
+	}
+	for _, l := range t.Lanes {
+		if l.Error != "" {
+			errors++
+		}
+		for _, g := range l.Ledgers {
+			add(g.Faults)
+		}
+	}
+	if sc := t.Schema; sc != nil {
+		if sc.Error != "" {
+			errors++
+		}
+		for _, v := range sc.Versions {
+			add(v.Faults)
+		}
+		for _, g := range sc.Orphans {
+			add(g.Faults)
+		}
+	}
+	return errors, warnings, info
+}
+
+// worstFirst orders the indexes of topics by their faults, most serious first,
+// then as the report has them.
+func worstFirst(topics []Topic) []int {
+	type score struct{ e, w, i int }
+	scores := make([]score, len(topics))
+	order := make([]int, len(topics))
+	for i := range topics {
+		e, w, n := faultCounts(&topics[i])
+		scores[i], order[i] = score{e, w, n}, i
+	}
+	slices.SortStableFunc(order, func(a, b int) int {
+		sa, sb := scores[a], scores[b]
+		return cmp.Or(cmp.Compare(sb.e, sa.e), cmp.Compare(sb.w, sa.w), cmp.Compare(sb.i, sa.i))
+	})
+	return order
+}
+
+// drawnTopics are the indexes of the topics drawn: all, in the report's order,
+// when there are at most MaxDrawnTopics; else the MaxDrawnTopics worst, worst first.
+func drawnTopics(topics []Topic) []int {
+	if len(topics) <= MaxDrawnTopics {
+		out := make([]int, len(topics))
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	return worstFirst(topics)[:MaxDrawnTopics]
+}
+
+// topicRows is the table of every topic, worst first, linked to the drawn ones.
+func topicRows(topics []Topic, drawn []int) ([]topicRow, int) {
+	isDrawn := make(map[int]bool, len(drawn))
+	for _, i := range drawn {
+		isDrawn[i] = true
+	}
+	order := worstFirst(topics)
+	rows := make([]topicRow, 0, min(len(order), MaxTopicRows))
+	for _, i := range order[:min(len(order), MaxTopicRows)] {
+		t := &topics[i]
+		row := topicRow{Name: t.Name, Partitions: len(t.Lanes)}
+		if isDrawn[i] {
+			row.Anchor = "topic-" + anchor(t.Name)
+		}
+		for _, l := range t.Lanes {
+			row.Ledgers += len(l.Ledgers)
+			for _, g := range l.Ledgers {
+				row.Entries += g.Entries
+			}
+		}
+		row.Errors, row.Warnings, row.Info = faultCounts(t)
+		rows = append(rows, row)
+	}
+	return rows, len(order) - len(rows)
 }
 
 func title(r *Report) string {

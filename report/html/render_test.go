@@ -101,3 +101,70 @@ func TestRenderEmptyReport(t *testing.T) {
 		}
 	}
 }
+
+// A report of more topics than MaxDrawnTopics draws the worst of them, worst
+// first, and lists every topic, worst first, in a filterable table; a small one
+// draws every topic in its order and has no such table.
+func TestBigReportDrawsTheWorstTopics(t *testing.T) {
+	var topics []Topic
+	n := MaxDrawnTopics*2 + 7
+	for i := range n {
+		tp := bigTopic(3, 0)
+		tp.Name = fmt.Sprintf("persistent://t/ns/topic-%03d", i)
+		switch {
+		case i%10 == 3: // errors: i%20 == 13 has two
+			tp.Lanes[0].Ledgers[0].Faults = []Fault{{Kind: "ledger-missing", Severity: report.SeverityError}}
+			if i%20 == 13 {
+				tp.Lanes[0].Ledgers[1].Faults = []Fault{{Kind: "ledger-missing", Severity: report.SeverityError}}
+			}
+		case i%10 == 5:
+			tp.Lanes[0].Ledgers[0].Faults = []Fault{{Kind: "orphan-ledger", Severity: report.SeverityWarning}}
+		}
+		topics = append(topics, tp)
+	}
+	page := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: topics})
+	drawn := regexp.MustCompile(`<article class="topic" id="[^"]*" data-topic="([^"]*)">`).FindAllStringSubmatch(page, -1)
+	if len(drawn) != MaxDrawnTopics {
+		t.Fatalf("%d topics drawn of %d, want %d", len(drawn), n, MaxDrawnTopics)
+	}
+	// The two-error topics, then the one-error ones, then the warnings, in name order each.
+	var want []string
+	for _, pick := range []func(int) bool{
+		func(i int) bool { return i%20 == 13 }, func(i int) bool { return i%20 == 3 }, func(i int) bool { return i%10 == 5 },
+		func(i int) bool { return i%10 != 3 && i%10 != 5 },
+	} {
+		for i := range n {
+			if pick(i) {
+				want = append(want, topics[i].Name)
+			}
+		}
+	}
+	for i, d := range drawn {
+		if d[1] != want[i] {
+			t.Fatalf("drawn topic %d is %s, want %s", i, d[1], want[i])
+		}
+	}
+	rows := regexp.MustCompile(`<tr data-faulty="(1?)"><td>(?:<a href="#[^"]*">)?([^<]*)<`).FindAllStringSubmatch(page, -1)
+	if len(rows) != n {
+		t.Fatalf("the table of every topic has %d rows, want %d", len(rows), n)
+	}
+	faulty := map[string]bool{}
+	for i := range n {
+		faulty[topics[i].Name] = i%10 == 3 || i%10 == 5
+	}
+	for i, r := range rows {
+		if r[2] != want[i] || (r[1] == "1") != faulty[r[2]] {
+			t.Fatalf("row %d is %s (faulty %q), want %s (faulty %v)", i, r[2], r[1], want[i], faulty[want[i]])
+		}
+	}
+	for _, s := range []string{`id="t-text"`, `id="t-faulty"`, fmt.Sprintf("Topics (%d: the %d worst drawn)", n, MaxDrawnTopics),
+		`<a href="#topic-persistent___t_ns_topic-013">`} {
+		if !strings.Contains(page, s) {
+			t.Errorf("the page has no %s", s)
+		}
+	}
+	small := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: topics[:MaxDrawnTopics]})
+	if strings.Contains(small, `id="topics"`) || strings.Count(small, `<article class="topic"`) != MaxDrawnTopics {
+		t.Errorf("a report of %d topics does not draw them all, or lists them in a table", MaxDrawnTopics)
+	}
+}
