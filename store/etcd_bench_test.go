@@ -11,13 +11,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
-	"github.com/ledgermedic/ledgermedic/store"
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // Benchmarks of the etcd backends, each beside its physical baseline measured in the

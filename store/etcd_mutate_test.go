@@ -11,10 +11,11 @@ import (
 	"testing"
 	"time"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // etcdDataDir opens a data dir (journal and ledgers) whose metadata store is the etcd at endpoint.

@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/store"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // openEtcdURL opens a metadata backend from a URL string.

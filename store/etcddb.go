@@ -18,9 +18,10 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/ledgermedic/ledgermedic/internal/radix"
-
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/ledgermedic/ledgermedic/internal/radix"
+	"github.com/ledgermedic/ledgermedic/internal/scratch"
 )
 
 // Errors of the offline etcd reader.
@@ -84,12 +85,12 @@ func openEtcdDB(u URL, opts Options) (MetadataBackend, error) {
 	if errors.Is(err, bolt.ErrTimeout) {
 		// A running etcd holds the flock: read a copy. bbolt keeps two meta pages, so a
 		// copy taken mid-commit still opens at the older one; damage is reported.
-		s.tmpDir, s.releaseTmp, err = newTempDir(opts.SandboxDir, "ledgermedic-etcd-db-")
+		s.tmpDir, s.releaseTmp, err = scratch.NewTempDir(opts.SandboxDir, "ledgermedic-etcd-db-")
 		if err != nil {
 			return nil, fmt.Errorf("%s is locked by a running etcd; a temp copy failed: %w", file, err)
 		}
 		s.file = filepath.Join(s.tmpDir, "db")
-		if err = copyFileSparse(file, s.file); err == nil {
+		if err = scratch.CopyFileSparse(file, s.file); err == nil {
 			db, err = openBoltReadOnly(s.file, etcdDBLockWait)
 		}
 		notes = append(notes, fmt.Sprintf("%s is locked by a running etcd: read a copy taken at %s; writes after that are not shown", file, time.Now().UTC().Format(time.RFC3339)))

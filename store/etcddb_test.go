@@ -13,10 +13,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/store"
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // dumpNodes is every node of a backend as path -> "hex(value)@version".

@@ -1,6 +1,8 @@
 package store
 
-import "context"
+import (
+	"context"
+)
 
 // EtcdReadsAsSpan says whether an etcd backend's GetNodes reads these paths (one
 // chunk) as one range rather than a Txn of Gets.

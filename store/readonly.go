@@ -14,6 +14,8 @@ import (
 
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
+
+	"github.com/ledgermedic/ledgermedic/internal/scratch"
 )
 
 // How a read-only open cannot change the data dir, whatever Badger does:
@@ -325,7 +327,7 @@ func (p *dbPlan) buildSandbox(dst string, copyAll bool) error {
 	linked = append(linked, p.vlogs...)
 	for _, f := range linked {
 		if copyAll {
-			err = copyFileSparse(filepath.Join(abs, f), filepath.Join(dst, f))
+			err = scratch.CopyFileSparse(filepath.Join(abs, f), filepath.Join(dst, f))
 		} else {
 			err = os.Symlink(filepath.Join(abs, f), filepath.Join(dst, f))
 		}
@@ -338,7 +340,7 @@ func (p *dbPlan) buildSandbox(dst string, copyAll bool) error {
 		copied = append(copied, badger.KeyRegistryFileName)
 	}
 	for _, f := range copied {
-		if err := copyFileSparse(filepath.Join(abs, f), filepath.Join(dst, f)); err != nil {
+		if err := scratch.CopyFileSparse(filepath.Join(abs, f), filepath.Join(dst, f)); err != nil {
 			return err
 		}
 	}
@@ -394,7 +396,7 @@ func (d *DataDir) openVerified(name string, opts Options) (*badger.DB, error) {
 	}
 	if d.ro.root == "" {
 		var release func()
-		if d.ro.root, release, err = newTempDir(opts.SandboxDir, "ledgermedic-ro-"); err != nil {
+		if d.ro.root, release, err = scratch.NewTempDir(opts.SandboxDir, "ledgermedic-ro-"); err != nil {
 			return nil, fmt.Errorf("%s: make a read-only sandbox: %w", src, err)
 		}
 		d.ro.unlocks = append(d.ro.unlocks, release) // after the removal at close

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
-	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // The write path of a back-fill alone, without its planning: a mutate.Series of

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/internal/scratch"
 )
 
 // A read-only session killed with SIGKILL leaves its sandbox in TMPDIR; the next
@@ -62,7 +64,7 @@ func sessionDirs(t *testing.T, tmp string) []string {
 	}
 	var dirs []string
 	for _, e := range entries {
-		if _, err := os.Stat(filepath.Join(tmp, e.Name(), tempOwnerFile)); err == nil && hasTempPrefix(e.Name()) {
+		if _, err := os.Stat(filepath.Join(tmp, e.Name(), scratch.OwnerFile)); err == nil && scratch.HasTempPrefix(e.Name()) {
 			dirs = append(dirs, e.Name())
 		}
 	}

@@ -1,6 +1,8 @@
 package store
 
-import "syscall"
+import (
+	"syscall"
+)
 
 // verifyChildAttr: a child outliving a killed parent would keep reading the store
 // for nothing, so Linux kills it with its parent.

@@ -2,7 +2,9 @@
 
 package store
 
-import "syscall"
+import (
+	"syscall"
+)
 
 // verifyChildAttr: without Linux's parent-death signal, a child whose parent was
 // killed stops at the end of its current table, when its stdin reports EOF.

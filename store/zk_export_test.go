@@ -1,6 +1,8 @@
 package store
 
-import "errors"
+import (
+	"errors"
+)
 
 // OpenMetadataURLForTest lets the external tests (package store_test: they use
 // internal/testutil, which imports store) open a backend through the dispatch

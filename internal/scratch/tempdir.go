@@ -1,4 +1,6 @@
-package store
+// Package scratch makes the temp dirs a session works in (swept when their owner is gone) and copies files
+// into them without filling their holes.
+package scratch
 
 import (
 	"os"
@@ -12,17 +14,17 @@ import (
 // unclean-shutdown copies, copies of a locked etcd db).
 var tempDirPrefixes = []string{"ledgermedic-ro-", "ledgermedic-sandbox-", "ledgermedic-etcd-db-"}
 
-// tempOwnerFile marks a temp dir whose owner holds an exclusive flock on the dir
+// OwnerFile marks a temp dir whose owner holds an exclusive flock on the dir
 // for as long as it runs. Dirs without it (made by older versions) are never swept:
 // nothing says whether their owner is alive.
-const tempOwnerFile = ".ledgermedic-owner"
+const OwnerFile = ".ledgermedic-owner"
 
-// newTempDir makes a session's temp dir under parent ("" is os.TempDir()) and
+// NewTempDir makes a session's temp dir under parent ("" is os.TempDir()) and
 // holds an exclusive flock on it until release. First it removes the temp dirs
 // that killed sessions left there: their owner's lock went with the process, so
 // a free lock means nobody uses the dir (a SIGKILLed or OOM-killed command never
 // reaches its own clean-up, and these dirs can be as large as a database copy).
-func newTempDir(parent, prefix string) (dir string, release func(), err error) {
+func NewTempDir(parent, prefix string) (dir string, release func(), err error) {
 	sweepTempDirs(parent)
 	if dir, err = os.MkdirTemp(parent, prefix); err != nil {
 		return "", nil, err
@@ -46,7 +48,7 @@ func holdTempDir(dir string) (*os.File, error) {
 		f.Close()
 		return nil, err
 	}
-	if err := os.WriteFile(filepath.Join(dir, tempOwnerFile), nil, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, OwnerFile), nil, 0o600); err != nil {
 		f.Close()
 		return nil, err
 	}
@@ -64,13 +66,13 @@ func sweepTempDirs(parent string) {
 		return
 	}
 	for _, e := range entries {
-		if e.IsDir() && hasTempPrefix(e.Name()) {
+		if e.IsDir() && HasTempPrefix(e.Name()) {
 			removeIfOrphaned(filepath.Join(parent, e.Name()))
 		}
 	}
 }
 
-func hasTempPrefix(name string) bool {
+func HasTempPrefix(name string) bool {
 	for _, p := range tempDirPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
@@ -82,7 +84,7 @@ func hasTempPrefix(name string) bool {
 // removeIfOrphaned removes dir when it carries the owner mark and its lock can
 // be taken: its owner is gone.
 func removeIfOrphaned(dir string) {
-	if _, err := os.Lstat(filepath.Join(dir, tempOwnerFile)); err != nil {
+	if _, err := os.Lstat(filepath.Join(dir, OwnerFile)); err != nil {
 		return
 	}
 	f, err := os.Open(dir)
