@@ -21,6 +21,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/etcddb"
 )
 
 // Env is what the app talks to. Tests pass buffers; main passes the process's files.
@@ -212,7 +213,7 @@ func exitCode(err error) int {
 		return ee.Code
 	}
 	switch {
-	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir), errors.Is(err, store.ErrEtcdNoTime):
+	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir), errors.Is(err, etcddb.ErrEtcdNoTime):
 		return report.ExitBadInput
 	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrNotDataDir),
 		errors.Is(err, store.ErrReadOnly), errors.Is(err, os.ErrPermission), errors.Is(err, os.ErrNotExist):

@@ -10,9 +10,12 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // registers bk: (live bookies)
+	"github.com/ledgermedic/ledgermedic/store/etcddb"
 )
 
 // storeFlags pick the stores a command reads, beside --data-dir: a live ZooKeeper or
@@ -175,7 +178,7 @@ func checkWritable(opts store.Options) error {
 
 // openStores opens the data dir and the stores the flags name; pulsar: the
 // metadata must hold a Pulsar cluster's nodes at its root (store.Options.Pulsar).
-func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir, error) {
+func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*datadir.DataDir, error) {
 	opts, err := storeOptions(c, readOnly)
 	if err != nil {
 		return nil, err
@@ -199,10 +202,10 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 		}
 		return nil, report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required: it holds %s", what)
 	}
-	dd, err := store.Open(p, opts)
+	dd, err := datadir.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) ||
-			errors.Is(err, store.ErrNoPulsarMetadata) {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, etcddb.ErrEtcdNoTime) ||
+			errors.Is(err, datadir.ErrNoPulsarMetadata) {
 			return nil, report.BadInput(err)
 		}
 		return nil, report.CannotOpen(err)
@@ -226,10 +229,10 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 // sandbox copies said once, and with what ends them: each read copies the
 // databases again until a writing command opens the data dir, which lets Badger
 // recover its log in place.
-func uncleanOnce(dd *store.DataDir) []string {
+func uncleanOnce(dd *datadir.DataDir) []string {
 	var out, dbs []string
 	for _, n := range dd.Notes {
-		if db, ok := store.SandboxNoteDB(n); ok {
+		if db, ok := badgerdir.SandboxNoteDB(n); ok {
 			dbs = append(dbs, db)
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -22,7 +23,7 @@ import (
 
 // FindingSource adds findings to Check from outside the core scan (bookie
 // replicas, the report's schema-usage pass, ...). It must only read dd.
-type FindingSource func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error)
+type FindingSource func(ctx context.Context, dd *datadir.DataDir) ([]report.Finding, error)
 
 // CheckOptions configures Check.
 type CheckOptions struct {
@@ -173,7 +174,7 @@ type schemaVersion struct {
 }
 
 type checker struct {
-	dd    *store.DataDir
+	dd    *datadir.DataDir
 	opts  CheckOptions
 	prog  report.Progress
 	stats CheckStats
@@ -200,7 +201,7 @@ type checker struct {
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
 // returns the findings (errors and warnings first, then info) and what it scanned.
 // Memory grows with the number of ledgers and metadata nodes, not with entries.
-func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
+func Check(ctx context.Context, dd *datadir.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
 	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	if prog == nil {
 		prog = report.NoProgress{}
@@ -232,7 +233,7 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 	return c.findings, &c.stats, nil
 }
 
-func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *checker {
+func newChecker(dd *datadir.DataDir, opts CheckOptions, prog report.Progress) *checker {
 	live := false
 	if dd != nil {
 		_, live = dd.Ledgers.(store.ReplicaProber)

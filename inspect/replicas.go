@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// Finding kinds of a ledger store read from bookie dirs (store.BookieStore): what
+// Finding kinds of a ledger store read from bookie dirs (bookie.Store): what
 // the replicas of each entry say beyond "the entry is there".
 const (
 	KindUnderReplicated = "under-replicated" // fewer replicas found than the write quorum
@@ -50,7 +51,7 @@ const noGoodReplicaHint = "no replica verifies, so the entry is not served: copy
 // ReplicaFindings is a check source for a ledger store read from bookie dirs:
 // every replica problem the store found while indexing, as findings. Other ledger
 // stores have none.
-func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
+func ReplicaFindings(ctx context.Context, dd *datadir.DataDir) ([]report.Finding, error) {
 	bs, ok := dd.Ledgers.(store.ReplicaReporter)
 	if !ok {
 		return nil, nil

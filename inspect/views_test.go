@@ -9,11 +9,11 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
-
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -177,9 +177,9 @@ func TestInspectionLeavesDirUntouched(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, dir string) *store.DataDir {
+func mustOpen(t *testing.T, dir string) *datadir.DataDir {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}

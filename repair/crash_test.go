@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -38,7 +39,7 @@ var crashStep string
 // crash hook at step.
 func crashChild(dir, input, step string) int {
 	crashStep = step
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -51,7 +52,7 @@ func crashChild(dir, input, step string) int {
 	return 0
 }
 
-func repairOnce(ctx context.Context, dd *store.DataDir, input string) error {
+func repairOnce(ctx context.Context, dd *datadir.DataDir, input string) error {
 	eng, err := mutate.New(dd)
 	if err != nil {
 		return err

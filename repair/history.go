@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -170,7 +171,7 @@ type historyWork struct {
 // planHistories looks at every schema key the captures name: keys whose
 // locator is gone or undecodable are rebuilt; keys whose locator holds other
 // schemas than the capture are collisions.
-func planHistories(ctx context.Context, dd *store.DataDir, captured map[string]capturedVersions, current map[string]*keyWork,
+func planHistories(ctx context.Context, dd *datadir.DataDir, captured map[string]capturedVersions, current map[string]*keyWork,
 	damaged map[string]*locatorView, opts Options, rp *RepairPlan) (*historyWork, error) {
 	hw := &historyWork{blocked: map[string]string{}, rebuilt: map[string]bool{}}
 	for _, key := range sortedKeys(captured) {

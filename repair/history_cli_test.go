@@ -16,6 +16,7 @@ import (
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
@@ -352,9 +353,9 @@ func capture(t *testing.T, dir string) string {
 	return p
 }
 
-func openRO(t *testing.T, dir string) *store.DataDir {
+func openRO(t *testing.T, dir string) *datadir.DataDir {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +371,7 @@ type version struct {
 	info  []byte // SchemaInfo bytes as stored
 }
 
-func readHistory(t *testing.T, dd *store.DataDir, key string) (*schemapb.SchemaLocator, []version) {
+func readHistory(t *testing.T, dd *datadir.DataDir, key string) (*schemapb.SchemaLocator, []version) {
 	t.Helper()
 	n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + key)
 	if err != nil {
@@ -534,7 +535,7 @@ func resetTime(t *testing.T, dir, topic string) int64 {
 
 // consumeML decodes the entries of one managed ledger (only those published
 // before splitMs when it is not -1).
-func consumeML(t *testing.T, dd *store.DataDir, tn formats.TopicName, value []byte, splitMs int64) int64 {
+func consumeML(t *testing.T, dd *datadir.DataDir, tn formats.TopicName, value []byte, splitMs int64) int64 {
 	t.Helper()
 	info, _, err := formats.DecodeManagedLedgerInfo(value)
 	if err != nil {
@@ -587,7 +588,7 @@ func consumeML(t *testing.T, dd *store.DataDir, tn formats.TopicName, value []by
 	return n
 }
 
-func schemaOf(t *testing.T, dd *store.DataDir, key string, v int64) *schemapb.SchemaInfo {
+func schemaOf(t *testing.T, dd *datadir.DataDir, key string, v int64) *schemapb.SchemaInfo {
 	t.Helper()
 	_, vs := readHistory(t, dd, key)
 	for _, x := range vs {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
@@ -49,7 +50,7 @@ func TestDamagedLedgerNodeIsPresent(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDD(t, dd)
-	testutil.TruncateValueLogs(t, dir, store.MetadataDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, datadir.MetadataDirName, 1<<20)
 
 	dd = openRO(t, dir)
 	defer closeDD(t, dd)

@@ -75,7 +75,7 @@ type EntryBatcher interface {
 }
 
 // describeWrites names a batch in errors: its paths, or the first few of them.
-func describeWrites(writes []NodeWrite) string {
+func DescribeWrites(writes []NodeWrite) string {
 	const show = 3
 	var names []string
 	for i, w := range writes {
@@ -90,7 +90,7 @@ func describeWrites(writes []NodeWrite) string {
 
 // nonNilValue stores a nil value as an empty one: Badger treats both alike, but a
 // caller comparing bytes may not.
-func nonNilValue(v []byte) []byte {
+func NonNilValue(v []byte) []byte {
 	if v == nil {
 		return []byte{}
 	}

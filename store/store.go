@@ -149,3 +149,6 @@ type EntryProbe struct {
 	Corrupt     []string // returned a copy that does not verify
 	Unavailable []string // down, slow, refused or answering garbage
 }
+
+// CtxCheckEvery is how many iterated keys pass between context checks of a scan.
+const CtxCheckEvery = 64

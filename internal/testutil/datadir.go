@@ -8,12 +8,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
 
 // DataDirBuilder writes a hand-made data dir, node by node and entry by entry,
@@ -21,28 +23,28 @@ import (
 // formats functions the tool reads with; every failure fails the test.
 type DataDirBuilder struct {
 	t  testing.TB
-	DD *store.DataDir
-	W  *store.BulkWriter // for what the helpers do not cover (deletes)
+	DD *datadir.DataDir
+	W  *badgerdir.BulkWriter // for what the helpers do not cover (deletes)
 }
 
 // NewDataDir creates an empty data dir in a new temp dir.
 func NewDataDir(t testing.TB) *DataDirBuilder {
 	t.Helper()
-	dd, err := store.Create(filepath.Join(t.TempDir(), "dd"))
+	dd, err := datadir.Create(filepath.Join(t.TempDir(), "dd"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &DataDirBuilder{t: t, DD: dd, W: dd.NewBulkWriter()}
+	return &DataDirBuilder{t: t, DD: dd, W: badgerdir.NewBulkWriter(dd.Metadata, dd.Ledgers)}
 }
 
 // EditDataDir opens an existing data dir writable, to add to it or damage it.
 func EditDataDir(t testing.TB, dir string) *DataDirBuilder {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &DataDirBuilder{t: t, DD: dd, W: dd.NewBulkWriter()}
+	return &DataDirBuilder{t: t, DD: dd, W: badgerdir.NewBulkWriter(dd.Metadata, dd.Ledgers)}
 }
 
 // Node writes a metadata node.
@@ -81,7 +83,7 @@ func (b *DataDirBuilder) Close() string {
 
 // Open flushes and returns the data dir, still open and writable; the test's
 // cleanup closes it.
-func (b *DataDirBuilder) Open() *store.DataDir {
+func (b *DataDirBuilder) Open() *datadir.DataDir {
 	b.t.Helper()
 	b.Flush()
 	b.t.Cleanup(func() { b.DD.Close() })
@@ -218,7 +220,7 @@ func TopicEntry(t testing.TB, m Message) []byte {
 }
 
 // TruncateValueLogs cuts cut bytes off the end of every value-log file of the
-// data dir's sub store (store.MetadataDirName, store.LedgersDirName) that is
+// data dir's sub store (datadir.MetadataDirName, datadir.LedgersDirName) that is
 // bigger than twice cut: the big values stored there lose their tails, as when
 // a disk fills or a copy is interrupted. The data dir must be closed.
 func TruncateValueLogs(t testing.TB, dir, sub string, cut int64) {

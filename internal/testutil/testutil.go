@@ -18,8 +18,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
 
 // Fixture generates a cluster as opts says in a new temp dir and returns the data
@@ -103,7 +105,7 @@ type Snapshot struct {
 // a temp dir, so dir is never written) and returns every node and entry.
 func Dump(t testing.TB, dir string) Snapshot {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
 	if err != nil {
 		t.Fatalf("dump %s: %v", dir, err)
 	}
@@ -112,7 +114,7 @@ func Dump(t testing.TB, dir string) Snapshot {
 }
 
 // DumpStore returns every node and entry of an open data dir.
-func DumpStore(t testing.TB, dd *store.DataDir) Snapshot {
+func DumpStore(t testing.TB, dd *datadir.DataDir) Snapshot {
 	t.Helper()
 	ctx := context.Background()
 	s := Snapshot{Nodes: map[string][]byte{}, Entries: map[EntryID][]byte{}}
@@ -124,7 +126,7 @@ func DumpStore(t testing.TB, dd *store.DataDir) Snapshot {
 		t.Fatalf("dump %s nodes: %v", dd.Path, err)
 	}
 	err = dd.RawLedgerIteration(ctx, func(k, v []byte) error {
-		l, e, err := store.ParseEntryKey(k)
+		l, e, err := badgerdir.ParseEntryKey(k)
 		if err != nil {
 			return fmt.Errorf("entry key %x: %w", k, err)
 		}

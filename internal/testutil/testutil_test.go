@@ -7,8 +7,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
 
 func writeFile(t *testing.T, p, data string) {
@@ -62,11 +63,11 @@ func TestCopyDirKeepsEveryByte(t *testing.T) {
 // and expects exactly them back.
 func TestDumpReadsEveryNodeAndEntry(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dd")
-	dd, err := store.Create(dir)
+	dd, err := datadir.Create(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := dd.NewBulkWriter()
+	w := badgerdir.NewBulkWriter(dd.Metadata, dd.Ledgers)
 	nodes := map[string][]byte{"/a": []byte("1"), "/a/b": {}, "/ledgers/00/0000/L0012": {0, 1, 2}}
 	entries := map[EntryID][]byte{{12, 0}: []byte("e0"), {12, 1}: []byte("e1"), {1 << 40, 7}: {9}}
 	for p, v := range nodes {

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/testutil"
@@ -29,7 +30,7 @@ func TestTimelinePNGOfFixtureMarksLostLedgers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, m := testutil.Fixture(t, tc.opts)
-			dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+			dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 			if err != nil {
 				t.Fatal(err)
 			}
