@@ -10,9 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
-
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
 	"github.com/ledgermedic/ledgermedic/report"
 )
 

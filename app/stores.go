@@ -13,9 +13,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
-	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // registers bk: (live bookies)
-	"github.com/ledgermedic/ledgermedic/store/etcddb"
 )
 
 // storeFlags pick the stores a command reads, beside --data-dir: a live ZooKeeper or
@@ -204,7 +202,7 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*datadir.DataDi
 	}
 	dd, err := datadir.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, etcddb.ErrEtcdNoTime) ||
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, datadir.ErrEtcdNoTime) ||
 			errors.Is(err, datadir.ErrNoPulsarMetadata) {
 			return nil, report.BadInput(err)
 		}
@@ -232,7 +230,7 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*datadir.DataDi
 func uncleanOnce(dd *datadir.DataDir) []string {
 	var out, dbs []string
 	for _, n := range dd.Notes {
-		if db, ok := badgerdir.SandboxNoteDB(n); ok {
+		if db, ok := datadir.SandboxNoteDB(n); ok {
 			dbs = append(dbs, db)
 			continue
 		}

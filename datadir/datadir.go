@@ -18,6 +18,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/badgerdir"
+	"github.com/ledgermedic/ledgermedic/store/etcddb"
 )
 
 // The two Badger databases of a data dir (docs/formats.md §7). Other folders beside
@@ -41,7 +42,7 @@ type DataDir struct {
 	Sources []store.SourceInfo
 	// Damage lists the damaged files a read-only open found and read around
 	// (store/badgerdir); a writable open refuses a damaged store with ErrStoreDamaged.
-	Damage []badgerdir.Damage
+	Damage []Damage
 
 	local  *badgerdir.Dir // the data dir's own databases, those opened
 	remote []io.Closer
@@ -229,3 +230,15 @@ func (d *DataDir) EstimateEntries() (int64, bool) { return store.EstimateEntries
 func (d *DataDir) ScanLedgerRange(ctx context.Context, r store.LedgerRange, fn func(ledgerID, entryID int64, value []byte) error, skipped func(*store.TruncatedError) error) error {
 	return store.ScanLedgerRange(ctx, d.Ledgers, d.ledgerName(), r, fn, skipped)
 }
+
+// Damage is a damaged file of the data dir's own databases that a read-only
+// open read around (store/badgerdir).
+type Damage = badgerdir.Damage
+
+// SandboxNoteDB says whether a note is a sandbox copy's, and of which database
+// (store/badgerdir): the caller may say those once for all databases.
+func SandboxNoteDB(note string) (db string, ok bool) { return badgerdir.SandboxNoteDB(note) }
+
+// ErrEtcdNoTime: an etcd db was asked for a point in time, which etcd does not
+// record (store/etcddb); the user must give a revision.
+var ErrEtcdNoTime = etcddb.ErrEtcdNoTime

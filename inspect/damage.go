@@ -7,7 +7,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
 
 // KindStoreDamaged: a file of a Badger database is damaged (a table whose blocks or
@@ -64,7 +63,7 @@ func MarkStoreDamage(fs []report.Finding, dd *datadir.DataDir) {
 }
 
 // damageExplains reports whether keys d may have lost could make finding f.
-func damageExplains(d badgerdir.Damage, f *report.Finding) bool {
+func damageExplains(d datadir.Damage, f *report.Finding) bool {
 	if !d.RangeKnown {
 		return true
 	}

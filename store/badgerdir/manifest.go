@@ -10,6 +10,8 @@ import (
 
 	"github.com/dgraph-io/badger/v4/pb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 )
 
 // Badger's MANIFEST (badger/v4 manifest.go): an 8-byte header, "Bdgr", an external
@@ -26,8 +28,6 @@ const (
 	manifestVersion       = 8 // badgerMagicVersion of Badger v4
 	manifestRecordHdrSize = 8
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // manifestTable is a live table as the MANIFEST records it.
 type manifestTable struct {
@@ -92,7 +92,7 @@ func parseManifest(b []byte) *manifestState {
 			return st
 		}
 		payload := b[start : start+n]
-		if crc32.Checksum(payload, castagnoli) != sum {
+		if crc32.Checksum(payload, crc32c.Table) != sum {
 			st.Problem = fmt.Sprintf("record at offset %d: checksum mismatch", off)
 			return st
 		}
@@ -172,7 +172,7 @@ func writeManifest(path string, header []byte, tables map[uint64]manifestTable) 
 			return err
 		}
 		out = binary.BigEndian.AppendUint32(out, uint32(len(payload)))
-		out = binary.BigEndian.AppendUint32(out, crc32.Checksum(payload, castagnoli))
+		out = binary.BigEndian.AppendUint32(out, crc32.Checksum(payload, crc32c.Table))
 		out = append(out, payload...)
 	}
 	return os.WriteFile(path, out, 0o600)

@@ -18,6 +18,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
@@ -453,15 +454,13 @@ func (b *indexBuilder) put(bookie int, lid, eid int64, loc location, data []byte
 		return nil
 	}
 	loc.length = uint32(len(data))
-	loc.hash = crc32.Checksum(data, castagnoliTable)
+	loc.hash = crc32.Checksum(data, crc32c.Table)
 	if t := bkdisk.Detect(data, nil); t != "" {
 		loc.det = uint8(slices.Index(detectCodes, t))
 	}
 	b.stats.replicas++
 	return b.wb.Set(replicaKey(lid, eid, uint16(bookie)), loc.encode())
 }
-
-var castagnoliTable = crc32.MakeTable(crc32.Castagnoli)
 
 func (b *indexBuilder) scanLog(bookie int, path string) error {
 	f, size, err := openSized(path)
