@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestRealBookiesFromTheCLI: on every scenario of bookie dirs a real BookKeeper

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestSuppliedSchemaThatCrashesTheAvroParser is issue 18's reproducer: a record

@@ -21,9 +21,9 @@ import (
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/gcpace"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // Benchmarks of issues 11 and 12 on live servers (docs/benchmarks.md, "Live stores:

@@ -17,11 +17,11 @@ import (
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/badgerdir"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func generate(t testing.TB, opts fixtures.Options) (*datadir.DataDir, *fixtures.Manifest) {

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // BenchmarkCheck compares Check with plain Badger iteration over the same ledger

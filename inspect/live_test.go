@@ -13,10 +13,10 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/bookkeeper"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestLiveFindings: check against real bookies (--ledgers bk:) gives the

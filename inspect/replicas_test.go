@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestReplicaFindingsOnRealBookies: on real 4.17.4 bookie dirs (testdata/bookkeeper),

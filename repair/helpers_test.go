@@ -16,20 +16,12 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func openRW(t testing.TB, dir string) *datadir.DataDir {
 	t.Helper()
 	dd, err := datadir.Open(dir, store.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dd
-}
-
-func openRO(t testing.TB, dir string) *datadir.DataDir {
-	t.Helper()
-	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +124,7 @@ func readSchemaInfo(dd *datadir.DataDir, ie *schemapb.IndexEntry) (*schemapb.Sch
 // captureFile captures dir into a JSONL file and returns its path.
 func captureFile(t testing.TB, dir string) (string, CaptureStats) {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	p := filepath.Join(t.TempDir(), "capture.jsonl")
 	f, err := os.Create(p)

@@ -21,8 +21,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestCLIRebuildDeletedHistories is issue 17's first "done means": capture a
@@ -353,15 +353,6 @@ func capture(t *testing.T, dir string) string {
 	return p
 }
 
-func openRO(t *testing.T, dir string) *datadir.DataDir {
-	t.Helper()
-	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dd
-}
-
 // version is one schema version as a broker reads it: the locator's index
 // entry, the ledger's metadata, the SchemaEntry and its SchemaInfo.
 type version struct {
@@ -414,7 +405,7 @@ func readHistory(t *testing.T, dd *datadir.DataDir, key string) (*schemapb.Schem
 // new ledgers, version 0's placeholder kept), and schema ledger metadata.
 func sameHistories(t *testing.T, healthy, repaired string, m *fixtures.Manifest) {
 	t.Helper()
-	hd, rd := openRO(t, healthy), openRO(t, repaired)
+	hd, rd := testutil.OpenReadOnly(t, healthy), testutil.OpenReadOnly(t, repaired)
 	defer hd.Close()
 	defer rd.Close()
 	for _, s := range m.Schemas {
@@ -470,7 +461,7 @@ func sameHistories(t *testing.T, healthy, repaired string, m *fixtures.Manifest)
 // decoded; any message that does not decode fails the test.
 func consumeAll(t *testing.T, dir string) int64 {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer dd.Close()
 	var n int64
 	err := dd.Metadata.Walk(context.Background(), formats.ManagedLedgersRoot+"/", func(node store.Node) error {
@@ -491,7 +482,7 @@ func consumeAll(t *testing.T, dir string) int64 {
 // before the reset (history old) and returns how many decoded.
 func consumeTopic(t *testing.T, dir, topic, history string) int64 {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer dd.Close()
 	base, err := formats.ParseTopic(topic)
 	if err != nil {

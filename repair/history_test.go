@@ -9,8 +9,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // testScan is the app's wiring of MessageScan (app/schema.go), for tests here.
@@ -82,7 +82,7 @@ func TestRebuildUndecodableLocator(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDD(t, dd)
-	dd = openRO(t, dir)
+	dd = testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	assertAllReadable(t, dd)
 	for _, v := range m.Schemas[1].Versions {

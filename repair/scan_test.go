@@ -9,8 +9,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // A schema ledger whose /ledgers node cannot be read in full (its value-log
@@ -52,7 +52,7 @@ func TestDamagedLedgerNodeIsPresent(t *testing.T) {
 	closeDD(t, dd)
 	testutil.TruncateValueLogs(t, dir, datadir.MetadataDirName, 1<<20)
 
-	dd = openRO(t, dir)
+	dd = testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	if _, err := dd.Metadata.Get(path); !errors.Is(err, store.ErrTruncatedValue) {
 		t.Fatalf("the test did not damage %s: Get gave %v", path, err)

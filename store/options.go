@@ -18,7 +18,7 @@ type Options struct {
 	Metadata, Ledgers *URL
 	// Remote tunes the stores the URLs name.
 	Remote RemoteOptions
-	// FullVerify verifies every table instead of trusting the verification cache (verifycache.go); check sets it.
+	// FullVerify verifies every table instead of trusting the verification cache (store/badgerdir/verifycache.go); check sets it.
 	FullVerify bool
 	// Pulsar: the command reads the metadata as a Pulsar cluster's, so Open fails
 	// with a *NoPulsarMetadataError when the metadata store's root holds none of

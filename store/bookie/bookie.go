@@ -16,13 +16,13 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// BookieStore is the read-only ledger store of bookie dirs (--ledgers bookie:DIR,...):
+// Store is the read-only ledger store of bookie dirs (--ledgers bookie:DIR,...):
 // entries read from entry logs and journals, replicas merged across the dirs, each
 // entry's BookKeeper digest checked, and the payload (what the data dir's Badger
 // ledger store holds) served from a replica whose digest verifies.
 //
 // It reads the bookies' files through an index built by one scan and kept in a
-// Badger database in the user's cache dir (bookie_index.go); the bookie dirs are
+// Badger database in the user's cache dir (index.go); the bookie dirs are
 // never written.
 type Store struct {
 	u       store.URL
@@ -39,7 +39,7 @@ type Store struct {
 	lastSet  bool
 }
 
-// BookieLedgerMeta is what the bookie store needs from a ledger's BookKeeper
+// LedgerMeta is what the bookie store needs from a ledger's BookKeeper
 // metadata (docs/formats.md §6).
 type LedgerMeta struct {
 	DigestType   string // CRC32, HMAC, CRC32C, DUMMY

@@ -14,10 +14,10 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 	"github.com/ledgermedic/ledgermedic/store/bookie"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // Bookie dirs here are written by fixtures.WriteBookies from the BookKeeper source's

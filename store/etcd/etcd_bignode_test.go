@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestEtcdBigNodes: etcd takes a request up to its --max-request-bytes (1.5 MiB

@@ -16,9 +16,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	etcdstore "github.com/ledgermedic/ledgermedic/store/etcd"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // openEtcdURL opens a metadata backend from a URL string.

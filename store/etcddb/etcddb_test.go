@@ -17,9 +17,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/etcddb"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // dumpNodes is every node of a backend as path -> "hex(value)@version".

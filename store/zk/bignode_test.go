@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // pulsarZK is a ZooKeeper run as Pulsar runs it: jute.maxbuffer 10 MiB.

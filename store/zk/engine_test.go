@@ -13,10 +13,10 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
 	zkstore "github.com/ledgermedic/ledgermedic/store/zk"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // The mutation engine on a live ZooKeeper: the data dir holds the journal and the

@@ -13,9 +13,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	zkstore "github.com/ledgermedic/ledgermedic/store/zk"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // A three-server ensemble on loopback whose server 1 hears the leader late: its

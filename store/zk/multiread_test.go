@@ -14,9 +14,9 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	zkstore "github.com/ledgermedic/ledgermedic/store/zk"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestZKMultiReadWalkAndGetNodes: the walk and GetNodes read through the multiRead

@@ -55,7 +55,7 @@ func (s *zkStore) CompareAndSetNodes(writes []store.NodeWrite) ([]uint64, error)
 	}
 	for attempt := 1; ; attempt++ {
 		resps, err := s.multi(ops)
-		// What the read session must see before it verifies (zk_multiread.go).
+		// What the read session must see before it verifies (multiread.go).
 		if err == nil {
 			s.marks.wrote(multiZxid(resps))
 		} else {

@@ -17,9 +17,9 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
 	zkstore "github.com/ledgermedic/ledgermedic/store/zk"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 var openACL = zk.WorldACL(zk.PermAll)

@@ -188,7 +188,7 @@ func (s *zkDataStore) WalkFrom(ctx context.Context, prefix, start string, fn fun
 	}
 	i := 0
 	// ZooKeeper's own /zookeeper subtree (quota, config) is no metadata of the
-	// cluster: skipped unless asked for, as the live walk (zk_walk.go) does.
+	// cluster: skipped unless asked for, as the live walk (store/zk/walk.go) does.
 	system := s.chroot != "" || strings.HasPrefix(prefix, "/zookeeper")
 	return s.view.Tree.Walk(fullPrefix, fullStart, func(n *zkdisk.Node) error {
 		// Under a chroot "/x", "/xy" shares the prefix but is not inside it.

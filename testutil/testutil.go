@@ -2,7 +2,13 @@
 // packages: fixture data dirs, the one builder of hand-made data dirs
 // (DataDirBuilder, datadir.go), a byte-level hash of a directory tree ("this
 // command wrote nothing"), a dump of every metadata node and ledger entry of a
-// data dir, and a directory copy. Only _test.go files import it.
+// data dir, a directory copy, the one read-only open of a data dir
+// (OpenReadOnly), and the servers the tests run against (ZooKeeper, etcd,
+// bookies). Only _test.go files import it.
+//
+// It stands above every other package of the program (it imports datadir,
+// fixtures, cluster, mutate and the stores), so no package it imports can use it
+// from its own internal tests: those keep their helpers to themselves.
 package testutil
 
 import (
@@ -99,6 +105,19 @@ type EntryID struct{ Ledger, Entry int64 }
 type Snapshot struct {
 	Nodes   map[string][]byte
 	Entries map[EntryID][]byte
+}
+
+// OpenReadOnly opens the data dir read-only, as a dry run or a read does (an
+// uncleanly closed dir is read from a sandbox copy in a temp dir, so dir is
+// never written), and closes it when the test ends (closing it before is fine).
+func OpenReadOnly(t testing.TB, dir string) *datadir.DataDir {
+	t.Helper()
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
+	if err != nil {
+		t.Fatalf("open %s read-only: %v", dir, err)
+	}
+	t.Cleanup(func() { dd.Close() })
+	return dd
 }
 
 // Dump opens dir read-only (an uncleanly closed dir is read from a sandbox copy in

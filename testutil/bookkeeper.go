@@ -36,7 +36,7 @@ func BKScript() string {
 		return ""
 	}
 	// this file is <repo>/internal/testutil/bookkeeper.go
-	p := filepath.Join(filepath.Dir(file), "..", "..", "..", "shared", "bookkeeper", "bk")
+	p := filepath.Join(filepath.Dir(file), "..", "..", "shared", "bookkeeper", "bk")
 	if _, err := os.Stat(p); err != nil {
 		return ""
 	}

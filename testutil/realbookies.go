@@ -66,7 +66,7 @@ type RealBookieRecord struct {
 // RealBookiesRoot is testdata/bookkeeper in this repository.
 func RealBookiesRoot() string {
 	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "bookkeeper")
+	return filepath.Join(filepath.Dir(file), "..", "testdata", "bookkeeper")
 }
 
 // RealBookieScenarios lists the scenarios in testdata/bookkeeper.

@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // The write path of a back-fill alone, without its planning: a mutate.Series of
