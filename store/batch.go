@@ -96,3 +96,84 @@ func NonNilValue(v []byte) []byte {
 	}
 	return v
 }
+
+// CompareAndSetOne is MetadataStore.CompareAndSet for a store whose writes are
+// batches (NodeBatcher): a batch of one write.
+func CompareAndSetOne(b NodeBatcher, path string, expect uint64, value []byte) (uint64, error) {
+	v, err := b.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Value: value}})
+	if err != nil {
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// CompareAndDeleteOne is MetadataStore.CompareAndDelete for a store whose writes
+// are batches: a batch of one delete.
+func CompareAndDeleteOne(b NodeBatcher, path string, expect uint64) error {
+	_, err := b.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Delete: true}})
+	return err
+}
+
+// BatchNodes is the batched view of a metadata store: its own NodeBatcher
+// (batched true), or one that writes one node per call (batched false; a caller
+// gives it one write at a time, so a failed call wrote nothing).
+func BatchNodes(ms MetadataStore) (nb NodeBatcher, batched bool) {
+	if nb, ok := ms.(NodeBatcher); ok {
+		return nb, true
+	}
+	return oneNodeAtATime{ms}, false
+}
+
+// BatchEntries is the batched view of a ledger store: its own EntryBatcher, or
+// one that puts the entries one by one.
+func BatchEntries(ls LedgerStore) EntryBatcher {
+	if eb, ok := ls.(EntryBatcher); ok {
+		return eb
+	}
+	return oneEntryAtATime{ls}
+}
+
+// oneNodeAtATime serves a metadata store that has no batch operations: one node per
+// step (the engine never gives it more), so a failed step wrote nothing.
+type oneNodeAtATime struct{ md MetadataStore }
+
+func (s oneNodeAtATime) GetNodes(paths []string) ([]Node, error) {
+	nodes := make([]Node, len(paths))
+	for i, p := range paths {
+		n, err := s.md.Get(p)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			nodes[i] = Node{Path: p}
+		case err != nil:
+			return nil, err
+		default:
+			nodes[i] = n
+		}
+	}
+	return nodes, nil
+}
+
+func (s oneNodeAtATime) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
+	if len(writes) != 1 {
+		return nil, fmt.Errorf("%d node writes: %w", len(writes), ErrBatchTooBig)
+	}
+	w := writes[0]
+	if w.Delete {
+		return []uint64{0}, s.md.CompareAndDelete(w.Path, w.Expect)
+	}
+	v, err := s.md.CompareAndSet(w.Path, w.Expect, w.Value)
+	return []uint64{v}, err
+}
+
+// oneEntryAtATime serves a ledger store that has no batch write. A step that fails
+// half-way leaves some entries; rolling back a new ledger removes all of its entries.
+type oneEntryAtATime struct{ ls LedgerStore }
+
+func (s oneEntryAtATime) PutEntries(entries []EntryWrite) error {
+	for _, e := range entries {
+		if err := s.ls.PutEntry(e.LedgerID, e.EntryID, e.Value); err != nil {
+			return err
+		}
+	}
+	return nil
+}

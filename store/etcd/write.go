@@ -185,16 +185,11 @@ func (s *etcdStore) writeError(err error) error {
 }
 
 func (s *etcdStore) CompareAndSet(path string, expect uint64, value []byte) (uint64, error) {
-	v, err := s.CompareAndSetNodes([]store.NodeWrite{{Path: path, Expect: expect, Value: value}})
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
+	return store.CompareAndSetOne(s, path, expect, value)
 }
 
 func (s *etcdStore) CompareAndDelete(path string, expect uint64) error {
-	_, err := s.CompareAndSetNodes([]store.NodeWrite{{Path: path, Expect: expect, Delete: true}})
-	return err
+	return store.CompareAndDeleteOne(s, path, expect)
 }
 
 var _ store.MetadataBackend = (*etcdStore)(nil)

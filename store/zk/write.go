@@ -19,16 +19,11 @@ var zkOpenACL = gozk.WorldACL(gozk.PermAll)
 const zkMultiAttempts = 3
 
 func (s *zkStore) CompareAndSet(path string, expect uint64, value []byte) (uint64, error) {
-	v, err := s.CompareAndSetNodes([]store.NodeWrite{{Path: path, Expect: expect, Value: value}})
-	if err != nil {
-		return 0, err
-	}
-	return v[0], nil
+	return store.CompareAndSetOne(s, path, expect, value)
 }
 
 func (s *zkStore) CompareAndDelete(path string, expect uint64) error {
-	_, err := s.CompareAndSetNodes([]store.NodeWrite{{Path: path, Expect: expect, Delete: true}})
-	return err
+	return store.CompareAndDeleteOne(s, path, expect)
 }
 
 // CompareAndSetNodes is one ZooKeeper multi: SetData at version Expect-1 for an
