@@ -362,28 +362,14 @@ func (l *ledgerStore) ScanKeys(ctx context.Context, fn func(key, value []byte) e
 	return l.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{entryKeyPrefix}
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		n := 0
-		for it.Rewind(); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			item := it.Item()
-			err := item.Value(func(v []byte) error {
+		return Iterate(ctx, txn, opts, nil, func(item *badger.Item) error {
+			return item.Value(func(v []byte) error {
 				if size := truncatedSize(item, len(v)); size > 0 {
 					return truncatedEntry(item.Key(), len(v), size, skipped)
 				}
 				return fn(item.Key(), v)
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 }
 

@@ -1,7 +1,6 @@
 package badgerdir
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 
@@ -89,55 +88,32 @@ func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn 
 	return l.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = ledgerKeyPrefix(ledgerID)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		n := 0
-		for it.Seek(EntryKey(ledgerID, from)); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			item := it.Item()
+		return Iterate(ctx, txn, opts, EntryKey(ledgerID, from), func(item *badger.Item) error {
 			_, entryID, err := ParseEntryKey(item.Key())
 			if err != nil {
 				return fmt.Errorf("ledger %d: %w", ledgerID, err)
 			}
 			if to >= 0 && uint64(entryID) > uint64(to) {
-				return nil
+				return ErrStopIteration
 			}
-			err = item.Value(func(v []byte) error {
+			return item.Value(func(v []byte) error {
 				if err := checkEntry(item, ledgerID, entryID, len(v)); err != nil {
 					return err
 				}
 				return fn(entryID, v)
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 }
 
 func (l *ledgerStore) LastEntry(ledgerID int64) (int64, error) {
 	var last int64
 	err := l.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Reverse = true
-		opts.Prefix = ledgerKeyPrefix(ledgerID)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		// In reverse, Seek finds the largest key <= the seek key: past every entry id.
-		it.Seek(append(ledgerKeyPrefix(ledgerID), bytes.Repeat([]byte{0xff}, 9)...))
-		if !it.Valid() {
-			return store.ErrNotFound
-		}
-		var err error
-		_, last, err = ParseEntryKey(it.Item().Key())
-		return err
+		return LastKey(txn, ledgerKeyPrefix(ledgerID), entryKeyLen, func(key []byte) error {
+			var err error
+			_, last, err = ParseEntryKey(key)
+			return err
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ledger %d last entry: %w", ledgerID, err)
@@ -150,21 +126,12 @@ func (l *ledgerStore) LedgerIDs(ctx context.Context, fn func(ledgerID int64, ent
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = []byte{entryKeyPrefix}
-		it := txn.NewIterator(opts)
-		defer it.Close()
 		var (
 			cur   int64
 			count int64
-			n     int
 		)
-		for it.Rewind(); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			ledgerID, _, err := ParseEntryKey(it.Item().Key())
+		err := Iterate(ctx, txn, opts, nil, func(item *badger.Item) error {
+			ledgerID, _, err := ParseEntryKey(item.Key())
 			if err != nil {
 				return err
 			}
@@ -176,6 +143,10 @@ func (l *ledgerStore) LedgerIDs(ctx context.Context, fn func(ledgerID int64, ent
 			}
 			cur = ledgerID
 			count++
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		if count > 0 {
 			return fn(cur, count)

@@ -49,29 +49,15 @@ func (m *metadataStore) WalkFrom(ctx context.Context, prefix, start string, fn f
 	return m.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte(prefix)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		n := 0
-		for it.Seek([]byte(max(prefix, start))); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			item := it.Item()
-			err := item.Value(func(v []byte) error {
+		return Iterate(ctx, txn, opts, []byte(max(prefix, start)), func(item *badger.Item) error {
+			return item.Value(func(v []byte) error {
 				path := string(item.Key())
 				if err := checkNode(item, path, len(v)); err != nil {
 					return err
 				}
 				return fn(store.Node{Path: path, Value: v, Version: item.Version()})
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 }
 

@@ -159,26 +159,16 @@ func (l *ledgerStore) ScanLedgerRange(ctx context.Context, r store.LedgerRange, 
 		if id, ok := r.Single(); ok {
 			opts.Prefix = ledgerKeyPrefix(id)
 		}
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		n := 0
-		for it.Seek(start); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			item := it.Item()
+		return Iterate(ctx, txn, opts, start, func(item *badger.Item) error {
 			k := item.Key()
 			if end != nil && bytes.Compare(k, end) >= 0 {
-				return nil
+				return ErrStopIteration
 			}
 			ledgerID, entryID, err := ParseEntryKey(k)
 			if err != nil {
 				return err
 			}
-			err = item.Value(func(v []byte) error {
+			return item.Value(func(v []byte) error {
 				if size := truncatedSize(item, len(v)); size > 0 {
 					te := &store.TruncatedError{LedgerID: ledgerID, EntryID: entryID, Read: int64(len(v)), Size: size}
 					if skipped == nil {
@@ -188,10 +178,6 @@ func (l *ledgerStore) ScanLedgerRange(ctx context.Context, r store.LedgerRange, 
 				}
 				return fn(ledgerID, entryID, v)
 			})
-			if err != nil {
-				return err
-			}
-		}
-		return nil
+		})
 	})
 }

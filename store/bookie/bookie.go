@@ -14,6 +14,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
 )
 
 // Store is the read-only ledger store of bookie dirs (--ledgers bookie:DIR,...):
@@ -240,17 +241,10 @@ func (s *Store) ScanEntries(ctx context.Context, fn func(ledgerID, entryID int64
 func (s *Store) LastEntry(ledgerID int64) (int64, error) {
 	var last int64 = -1
 	err := s.index.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues, opts.Reverse = false, true
-		opts.Prefix = ledgerPrefix(ledgerID)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		it.Seek(append(ledgerPrefix(ledgerID), bytes.Repeat([]byte{0xff}, 11)...))
-		if !it.Valid() {
-			return store.ErrNotFound
-		}
-		_, last, _ = parseReplicaKey(it.Item().Key())
-		return nil
+		return badgerdir.LastKey(txn, ledgerPrefix(ledgerID), replicaKeyLen, func(key []byte) error {
+			_, last, _ = parseReplicaKey(key)
+			return nil
+		})
 	})
 	if err != nil {
 		return 0, fmt.Errorf("ledger %d last entry: %w", ledgerID, err)
@@ -289,7 +283,6 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 		reps             []replica
 		curL, curE       int64
 		have             bool
-		n                int
 		errFromCallbacks error
 	)
 	flush := func() error {
@@ -302,16 +295,8 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 	err := s.index.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Seek(seek); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			n++
-			l, e, b := parseReplicaKey(it.Item().Key())
+		err := badgerdir.Iterate(ctx, txn, opts, seek, func(item *badger.Item) error {
+			l, e, b := parseReplicaKey(item.Key())
 			if have && (l != curL || e != curE) {
 				if err := flush(); err != nil {
 					return err
@@ -321,10 +306,14 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 				reps, curL, curE, have = reps[:0], l, e, true
 			}
 			var loc location
-			if err := it.Item().Value(func(v []byte) error { return loc.decode(v) }); err != nil {
+			if err := item.Value(func(v []byte) error { return loc.decode(v) }); err != nil {
 				return fmt.Errorf("bookie index: ledger %d entry %d: %w", l, e, err)
 			}
 			reps = append(reps, replica{bookie: b, loc: loc})
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		return flush()
 	})
@@ -340,26 +329,19 @@ func (s *Store) keys(ctx context.Context, prefix []byte, fn func(ledgerID, entry
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = prefix
-		it := txn.NewIterator(opts)
-		defer it.Close()
 		var (
 			prevL, prevE int64
 			n            int
 		)
-		for it.Rewind(); it.Valid(); it.Next() {
-			if n%store.CtxCheckEvery == 0 {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-			}
-			l, e, _ := parseReplicaKey(it.Item().Key())
+		return badgerdir.Iterate(ctx, txn, opts, nil, func(item *badger.Item) error {
+			l, e, _ := parseReplicaKey(item.Key())
 			if err := fn(l, e, n == 0 || l != prevL || e != prevE); err != nil {
 				return err
 			}
 			prevL, prevE = l, e
 			n++
-		}
-		return nil
+			return nil
+		})
 	})
 }
 
