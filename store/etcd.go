@@ -58,6 +58,7 @@ type etcdStore struct {
 	maxBytes  int
 	pageKeys  int64
 	source    SourceInfo
+	readOnly  bool // opened read-only: every write is refused before it is sent
 	// noSpans: a span read (getSpan) met more keys than it may read; the nodes
 	// this store is asked for lie among many others, so it reads single Gets.
 	noSpans atomic.Bool
@@ -79,6 +80,7 @@ func openEtcd(u URL, opts Options) (MetadataBackend, error) {
 	s := &etcdStore{
 		endpoints: strings.Join(u.Hosts, ","),
 		timeout:   ro.Timeout,
+		readOnly:  opts.ReadOnly,
 		maxOps:    etcdDefaultMaxTxnOps,
 		maxBytes:  etcdDefaultMaxReqBytes,
 		pageKeys:  etcdPageKeys,
@@ -139,7 +141,7 @@ func openEtcd(u URL, opts Options) (MetadataBackend, error) {
 		cli.Close()
 		return nil, s.openError(user, err)
 	}
-	s.source = SourceInfo{URL: u.String(), Kind: SchemeEtcd, Revision: resp.Header.Revision}
+	s.source = SourceInfo{URL: u.String(), Kind: SchemeEtcd, ReadOnly: s.readOnly, Revision: resp.Header.Revision}
 	return s, nil
 }
 
@@ -450,6 +452,9 @@ func (s *etcdStore) CompareAndSetNodesReadBack(writes []NodeWrite) ([]uint64, []
 }
 
 func (s *etcdStore) compareAndSet(writes []NodeWrite, readBack bool) ([]uint64, []Node, error) {
+	if s.readOnly {
+		return nil, nil, fmt.Errorf("%s on etcd %s: %w", describeWrites(writes), s.endpoints, ErrReadOnly)
+	}
 	if err := s.checkBatch(writes); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", describeWrites(writes), err)
 	}

@@ -12,7 +12,9 @@
 package storetest
 
 import (
+	"bytes"
 	"errors"
+	"net"
 	"strings"
 	"testing"
 
@@ -48,4 +50,50 @@ func wantReadOnly(t *testing.T, op, what string, err error) {
 	if !strings.Contains(err.Error(), what) {
 		t.Errorf("%s on a read-only store: %q does not name %s", op, err, what)
 	}
+}
+
+// Seed writes nodes, parents first, through s's own compare-and-set: how a
+// fixture fills a writable store, or the live server whose files a read-only
+// backend reads.
+func Seed(t *testing.T, s store.MetadataStore, nodes []store.Node) {
+	t.Helper()
+	for _, n := range nodes {
+		if _, err := s.CompareAndSet(n.Path, 0, n.Value); err != nil {
+			t.Fatalf("seed %q: %v", n.Path, err)
+		}
+	}
+}
+
+// SameTree checks an offline reader shows what its live twin showed: the same
+// nodes under prefix, in the same order, with the same values and versions.
+func SameTree(t *testing.T, offline, live store.MetadataStore, prefix string) {
+	t.Helper()
+	a, b := walked(t, offline, prefix, ""), walked(t, live, prefix, "")
+	if len(a) == 0 {
+		t.Errorf("offline reader: no node under %q", prefix)
+	}
+	for i := range max(len(a), len(b)) {
+		switch {
+		case i >= len(a):
+			t.Errorf("node %q v%d of the live store is missing offline", b[i].Path, b[i].Version)
+		case i >= len(b):
+			t.Errorf("offline node %q v%d is not in the live store", a[i].Path, a[i].Version)
+		case a[i].Path != b[i].Path || !bytes.Equal(a[i].Value, b[i].Value) || a[i].Version != b[i].Version:
+			t.Errorf("node %d: offline %q = %s v%d; live %q = %s v%d", i, a[i].Path, short(a[i].Value), a[i].Version, b[i].Path, short(b[i].Value), b[i].Version)
+		default:
+			continue
+		}
+		return // after the first difference the rest is noise
+	}
+}
+
+// ClosedAddr is a 127.0.0.1 address nothing listens on.
+func ClosedAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
 }
