@@ -1,0 +1,51 @@
+package bookkeeper_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/store"
+	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // registers bk:
+	"github.com/ledgermedic/ledgermedic/store/storetest"
+)
+
+// Live bookies (bk:), seeded with ledgers the real Java client wrote.
+
+func openBKContract(t *testing.T, zkAddr string, timeout time.Duration) (*store.DataDir, error) {
+	t.Helper()
+	mu, err := store.ParseMetadataURL("zk://" + zkAddr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lu, err := store.ParseLedgersURL("bk:")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dd, err := store.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: store.RemoteOptions{Timeout: timeout}})
+	if err == nil {
+		t.Cleanup(func() { dd.Close() })
+	}
+	return dd, err
+}
+
+func bkUnreachable(t *testing.T) (string, error) {
+	addr := storetest.ClosedAddr(t)
+	_, err := openBKContract(t, addr, 1500*time.Millisecond)
+	return addr, err
+}
+
+func TestContractLiveBookies(t *testing.T) {
+	storetest.LedgerContract(t, func(t *testing.T, seed [][][]byte) storetest.Ledgers {
+		c := testutil.StartBookKeeper(t, testutil.BKOptions{Bookies: 1})
+		var ids []int64
+		for _, entries := range seed {
+			ids = append(ids, c.WriteLedger(testutil.BKWriteArg{}, entries).LedgerID)
+		}
+		dd, err := openBKContract(t, c.ZK.Addr, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return storetest.Ledgers{Store: dd.Ledgers, IDs: ids, ReadOnly: true, Unreachable: bkUnreachable}
+	})
+}
