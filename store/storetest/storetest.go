@@ -44,7 +44,7 @@ func checkUnreachable(t *testing.T, u Unreachable) {
 func wantReadOnly(t *testing.T, op, what string, err error) {
 	t.Helper()
 	if !errors.Is(err, store.ErrReadOnly) {
-		t.Errorf("%s on a read-only store: %v; want ErrReadOnly", op, err)
+		t.Errorf("%s of %s on a read-only store: %v; want ErrReadOnly", op, what, err)
 		return
 	}
 	if !strings.Contains(err.Error(), what) {
