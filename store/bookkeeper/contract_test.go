@@ -1,6 +1,7 @@
 package bookkeeper_test
 
 import (
+	"bytes"
 	"testing"
 	"time"
 
@@ -42,10 +43,17 @@ func TestContractLiveBookies(t *testing.T) {
 		for _, entries := range seed {
 			ids = append(ids, c.WriteLedger(testutil.BKWriteArg{}, entries).LedgerID)
 		}
+		// A ledger whose entry 1 no longer verifies on its one bookie, between good ones.
+		lost := bytes.Repeat([]byte("this entry's bytes are flipped on disk "), 4)
+		damaged := c.WriteLedger(testutil.BKWriteArg{}, [][]byte{[]byte("good 0"), lost, []byte("good 2"), []byte("good 3")}).LedgerID
+		c.Bookies[0].FlipInEntryLog(lost)
+		if err := c.WaitBookies(1, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
 		dd, err := openBKContract(t, c.ZK.Addr, 5*time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return storetest.Ledgers{Store: dd.Ledgers, IDs: ids, ReadOnly: true, Unreachable: bkUnreachable}
+		return storetest.Ledgers{Store: dd.Ledgers, IDs: ids, ReadOnly: true, Truncated: damaged, Unreachable: bkUnreachable}
 	})
 }
