@@ -28,11 +28,7 @@ func badgerDataDir(t *testing.T, nodes []store.Node, ledgers [][][]byte, damaged
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range nodes {
-		if _, err := d.Metadata.CompareAndSet(n.Path, 0, n.Value); err != nil {
-			t.Fatal(err)
-		}
-	}
+	storetest.Seed(t, d.Metadata, nodes)
 	for i, entries := range ledgers {
 		for e, v := range entries {
 			if err := d.Ledgers.PutEntry(int64(i+1), int64(e), v); err != nil {
