@@ -59,6 +59,7 @@ type etcdStore struct {
 	maxBytes  int
 	pageKeys  int64
 	source    store.SourceInfo
+	readOnly  bool // opened read-only: every write is refused before it is sent
 	// noSpans: a span read (getSpan) met more keys than it may read; the nodes
 	// this store is asked for lie among many others, so it reads single Gets.
 	noSpans atomic.Bool
@@ -80,6 +81,7 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 	s := &etcdStore{
 		endpoints: strings.Join(u.Hosts, ","),
 		timeout:   ro.Timeout,
+		readOnly:  opts.ReadOnly,
 		maxOps:    etcdDefaultMaxTxnOps,
 		maxBytes:  etcdDefaultMaxReqBytes,
 		pageKeys:  etcdPageKeys,
@@ -140,7 +142,7 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 		cli.Close()
 		return nil, s.openError(user, err)
 	}
-	s.source = store.SourceInfo{URL: u.String(), Kind: store.SchemeEtcd, Revision: resp.Header.Revision}
+	s.source = store.SourceInfo{URL: u.String(), Kind: store.SchemeEtcd, ReadOnly: s.readOnly, Revision: resp.Header.Revision}
 	return s, nil
 }
 

@@ -37,6 +37,9 @@ func (s *etcdStore) CompareAndSetNodesReadBack(writes []store.NodeWrite) ([]uint
 }
 
 func (s *etcdStore) compareAndSet(writes []store.NodeWrite, readBack bool) ([]uint64, []store.Node, error) {
+	if s.readOnly {
+		return nil, nil, fmt.Errorf("%s on etcd %s: %w", store.DescribeWrites(writes), s.endpoints, store.ErrReadOnly)
+	}
 	if err := s.checkBatch(writes); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", store.DescribeWrites(writes), err)
 	}

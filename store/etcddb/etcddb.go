@@ -489,6 +489,9 @@ func (s *etcdDB) Walk(ctx context.Context, prefix string, fn func(store.Node) er
 // WalkFrom hands each value out in a reused buffer: the mmap is read-only, and a
 // caller that changed a value in place would crash the process.
 func (s *etcdDB) WalkFrom(ctx context.Context, prefix, start string, fn func(store.Node) error) error {
+	if err := ctx.Err(); err != nil {
+		return err // the loop checks only every 1024 nodes
+	}
 	var buf []byte
 	for i := s.find(max(prefix, start)); i < len(s.nodes) && strings.HasPrefix(s.nodes[i].path, prefix); i++ {
 		if i%1024 == 0 {

@@ -186,6 +186,9 @@ func (s *zkDataStore) WalkFrom(ctx context.Context, prefix, start string, fn fun
 	if start != "" {
 		fullStart = s.full(start)
 	}
+	if err := ctx.Err(); err != nil {
+		return err // the walk below checks only every 4096 nodes
+	}
 	i := 0
 	// ZooKeeper's own /zookeeper subtree (quota, config) is no metadata of the
 	// cluster: skipped unless asked for, as the live walk (store/zk/walk.go) does.
@@ -193,6 +196,10 @@ func (s *zkDataStore) WalkFrom(ctx context.Context, prefix, start string, fn fun
 	return s.view.Tree.Walk(fullPrefix, fullStart, func(n *zkdisk.Node) error {
 		// Under a chroot "/x", "/xy" shares the prefix but is not inside it.
 		if s.chroot != "" && n.Path != s.chroot && !strings.HasPrefix(n.Path, s.chroot+"/") {
+			return nil
+		}
+		// The root (the chroot itself) is not a node of the store, as in the live walk.
+		if n.Path == "/" || n.Path == s.chroot {
 			return nil
 		}
 		if !system && (n.Path == "/zookeeper" || strings.HasPrefix(n.Path, "/zookeeper/")) {

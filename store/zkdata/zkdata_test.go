@@ -55,7 +55,7 @@ func zkSampleExpected(t *testing.T) zkExpected {
 }
 
 // The zk-data backend over the files the real server wrote shows every node the
-// live server showed but ZooKeeper's own /zookeeper subtree, with Version = Stat.version + 1, in path order; both the
+// live server showed but the root and ZooKeeper's own /zookeeper subtree, with Version = Stat.version + 1, in path order; both the
 // dataDir and its version-2/ open.
 func TestZKDataBackendSample(t *testing.T) {
 	exp := zkSampleExpected(t)
@@ -78,9 +78,9 @@ func TestZKDataBackendSample(t *testing.T) {
 			seen++
 			return nil
 		})
-		want := 0 // ZooKeeper's own /zookeeper subtree is not walked
+		want := 0 // ZooKeeper's own /zookeeper subtree and the root are not walked
 		for p := range exp.Nodes {
-			if p != "/zookeeper" && !strings.HasPrefix(p, "/zookeeper/") {
+			if p != "/" && p != "/zookeeper" && !strings.HasPrefix(p, "/zookeeper/") {
 				want++
 			}
 		}
