@@ -186,7 +186,7 @@ func (d *DataDir) Close() error {
 // write: a Badger backup (badger's protobuf KV list) of a data dir's own
 // metadata database, the one store that can write one (store.Backuper).
 func (d *DataDir) BackupMetadata(w io.Writer) error {
-	b, ok := d.Metadata.(store.Backuper)
+	b, ok := d.ownMetadata().(store.Backuper)
 	if !ok {
 		// A store of another kind, which a Badger backup cannot hold.
 		src := d.Sources[0]
@@ -197,6 +197,24 @@ func (d *DataDir) BackupMetadata(w io.Writer) error {
 		return fmt.Errorf("back up %s: %w", filepath.Join(d.Path, MetadataDirName), err)
 	}
 	return nil
+}
+
+// ownMetadata and ownLedgers are the stores the Badger fast paths read: the data
+// dir's own databases when they are open (a caller may have put a wrapper in
+// Metadata or Ledgers; the fast paths read the databases beneath it), else the
+// stores opened from URLs.
+func (d *DataDir) ownMetadata() store.MetadataStore {
+	if d.local != nil && d.local.Metadata != nil {
+		return d.local.Metadata
+	}
+	return d.Metadata
+}
+
+func (d *DataDir) ownLedgers() store.LedgerStore {
+	if d.local != nil && d.local.Ledgers != nil {
+		return d.local.Ledgers
+	}
+	return d.Ledgers
 }
 
 // ledgerName is the ledger store in errors.
@@ -215,20 +233,20 @@ func (d *DataDir) RawLedgerIteration(ctx context.Context, fn func(key, value []b
 // to skipped instead of fn, and goes on with the next key unless skipped returns an
 // error. A nil skipped stops at the first truncated value with its *TruncatedError.
 func (d *DataDir) RawLedgerIterationSkipping(ctx context.Context, fn func(key, value []byte) error, skipped func(*store.TruncatedError) error) error {
-	return badgerdir.ScanKeys(ctx, d.Ledgers, d.ledgerName(), fn, skipped)
+	return badgerdir.ScanKeys(ctx, d.ownLedgers(), d.ledgerName(), fn, skipped)
 }
 
 // LedgerRanges is store.LedgerRanges of the ledger store.
 func (d *DataDir) LedgerRanges(n int) ([]store.LedgerRange, bool) {
-	return store.LedgerRanges(d.Ledgers, n)
+	return store.LedgerRanges(d.ownLedgers(), n)
 }
 
 // EstimateEntries is store.EstimateEntries of the ledger store.
-func (d *DataDir) EstimateEntries() (int64, bool) { return store.EstimateEntries(d.Ledgers) }
+func (d *DataDir) EstimateEntries() (int64, bool) { return store.EstimateEntries(d.ownLedgers()) }
 
 // ScanLedgerRange is store.ScanLedgerRange of the ledger store.
 func (d *DataDir) ScanLedgerRange(ctx context.Context, r store.LedgerRange, fn func(ledgerID, entryID int64, value []byte) error, skipped func(*store.TruncatedError) error) error {
-	return store.ScanLedgerRange(ctx, d.Ledgers, d.ledgerName(), r, fn, skipped)
+	return store.ScanLedgerRange(ctx, d.ownLedgers(), d.ledgerName(), r, fn, skipped)
 }
 
 // Damage is a damaged file of the data dir's own databases that a read-only
