@@ -30,7 +30,7 @@ func benchLiveEtcd(b *testing.B) *testutil.EtcdServer {
 func BenchmarkEtcdLiveWalk(b *testing.B) {
 	srv := benchLiveEtcd(b)
 	b.Run("ours", func(b *testing.B) {
-		m := mustOpenEtcd(b, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+		m := testutil.MustOpenMetadata(b, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 		for b.Loop() {
 			n := 0
 			if err := m.Walk(context.Background(), "/managed-ledgers/", func(store.Node) error { n++; return nil }); err != nil {
@@ -79,7 +79,7 @@ func BenchmarkEtcdCAS(b *testing.B) {
 		paths[i] = fmt.Sprintf("/managed-ledgers/t/ns/persistent/topic-%06d", i)
 	}
 	b.Run("ours", func(b *testing.B) {
-		m := mustOpenEtcd(b, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+		m := testutil.MustOpenMetadata(b, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 		nodes, err := m.GetNodes(paths)
 		if err != nil {
 			b.Fatal(err)

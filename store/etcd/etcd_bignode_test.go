@@ -19,7 +19,7 @@ import (
 func TestEtcdBigNodes(t *testing.T) {
 	srv := testutil.StartEtcdWith(t, testutil.EtcdOptions{ExtraArgs: []string{"--max-request-bytes=10485760"}})
 	addr := strings.TrimPrefix(srv.Endpoint, "http://")
-	s := mustOpenEtcd(t, "etcd://"+addr+"?max-request-bytes=10485760", store.RemoteOptions{})
+	s := testutil.MustOpenMetadata(t, "etcd://"+addr+"?max-request-bytes=10485760", store.Options{Remote: store.RemoteOptions{}})
 	v := bytes.Repeat([]byte{1, 2, 3, 4}, 5<<18) // 5 MiB
 	if _, err := s.(store.NodeBatcher).CompareAndSetNodes([]store.NodeWrite{{Path: "/managed-ledgers/t/big", Value: v}}); err != nil {
 		t.Fatalf("a 5 MiB node: %v", err)
@@ -39,7 +39,7 @@ func TestEtcdBigNodes(t *testing.T) {
 
 	// The default limit, on a server that runs with it.
 	def := testutil.StartEtcd(t)
-	d := mustOpenEtcd(t, "etcd://"+strings.TrimPrefix(def.Endpoint, "http://"), store.RemoteOptions{})
+	d := testutil.MustOpenMetadata(t, "etcd://"+strings.TrimPrefix(def.Endpoint, "http://"), store.Options{Remote: store.RemoteOptions{}})
 	over := make([]byte, 2<<20)
 	_, err := d.(store.NodeBatcher).CompareAndSetNodes([]store.NodeWrite{{Path: "/a", Value: []byte("a")}, {Path: "/managed-ledgers/t/huge", Value: over}})
 	if !errors.Is(err, store.ErrNodeTooBig) {

@@ -15,31 +15,10 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	etcdstore "github.com/ledgermedic/ledgermedic/store/etcd"
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
-
-// openEtcdURL opens a metadata backend from a URL string.
-func openEtcdURL(t testing.TB, raw string, remote store.RemoteOptions) (store.MetadataBackend, error) {
-	t.Helper()
-	u, err := store.ParseMetadataURL(raw)
-	if err != nil {
-		t.Fatalf("parse %q: %v", raw, err)
-	}
-	return datadir.OpenMetadata(u, store.Options{Remote: remote})
-}
-
-func mustOpenEtcd(t testing.TB, raw string, remote store.RemoteOptions) store.MetadataBackend {
-	t.Helper()
-	b, err := openEtcdURL(t, raw, remote)
-	if err != nil {
-		t.Fatalf("open %s: %v", raw, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
 
 func walkPaths(t testing.TB, m store.MetadataStore, prefix, start string) []string {
 	t.Helper()
@@ -66,7 +45,7 @@ func TestEtcdLiveReads(t *testing.T) {
 		"/schemas/acme/orders/t", "\x00\xff\x01",
 		"foo", "not pulsar",
 	)
-	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	b := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 
 	src := b.Source()
 	if src.Kind != store.SchemeEtcd || src.Revision < 8 || src.ReadOnly {
@@ -120,7 +99,7 @@ func TestEtcdLiveWalkPagesSnapshot(t *testing.T) {
 	c := testutil.EtcdClient(t, srv.Endpoint)
 	const n = 2500 // pages of 64, 256, 1000, 1000 and 180
 	testutil.EtcdPutMany(t, c, "/p/k", n, func(i int) string { return fmt.Sprint("v", i) })
-	b := mustOpenEtcd(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.RemoteOptions{})
+	b := testutil.MustOpenMetadata(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.Options{Remote: store.RemoteOptions{}})
 	var got []string
 	wrote := false
 	err := b.Walk(context.Background(), "/p/", func(nd store.Node) error {
@@ -175,7 +154,7 @@ func TestEtcdLiveCompareAndSet(t *testing.T) {
 	srv := testutil.StartEtcd(t)
 	c := testutil.EtcdClient(t, srv.Endpoint)
 	testutil.EtcdPut(t, c, "/a", "a1", "/b", "b1", "/b", "b2", "/c", "c1")
-	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	b := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 	ctx := context.Background()
 	state := func() map[string]string {
 		resp, err := c.Get(ctx, "/", clientv3.WithPrefix())
@@ -252,7 +231,7 @@ func TestEtcdLiveCompareAndSet(t *testing.T) {
 		t.Errorf("800 KB batch: %v", err)
 	}
 	// A server with a lower limit refuses what our default lets through: still ErrBatchTooBig.
-	b2 := mustOpenEtcd(t, "etcd:"+srv.Endpoint+"?max-txn-ops=2", store.RemoteOptions{})
+	b2 := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint+"?max-txn-ops=2", store.Options{Remote: store.RemoteOptions{}})
 	if _, err := b2.CompareAndSetNodes(many[:3]); !errors.Is(err, store.ErrBatchTooBig) {
 		t.Errorf("3 ops over max-txn-ops=2: %v", err)
 	}
@@ -262,7 +241,7 @@ func TestEtcdLiveRateLimit(t *testing.T) {
 	srv := testutil.StartEtcd(t)
 	c := testutil.EtcdClient(t, srv.Endpoint)
 	testutil.EtcdPutMany(t, c, "/r/", 50, func(int) string { return "v" })
-	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{Rate: 20})
+	b := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{Rate: 20}})
 	start := time.Now()
 	for range 11 {
 		if _, err := b.Get("/r/000001"); err != nil {
@@ -283,7 +262,7 @@ func TestEtcdUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	start := time.Now()
-	_, err = openEtcdURL(t, "etcd://"+addr, store.RemoteOptions{Timeout: time.Second})
+	_, err = testutil.OpenMetadata(t, "etcd://"+addr, store.Options{Remote: store.RemoteOptions{Timeout: time.Second}})
 	d := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "no answer within 1s") {
 		t.Errorf("open of a dead endpoint: %v; want an error naming %s and the timeout", err, addr)
@@ -319,7 +298,7 @@ func TestEtcdAuth(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b, err := openEtcdURL(t, tc.url, tc.remote)
+			b, err := testutil.OpenMetadata(t, tc.url, store.Options{Remote: tc.remote})
 			if tc.wantErr != "" {
 				if err == nil {
 					b.Close()
@@ -362,7 +341,7 @@ func TestEtcdTLSFiles(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := openEtcdURL(t, "etcd:https://127.0.0.1:1"+tc.query, tc.remote)
+			_, err := testutil.OpenMetadata(t, "etcd:https://127.0.0.1:1"+tc.query, store.Options{Remote: tc.remote})
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("open: %v; want %q", err, tc.wantErr)
 			}
@@ -431,7 +410,7 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			b := mustOpenEtcd(t, url, store.RemoteOptions{})
+			b := testutil.MustOpenMetadata(t, url, store.Options{Remote: store.RemoteOptions{}})
 			if got := etcdstore.EtcdReadsAsSpan(b, tc.paths[:min(len(tc.paths), 128)]); got != tc.span {
 				t.Errorf("read as a span: %v, want %v", got, tc.span)
 			}
@@ -457,7 +436,7 @@ func TestEtcdGetNodesSpans(t *testing.T) {
 		})
 	}
 	// A span that met too many keys turns spans off for the store.
-	b := mustOpenEtcd(t, url, store.RemoteOptions{})
+	b := testutil.MustOpenMetadata(t, url, store.Options{Remote: store.RemoteOptions{}})
 	if !etcdstore.EtcdReadsAsSpan(b, seq(0, 100)) || etcdstore.EtcdReadsAsSpan(b, seq(195, 215)) || etcdstore.EtcdReadsAsSpan(b, seq(0, 100)) {
 		t.Error("spans stay on after a span read met more keys than it may read")
 	}
@@ -483,7 +462,7 @@ func TestEtcdCompareAndSetReadsBack(t *testing.T) {
 		}
 		testutil.EtcdPut(t, c, kvs...)
 	}
-	b := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	b := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 	rb, ok := b.(store.ReadBackWriter)
 	if !ok {
 		t.Fatal("the etcd backend does not read back its writes")

@@ -16,7 +16,6 @@ import (
 	bolt "go.etcd.io/bbolt"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/etcddb"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -38,27 +37,7 @@ func dumpNodes(t testing.TB, m store.MetadataStore) map[string]string {
 
 func openDB(t testing.TB, path string, remote store.RemoteOptions) (store.MetadataBackend, error) {
 	t.Helper()
-	return openEtcdURL(t, "etcd-db:"+path, remote)
-}
-
-// openEtcdURL opens a metadata backend from a URL string.
-func openEtcdURL(t testing.TB, raw string, remote store.RemoteOptions) (store.MetadataBackend, error) {
-	t.Helper()
-	u, err := store.ParseMetadataURL(raw)
-	if err != nil {
-		t.Fatalf("parse %q: %v", raw, err)
-	}
-	return datadir.OpenMetadata(u, store.Options{Remote: remote})
-}
-
-func mustOpenEtcd(t testing.TB, raw string, remote store.RemoteOptions) store.MetadataBackend {
-	t.Helper()
-	b, err := openEtcdURL(t, raw, remote)
-	if err != nil {
-		t.Fatalf("open %s: %v", raw, err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return testutil.OpenMetadata(t, "etcd-db:"+path, store.Options{Remote: remote})
 }
 
 func mustOpenDB(t testing.TB, path string, remote store.RemoteOptions) store.MetadataBackend {
@@ -101,7 +80,7 @@ func TestEtcdDBMatchesLive(t *testing.T) {
 	ctx := context.Background()
 	testutil.EtcdPut(t, c, "/schemas/acme/orders/t", "locator-v1", "/managed-ledgers/acme/orders/persistent/o", "ml-1",
 		"/gone", "soon deleted", "/ledgers/00/0000/L0001", "\x00\x01\x02\xff", "other-app/key", "x")
-	live0 := dumpNodes(t, mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{}))
+	live0 := dumpNodes(t, testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}}))
 	r0, err := c.Get(ctx, "/")
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +91,7 @@ func TestEtcdDBMatchesLive(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.EtcdPut(t, c, "/managed-ledgers/acme/orders/persistent/o", "ml-2", "/managed-ledgers/acme/orders/persistent/o", "ml-3")
-	live := mustOpenEtcd(t, "etcd:"+srv.Endpoint, store.RemoteOptions{})
+	live := testutil.MustOpenMetadata(t, "etcd:"+srv.Endpoint, store.Options{Remote: store.RemoteOptions{}})
 	liveNow := dumpNodes(t, live)
 	newest := live.Source().Revision
 
