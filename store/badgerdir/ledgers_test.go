@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
 )
 
 func collectEntries(t *testing.T, l store.LedgerStore, ledgerID, from, to int64) []int64 {
@@ -48,7 +49,7 @@ func TestLedgerReads(t *testing.T) {
 			t.Errorf("Entry%v: err = %v, want ErrNotFound", k, err)
 		}
 	}
-	checkEntryReader(t, l, [][2]int64{{2, 4}, {2, 5}, {1, 0}, {1, 299}, {3, 0}, {256, 2}, {1 << 40, 0}, {0, 0}})
+	storetest.CheckEntryReader(t, l, [][2]int64{{2, 4}, {2, 5}, {1, 0}, {1, 299}, {3, 0}, {256, 2}, {1 << 40, 0}, {0, 0}})
 
 	ranges := []struct {
 		ledger, from, to int64

@@ -13,6 +13,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
 )
 
 const (
@@ -99,7 +100,7 @@ func lostKeys(t *testing.T, d *Dir) (nodes []string, entries []int64) {
 	for i := range keys {
 		keys[i] = [2]int64{damagedLedger, int64(i)}
 	}
-	checkEntryReader(t, d.Ledgers, keys)
+	storetest.CheckEntryReader(t, d.Ledgers, keys)
 	// The cut must leave good keys after bad ones, or resuming is not tested.
 	if len(nodes) < 10 || len(entries) < 10 || nodes[0] > damagedPath(damagedKeys-10) || entries[0] > damagedKeys-10 {
 		t.Fatalf("lost nodes %v, entries %v: want bad keys between good ones", nodes, entries)

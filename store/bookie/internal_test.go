@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
 )
 
 // handBookie writes one bookie dir from hand-built bytes: entry logs and one journal.
@@ -104,7 +104,7 @@ func TestBookieDigestTypes(t *testing.T) {
 			t.Errorf("no metadata: ledger %d: %v, want ErrBadDigest", l, err)
 		}
 	}
-	checkEntryReader(t, s, [][2]int64{{4, 0}, {1, 0}, {5, 0}, {2, 0}})
+	storetest.CheckEntryReader(t, s, [][2]int64{{4, 0}, {1, 0}, {5, 0}, {2, 0}})
 	meta := map[int64]LedgerMeta{
 		1: {DigestType: "CRC32C", WriteQuorum: 1}, 2: {DigestType: "CRC32", WriteQuorum: 1},
 		3: {DigestType: "HMAC", WriteQuorum: 1}, 4: {DigestType: "HMAC", Password: pw, WriteQuorum: 1},
@@ -117,7 +117,7 @@ func TestBookieDigestTypes(t *testing.T) {
 			t.Errorf("metadata: ledger %d = %q %v, want %q", l, v, err, p)
 		}
 	}
-	checkEntryReader(t, s, [][2]int64{{1, 0}, {4, 0}, {2, 0}, {5, 0}, {3, 0}, {3, 1}, {9, 0}})
+	storetest.CheckEntryReader(t, s, [][2]int64{{1, 0}, {4, 0}, {2, 0}, {5, 0}, {3, 0}, {3, 1}, {9, 0}})
 	fs, err := s.ReplicaFindings(context.Background())
 	if err != nil || len(fs) != 1 || fs[0].Kind != store.FindingUnderReplicated || fs[0].LedgerID != 5 {
 		t.Errorf("findings %+v %v, want ledger 5 under-replicated (1 of 2)", fs, err)
@@ -217,38 +217,5 @@ func TestOpenBookiesErrors(t *testing.T) {
 	t.Setenv(store.CacheDirEnv, filepath.Join(dir, "cache"))
 	if _, err := Open(store.URL{Scheme: store.SchemeBookie, Paths: []string{dir}}, store.Options{}); err == nil || !strings.Contains(err.Error(), "never written") {
 		t.Errorf("cache inside the bookie dir: %v", err)
-	}
-}
-
-// checkEntryReader reads keys, in turn, through one EntryReader and asserts each
-// read says what Entry says (the same bytes, or the same error, fn then not
-// called), and that Peek returns fn's own error unchanged.
-func checkEntryReader(t *testing.T, ls store.LedgerStore, keys [][2]int64) {
-	t.Helper()
-	r := ls.EntryReader()
-	defer r.Close()
-	stop := errors.New("stop")
-	for _, k := range keys {
-		want, wantErr := ls.Entry(k[0], k[1])
-		var got []byte
-		called := false
-		err := r.Peek(k[0], k[1], func(v []byte) error {
-			called, got = true, bytes.Clone(v)
-			return nil
-		})
-		switch {
-		case fmt.Sprint(err) != fmt.Sprint(wantErr),
-			errors.Is(err, store.ErrNotFound) != errors.Is(wantErr, store.ErrNotFound),
-			errors.Is(err, store.ErrTruncatedValue) != errors.Is(wantErr, store.ErrTruncatedValue):
-			t.Errorf("Peek(%d, %d): error %v, Entry's %v", k[0], k[1], err, wantErr)
-		case called != (wantErr == nil) || !bytes.Equal(got, want):
-			t.Errorf("Peek(%d, %d): called %v with %d bytes, Entry read %d (%v)", k[0], k[1], called, len(got), len(want), wantErr)
-		}
-		if wantErr != nil {
-			continue
-		}
-		if err := r.Peek(k[0], k[1], func([]byte) error { return stop }); err != stop {
-			t.Errorf("Peek(%d, %d) with a failing callback: %v, want its error", k[0], k[1], err)
-		}
 	}
 }

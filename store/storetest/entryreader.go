@@ -1,4 +1,4 @@
-package badgerdir
+package storetest
 
 import (
 	"bytes"
@@ -9,10 +9,10 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// checkEntryReader reads keys, in turn, through one EntryReader and asserts each
+// CheckEntryReader reads keys, in turn, through one EntryReader and asserts each
 // read says what Entry says (the same bytes, or the same error, fn then not
 // called), and that Peek returns fn's own error unchanged.
-func checkEntryReader(t *testing.T, ls store.LedgerStore, keys [][2]int64) {
+func CheckEntryReader(t *testing.T, ls store.LedgerStore, keys [][2]int64) {
 	t.Helper()
 	r := ls.EntryReader()
 	defer r.Close()
