@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	gozk "github.com/go-zookeeper/zk"
+
+	"github.com/ledgermedic/ledgermedic/formats/jute"
 )
 
 // The ZooKeeper client protocol, as far as our own read session needs it
@@ -50,20 +52,21 @@ type zkReadResult struct {
 	children []string
 }
 
-// juteWriter appends jute values.
+// juteWriter appends jute values (formats/jute).
 type juteWriter struct{ b []byte }
 
-func (w *juteWriter) int32(v int32) { w.b = binary.BigEndian.AppendUint32(w.b, uint32(v)) }
-func (w *juteWriter) int64(v int64) { w.b = binary.BigEndian.AppendUint64(w.b, uint64(v)) }
-func (w *juteWriter) bool(v bool) {
-	if v {
-		w.b = append(w.b, 1)
-	} else {
-		w.b = append(w.b, 0)
+func (w *juteWriter) int32(v int32) { w.b = jute.AppendInt32(w.b, v) }
+func (w *juteWriter) int64(v int64) { w.b = jute.AppendInt64(w.b, v) }
+func (w *juteWriter) bool(v bool)   { w.b = jute.AppendBool(w.b, v) }
+
+// buffer writes a nil p as an empty buffer (length 0), not as null.
+func (w *juteWriter) buffer(p []byte) {
+	if p == nil {
+		p = []byte{}
 	}
+	w.b = jute.AppendBuffer(w.b, p)
 }
-func (w *juteWriter) buffer(p []byte) { w.int32(int32(len(p))); w.b = append(w.b, p...) }
-func (w *juteWriter) string(s string) { w.int32(int32(len(s))); w.b = append(w.b, s...) }
+func (w *juteWriter) string(s string) { w.b = jute.AppendString(w.b, s) }
 
 // zkPacket frames one request: length, RequestHeader (xid, op), body.
 func zkPacket(xid, op int32, body func(*juteWriter)) []byte {
