@@ -604,7 +604,7 @@ func (c *checker) checkLedgers(context.Context) error {
 		case orphan && c.live && f.component == cluster.ComponentSchema:
 			// On a live cluster an unreferenced schema ledger is the expected
 			// leftover of concurrent first puts of one schema: each broker created
-			// a ledger and one locator write won (fixed by apache/pulsar#25514).
+			// a ledger and one locator write won (fixed in later Pulsar releases).
 			fd := newFinding(KindOrphanSchemaLedger, ledgerLoc(id), "expected on clusters that ran Pulsar before pulsar#25514; keep it until repairs are done, it may hold a lost schema",
 				"schema ledger of %q (%s) is referenced by no schema locator: concurrent first puts of a schema each created a ledger and one locator won (before pulsar#25514)",
 				f.owner, plural(f.stored, "entry", "entries"))

@@ -1,7 +1,7 @@
 package inspect
 
-// Schema version collisions (issue 17). When a broker clears a topic's schema
-// history (autoSkipNonRecoverableData, apache/pulsar#17322) the next producer
+// Schema version collisions. When a broker clears a topic's schema
+// history (autoSkipNonRecoverableData) the next producer
 // registers its schema as a new version 0: from then on a version number stored
 // in an old message may resolve to a schema of the new history. The new
 // history's versions are registered after the old messages were published, and

@@ -43,7 +43,7 @@ func streamLedger(ctx context.Context, ls store.LedgerStore, ledgerID, from int6
 // finding located at the key.
 func truncatedDetail(te *store.TruncatedError) string { return te.Detail() }
 
-// One pass over the ledger store (issue 14). Every whole-store reader of this
+// One pass over the ledger store. Every whole-store reader of this
 // package (Check's core scan, the schema-usage count, both at once in check)
 // reads the entries through an entryPass: each entry is read and decoded once
 // and handed to every consumer that asked for it. The key space is cut into

@@ -1,8 +1,8 @@
 package repair
 
-// Rebuilding a deleted or unreadable schema history, and version collisions
-// (issue 17). With autoSkipNonRecoverableData a broker that cannot read a schema
-// ledger deletes the whole history (apache/pulsar#17322): the locator and every
+// Rebuilding a deleted or unreadable schema history, and version collisions.
+// With autoSkipNonRecoverableData a broker that cannot read a schema
+// ledger deletes the whole history (Pulsar's schema storage): the locator and every
 // version are gone while stored messages keep their version numbers. A capture
 // taken before holds every version; Plan rebuilds the history from it when the
 // capture covers every version stored messages use. When a new history was

@@ -25,7 +25,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-// TestCLIRebuildDeletedHistories is issue 17's first "done means": capture a
+// TestCLIRebuildDeletedHistories is the rebuild of deleted histories end to end: capture a
 // healthy copy; in the same cluster with every schema history deleted by the
 // broker, check names each key and the versions stored messages still use;
 // schema repair --apply rebuilds every history byte for byte; check is clean;

@@ -15,7 +15,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-// The reproducers of issue 9, each on a copy of the torture base (two or three
+// The reproducers of the damage the torture campaigns found, each on a copy of the torture base (two or three
 // tables per store), run as the real binary.
 
 // checkDoc is the part of `check --json` these tests read.

@@ -73,7 +73,7 @@ func badgerOptions(dir string, readOnly bool) badger.Options {
 }
 
 // Writable sessions (a repair or back-fill on an existing dir) keep their
-// memory flat as the dir grows (issue 14). Badger's memory beyond the budget
+// memory flat as the dir grows. Badger's memory beyond the budget
 // above is compaction: a writable open compacted whatever level 0 held (a bulk
 // load leaves several tables there, in a ledger store a back-fill never
 // writes), in up to about six table builders per compaction, each as large as

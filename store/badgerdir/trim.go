@@ -10,7 +10,7 @@ import (
 // every table page a run touches stays in the process's resident set until
 // Badger unmaps the table, which a session or a read-only open does only at
 // close. A back-fill touches nearly every page of both stores, so its resident
-// memory grew with the data (issue 14) although those pages are clean page cache
+// memory grew with the data although those pages are clean page cache
 // the kernel can drop. The trimmer bounds them: when the process's resident file
 // pages have grown by trimAfter since the last trim, it drops this data dir's
 // table mappings from the process (madvise MADV_DONTNEED, trim_linux.go). For a
