@@ -17,6 +17,7 @@ import (
 	"github.com/mattn/go-isatty"
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/internal/gcpace"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -212,7 +213,7 @@ func exitCode(err error) int {
 		return ee.Code
 	}
 	switch {
-	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir), errors.Is(err, store.ErrEtcdNoTime):
+	case errors.Is(err, store.ErrBadURL), errors.Is(err, store.ErrNeedsDataDir), errors.Is(err, datadir.ErrEtcdNoTime):
 		return report.ExitBadInput
 	case errors.Is(err, store.ErrLocked), errors.Is(err, store.ErrNotDataDir),
 		errors.Is(err, store.ErrReadOnly), errors.Is(err, os.ErrPermission), errors.Is(err, os.ErrNotExist):

@@ -16,7 +16,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestZooKeeperBackfillRewritesBigNode: on a ZooKeeper run as Pulsar runs it

@@ -13,7 +13,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // Benchmarks of ledgermedic on live bookies (docs/benchmarks.md, "Live BookKeeper"), each a

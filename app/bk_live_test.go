@@ -12,10 +12,11 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestBKLiveCommands runs check, inspect entries and import with --ledgers bk:
@@ -40,7 +41,7 @@ func TestBKLiveCommands(t *testing.T) {
 	live := []string{"--metadata", "zk://" + c.ZK.Addr, "--ledgers", "bk:"}
 	// check refuses a store without Pulsar's metadata at its root (exit 2).
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func TestBKLiveCommands(t *testing.T) {
 	if _, stderr, code = runApp(t, append(live, "import", "--out", dir, "--copy-ledgers")...); code != 0 {
 		t.Fatalf("import: exit %d, %s", code, stderr)
 	}
-	dd, err := store.Open(dir, store.Options{ReadOnly: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -18,8 +19,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestBKLiveReadCommands runs the read commands not covered by
@@ -219,7 +220,7 @@ func garbagePort(t *testing.T) string {
 func openLiveMetadata(tb testing.TB, c *testutil.BKCluster) store.MetadataStore {
 	tb.Helper()
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

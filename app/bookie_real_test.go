@@ -8,8 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestRealBookiesFromTheCLI: on every scenario of bookie dirs a real BookKeeper
@@ -74,7 +75,7 @@ func pulsarRootOver(t *testing.T, zkData, ledgers string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := store.Open("", store.Options{ReadOnly: true, Metadata: &u, Ledgers: &l})
+	src, err := datadir.Open("", store.Options{ReadOnly: true, Metadata: &u, Ledgers: &l})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestErrorsNameTheCause: a store that cannot be opened says what failed (the

@@ -6,9 +6,9 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // checkCommand is `check`: a read-only cross-layer consistency check of the whole
@@ -177,7 +177,7 @@ func (e *env) check(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	return e.withDataDir(c, func(dd *datadir.DataDir) error {
 		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(),
 			// Which schema versions stored messages still need: counted in the same pass as the core scan.
 			SchemaUsage: !o.SkipMessageScan, Workers: o.Workers, Shard: o.Shard}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // runAppColumns runs the app in-process with $COLUMNS set (cols 0: unset).

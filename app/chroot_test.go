@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // chrootCase is one command and what it must answer: its exit code and the

@@ -12,10 +12,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // binary is the ledgermedic binary built once for tests that check real exit codes.
@@ -119,7 +120,7 @@ func TestExitCodesFromTheRealBinary(t *testing.T) {
 
 func TestLockedDataDirExits3(t *testing.T) {
 	dir, _ := testutil.Fixture(t, fixtures.Options{Seed: 2})
-	dd, err := store.Open(dir, store.Options{}) // this process now holds the writer lock
+	dd, err := datadir.Open(dir, store.Options{}) // this process now holds the writer lock
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +173,7 @@ func TestJSONOutputIsOneDocument(t *testing.T) {
 
 func TestGarbageNodeIsAFindingNotAPanic(t *testing.T) {
 	dir, m := testutil.Fixture(t, fixtures.Options{Seed: 5})
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

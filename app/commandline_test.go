@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // The journal records the command the user typed (command path and the flags

@@ -6,37 +6,37 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // openReadOnly opens the stores for inspection and tells the user anything
 // they must know about how they were opened (for example, a sandbox copy). The
 // metadata must be a Pulsar cluster's (store.Options.Pulsar): a wrong chroot is bad input.
-func (e *env) openReadOnly(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openReadOnly(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openStores(c, true, true)
 }
 
 // openWritable opens the stores for a command that may write (Pulsar's metadata, as openReadOnly).
-func (e *env) openWritable(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openWritable(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openStores(c, false, true)
 }
 
 // openAnyReadOnly and openAnyWritable open the stores for a command that names
 // nodes by path or entries by ledger id and reads no Pulsar layout (inspect node,
 // inspect entries --ledger, journal undo), so any metadata store will do.
-func (e *env) openAnyReadOnly(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openAnyReadOnly(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openStores(c, true, false)
 }
 
-func (e *env) openAnyWritable(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openAnyWritable(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openStores(c, false, false)
 }
 
 // openForWriting opens the stores for a writing command: writable with --apply,
 // else for its dry run (openDryRun).
-func (e *env) openForWriting(c *cli.Context, apply bool) (*store.DataDir, error) {
+func (e *env) openForWriting(c *cli.Context, apply bool) (*datadir.DataDir, error) {
 	if apply {
 		return e.openWritable(c)
 	}
@@ -46,17 +46,17 @@ func (e *env) openForWriting(c *cli.Context, apply bool) (*store.DataDir, error)
 // openDryRun opens the stores read-only for a writing command's dry run, after
 // the refusals --apply meets before it plans (checkWritable: stores of another
 // program, the past), so that a dry run never promises what --apply refuses.
-func (e *env) openDryRun(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openDryRun(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openDryRunOf(c, true)
 }
 
 // openAnyDryRun is openDryRun for the commands that read any root (journal undo),
 // as openAnyWritable is for their --apply.
-func (e *env) openAnyDryRun(c *cli.Context) (*store.DataDir, error) {
+func (e *env) openAnyDryRun(c *cli.Context) (*datadir.DataDir, error) {
 	return e.openDryRunOf(c, false)
 }
 
-func (e *env) openDryRunOf(c *cli.Context, pulsar bool) (*store.DataDir, error) {
+func (e *env) openDryRunOf(c *cli.Context, pulsar bool) (*datadir.DataDir, error) {
 	opts, err := storeOptions(c, true)
 	if err != nil {
 		return nil, err

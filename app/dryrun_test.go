@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // undoExits runs `journal undo` as a dry run, then with --apply, and checks both

@@ -5,6 +5,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -26,17 +27,17 @@ func (e *env) loadFixture(c *cli.Context, out string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dst, err := store.OpenMetadata(u, store.Options{Remote: remote})
+	dst, err := datadir.OpenMetadata(u, store.Options{Remote: remote})
 	if err != nil {
 		return "", report.CannotOpen(err)
 	}
 	defer dst.Close()
-	src, err := store.Open(out, store.Options{ReadOnly: true})
+	src, err := datadir.Open(out, store.Options{ReadOnly: true})
 	if err != nil {
 		return "", report.CannotOpen(err)
 	}
 	defer src.Close()
-	n, err := store.LoadNodes(c.Context, src.Metadata, dst, store.LoadOptions{})
+	n, err := datadir.LoadNodes(c.Context, src.Metadata, dst, datadir.LoadOptions{})
 	if err != nil {
 		return "", report.CannotOpen(fmt.Errorf("load the fixture's metadata into %s (after %d nodes): %w", u, n, err))
 	}

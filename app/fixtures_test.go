@@ -6,10 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
-
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 func TestFixturesGenerateCLI(t *testing.T) {

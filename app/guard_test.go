@@ -8,10 +8,10 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-// TestSuppliedSchemaThatCrashesTheAvroParser is issue 18's reproducer: a record
+// TestSuppliedSchemaThatCrashesTheAvroParser is the reproducer of a parser crash: a record
 // field whose type is an empty union with a default made hamba/avro panic inside
 // schema repair. The real binary must name the input file and exit 1 or 2 with no
 // stack trace, with and without --allow-hash-mismatch, and write nothing.

@@ -3,13 +3,14 @@ package app
 import (
 	"errors"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/store"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/repair"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // importCommand copies a store into a new data dir: the forensic working copy.
@@ -20,8 +21,8 @@ func (e *env) importCommand() *cli.Command {
 		Description: "Every command opens a metadata store and a ledger store; a store no URL names is the data dir's,\n" +
 			"so --data-dir is needed unless both --metadata and --ledgers are given. Entries are copied when\n" +
 			"--ledgers is given (or with --copy-ledgers); a metadata-only copy gets an empty ledger store.\n" +
-			"The copy records where it came from (" + store.ImportRecordFile + ": the URLs, the zxid or revision\n" +
-			"the view reflects) and each node's version in the source (" + store.ImportNodesFile + ").\n" +
+			"The copy records where it came from (" + datadir.ImportRecordFile + ": the URLs, the zxid or revision\n" +
+			"the view reflects) and each node's version in the source (" + datadir.ImportNodesFile + ").\n" +
 			"Repair the copy, then replay the reviewed run onto the live store with `journal push`.\n\n" +
 			"  ledgermedic --metadata zk://zk1:2181/pulsar --ledgers bookie:/b1,bookie:/b2 import --out /incident/copy\n" +
 			"  ledgermedic -d /incident/work --metadata zk://zk1:2181/pulsar import --out /incident/meta-only\n" +
@@ -73,7 +74,7 @@ func (e *env) importStores(c *cli.Context) error {
 	bar := e.progress(c)
 	bar.Start("import", 0)
 	var last int64
-	rec, err := store.Import(c.Context, src, out, store.ImportOptions{
+	rec, err := datadir.Import(c.Context, src, out, datadir.ImportOptions{
 		Prefix: o.Prefix, CopyLedgers: copyLedgers,
 		Progress: func(nodes, entries int64) { bar.Add(nodes + entries - last); last = nodes + entries },
 	})
@@ -93,7 +94,7 @@ func (e *env) importStores(c *cli.Context) error {
 	if !copyLedgers {
 		doc.Note("entries were not copied (give --ledgers bookie:DIR... or --copy-ledgers); %s/ledgers is empty", out)
 	}
-	doc.Note("source versions of every node: %s/%s", out, store.ImportNodesFile)
+	doc.Note("source versions of every node: %s/%s", out, datadir.ImportNodesFile)
 	return e.print(c, doc)
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestImportHelpSaysWhatItNeeds: import's help says a store no URL names comes

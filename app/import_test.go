@@ -7,9 +7,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestImportCopiesEveryByteAndRecordsTheSource: an import of a data dir (the
@@ -30,21 +31,21 @@ func TestImportCopiesEveryByteAndRecordsTheSource(t *testing.T) {
 		t.Fatalf("the copy differs from its source: %v", d[:min(len(d), 10)])
 	}
 
-	var rec store.ImportRecord
-	b, err := os.ReadFile(filepath.Join(out, store.ImportRecordFile))
+	var rec datadir.ImportRecord
+	b, err := os.ReadFile(filepath.Join(out, datadir.ImportRecordFile))
 	if err != nil || json.Unmarshal(b, &rec) != nil {
-		t.Fatalf("%s: %v\n%s", store.ImportRecordFile, err, b)
+		t.Fatalf("%s: %v\n%s", datadir.ImportRecordFile, err, b)
 	}
 	if rec.Nodes != int64(len(want.Nodes)) || rec.Entries != int64(len(want.Entries)) || !rec.LedgersCopied ||
 		len(rec.Sources) != 2 || rec.Sources[0].Kind != "badger" {
 		t.Fatalf("import record %+v; want %d nodes, %d entries, two badger sources", rec, len(want.Nodes), len(want.Entries))
 	}
-	f, err := os.Open(filepath.Join(out, store.ImportNodesFile))
+	f, err := os.Open(filepath.Join(out, datadir.ImportNodesFile))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	dd, err := store.Open(src, store.Options{ReadOnly: true})
+	dd, err := datadir.Open(src, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestImportCopiesEveryByteAndRecordsTheSource(t *testing.T) {
 	lines := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var n store.ImportedNode
+		var n datadir.ImportedNode
 		if err := json.Unmarshal(sc.Bytes(), &n); err != nil {
 			t.Fatalf("line %d: %v", lines+1, err)
 		}
@@ -63,7 +64,7 @@ func TestImportCopiesEveryByteAndRecordsTheSource(t *testing.T) {
 		lines++
 	}
 	if lines != len(want.Nodes) {
-		t.Fatalf("%s has %d lines, want %d", store.ImportNodesFile, lines, len(want.Nodes))
+		t.Fatalf("%s has %d lines, want %d", datadir.ImportNodesFile, lines, len(want.Nodes))
 	}
 
 	// Metadata only: an empty ledger store, said so.

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -244,7 +245,7 @@ func nonNil[T any](s []T) []T {
 
 // managedLedgerPaths turns --topic values into managed-ledger nodes; a partitioned
 // topic stands for all its partitions. No topics: nil (every managed ledger).
-func managedLedgerPaths(ctx context.Context, dd *store.DataDir, topics []string) ([]string, error) {
+func managedLedgerPaths(ctx context.Context, dd *datadir.DataDir, topics []string) ([]string, error) {
 	var out []string
 	for _, s := range topics {
 		t, err := topicArg(s)
@@ -410,7 +411,7 @@ func findingsError(err error) error {
 
 // missingTopic explains a topic without a managed ledger, naming partitions when
 // the topic is partitioned.
-func missingTopic(ctx context.Context, dd *store.DataDir, t formats.TopicName) error {
+func missingTopic(ctx context.Context, dd *datadir.DataDir, t formats.TopicName) error {
 	parts, err := cluster.TopicManagedLedgers(ctx, dd.Metadata, t)
 	switch {
 	case errors.Is(err, cluster.ErrNoSuchTopic):

@@ -8,6 +8,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
@@ -81,12 +82,12 @@ func (e *env) inspectCommand() *cli.Command {
 
 // withDataDir opens the stores read-only for the length of fn; the metadata must
 // be a Pulsar cluster's (openReadOnly).
-func (e *env) withDataDir(c *cli.Context, fn func(dd *store.DataDir) error) error {
+func (e *env) withDataDir(c *cli.Context, fn func(dd *datadir.DataDir) error) error {
 	return e.withStores(c, true, fn)
 }
 
 // withStores is withDataDir; pulsar false accepts any metadata store (openAnyReadOnly).
-func (e *env) withStores(c *cli.Context, pulsar bool, fn func(dd *store.DataDir) error) error {
+func (e *env) withStores(c *cli.Context, pulsar bool, fn func(dd *datadir.DataDir) error) error {
 	dd, err := e.openStores(c, true, pulsar)
 	if err != nil {
 		return err
@@ -115,7 +116,7 @@ func (e *env) printTable(c *cli.Context, t *report.Table, notes ...string) error
 
 func (e *env) inspectTopics(c *cli.Context) error {
 	key := indexKeyOf(c)
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	return e.withDataDir(c, func(dd *datadir.DataDir) error {
 		t, err := inspect.Topics(c.Context, dd, key)
 		if err != nil {
 			return err
@@ -129,7 +130,7 @@ func (e *env) inspectLedgers(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	return e.withDataDir(c, func(dd *datadir.DataDir) error {
 		t, err := inspect.Ledgers(c.Context, dd, topic)
 		if err != nil {
 			return notFound(err)
@@ -143,7 +144,7 @@ func (e *env) inspectSchemas(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	return e.withDataDir(c, func(dd *store.DataDir) error {
+	return e.withDataDir(c, func(dd *datadir.DataDir) error {
 		t, err := inspect.Schemas(c.Context, dd, topic)
 		if err != nil {
 			return notFound(err)
@@ -173,7 +174,7 @@ func (e *env) inspectNode(c *cli.Context) error {
 		return report.BadInputf("inspect node: give --hex or --raw, not both")
 	}
 	// A node is named by its path: any store, chroot or not, can be looked into.
-	return e.withStores(c, false, func(dd *store.DataDir) error {
+	return e.withStores(c, false, func(dd *datadir.DataDir) error {
 		path := args[0]
 		if hexOut || rawOut {
 			return e.nodeBytes(dd, path, rawOut)
@@ -195,7 +196,7 @@ func (e *env) inspectNode(c *cli.Context) error {
 }
 
 // nodeBytes writes a node's stored bytes as they are (raw) or as a hex dump.
-func (e *env) nodeBytes(dd *store.DataDir, path string, raw bool) error {
+func (e *env) nodeBytes(dd *datadir.DataDir, path string, raw bool) error {
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
 		return notFound(err)
@@ -296,7 +297,7 @@ func (e *env) inspectEntries(c *cli.Context) error {
 	}
 	o, find, topic := eo.Entries, eo.Find, eo.Topic
 	// Entries by ledger id need no metadata; a topic is found through Pulsar's.
-	return e.withStores(c, topic != nil, func(dd *store.DataDir) error {
+	return e.withStores(c, topic != nil, func(dd *datadir.DataDir) error {
 		var notes []string
 		if find {
 			note, err := e.findEntry(c, dd, eo, &o)
@@ -337,7 +338,7 @@ func (e *env) inspectEntries(c *cli.Context) error {
 
 // findEntry points o at the entry index find names for --offset/--time and
 // returns a note saying so; a target that no stored entry holds ends with exit 1.
-func (e *env) findEntry(c *cli.Context, dd *store.DataDir, eo entriesOptions, o *inspect.EntriesOptions) (string, error) {
+func (e *env) findEntry(c *cli.Context, dd *datadir.DataDir, eo entriesOptions, o *inspect.EntriesOptions) (string, error) {
 	t, byOffset, target := *eo.Topic, eo.ByOffset, eo.TimeMs
 	if byOffset {
 		target = eo.Offset
@@ -385,7 +386,7 @@ func (e *env) findEntry(c *cli.Context, dd *store.DataDir, eo entriesOptions, o 
 
 // payloadTable decodes the messages of the entries listed in t. The schema is
 // that of topic, or of the topic whose managed ledger lists the ledger.
-func (e *env) payloadTable(c *cli.Context, dd *store.DataDir, topic *formats.TopicName, ledger int64, t *report.Table) (*report.Table, error) {
+func (e *env) payloadTable(c *cli.Context, dd *datadir.DataDir, topic *formats.TopicName, ledger int64, t *report.Table) (*report.Table, error) {
 	if topic == nil {
 		owner, ok, err := inspect.LedgerOwner(c.Context, dd, ledger)
 		if err != nil {
@@ -421,7 +422,7 @@ func entryIDs(t *report.Table) []int64 {
 
 // printWithHex prints doc, then each listed entry's stored bytes: as a hex dump
 // per entry for people, as an "entry_bytes" list (hex strings) in JSON.
-func (e *env) printWithHex(c *cli.Context, dd *store.DataDir, doc *report.Document, ledger int64, t *report.Table) error {
+func (e *env) printWithHex(c *cli.Context, dd *datadir.DataDir, doc *report.Document, ledger int64, t *report.Table) error {
 	type entryBytes struct {
 		Ledger int64  `json:"ledger_id"`
 		Entry  int64  `json:"entry_id"`

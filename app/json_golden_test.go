@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+	"github.com/ledgermedic/ledgermedic/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 // jsonGoldenDir holds one golden file per command (or view of a command) as

@@ -18,13 +18,14 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/gcpace"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // Benchmarks on live servers (docs/benchmarks.md, "Live ZooKeeper and etcd"):
@@ -66,7 +67,7 @@ type liveBenchFixture struct {
 func loadLiveFixture(b *testing.B, raw liveRaw) liveBenchFixture {
 	b.Helper()
 	dir, m := testutil.Fixture(b, fixtures.Options{Seed: 11, Topics: 14, LedgersPerTopic: 3, EntriesPerLedger: 10})
-	local, err := store.Open(dir, store.Options{ReadOnly: true})
+	local, err := datadir.Open(dir, store.Options{ReadOnly: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -75,12 +76,12 @@ func loadLiveFixture(b *testing.B, raw liveRaw) liveBenchFixture {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dst, err := store.OpenMetadata(u, store.Options{})
+	dst, err := datadir.OpenMetadata(u, store.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer dst.Close()
-	if _, err := store.LoadNodes(context.Background(), local.Metadata, dst, store.LoadOptions{Batch: 64}); err != nil {
+	if _, err := datadir.LoadNodes(context.Background(), local.Metadata, dst, datadir.LoadOptions{Batch: 64}); err != nil {
 		b.Fatal(err)
 	}
 	f := liveBenchFixture{dir: dir}
@@ -114,13 +115,13 @@ func cloneTopics(b *testing.B, raw liveRaw, root, tenant string, n int, values [
 	return paths
 }
 
-func openLive(b *testing.B, dir, url string, readOnly bool) *store.DataDir {
+func openLive(b *testing.B, dir, url string, readOnly bool) *datadir.DataDir {
 	b.Helper()
 	u, err := store.ParseMetadataURL(url)
 	if err != nil {
 		b.Fatal(err)
 	}
-	dd, err := store.Open(dir, store.Options{ReadOnly: readOnly, Metadata: &u})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: readOnly, Metadata: &u})
 	if err != nil {
 		b.Fatal(err)
 	}

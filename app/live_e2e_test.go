@@ -19,9 +19,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // zkTree reads every node under the root through the plain ZooKeeper client (not
@@ -394,7 +395,7 @@ func offlineTree(t *testing.T, srv *liveStore, at int64) map[string][]byte {
 	} else {
 		r.Revision = at
 	}
-	mb, err := store.OpenMetadata(u, store.Options{ReadOnly: true, Remote: r})
+	mb, err := datadir.OpenMetadata(u, store.Options{ReadOnly: true, Remote: r})
 	if err != nil {
 		t.Fatal(err)
 	}

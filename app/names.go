@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -15,7 +16,7 @@ import (
 // checkTopicKnown refuses a --topic the stores know nothing of (no schema locator
 // and no managed ledger, of it or of its partitions): bad input, naming the
 // nearest names there are. A typo must not read as "nothing to repair".
-func checkTopicKnown(ctx context.Context, dd *store.DataDir, t formats.TopicName) error {
+func checkTopicKnown(ctx context.Context, dd *datadir.DataDir, t formats.TopicName) error {
 	_, err := dd.Metadata.Get(t.SchemaLocatorPath())
 	switch {
 	case err == nil, errors.Is(err, store.ErrTruncatedValue):
@@ -46,7 +47,7 @@ func checkTopicKnown(ctx context.Context, dd *store.DataDir, t formats.TopicName
 
 // knownTopicNames lists every schema key and topic (tenant/ns/topic) the metadata
 // store holds, partitions folded into their base topic.
-func knownTopicNames(ctx context.Context, dd *store.DataDir) ([]string, error) {
+func knownTopicNames(ctx context.Context, dd *datadir.DataDir) ([]string, error) {
 	seen := map[string]bool{}
 	err := dd.Metadata.Walk(ctx, formats.SchemasRoot+"/", func(n store.Node) error {
 		if t, ok := formats.ParseSchemaLocatorPath(n.Path); ok {

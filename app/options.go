@@ -75,7 +75,7 @@ func topicOption(c *cli.Context) (*formats.TopicName, error) {
 
 // newBackupFile checks a --backup FILE before anything is planned: it goes with
 // --apply, it must not exist yet ("" is none), and the metadata store must be the data dir's own: the
-// backup is a Badger backup of that database (store.DataDir.BackupMetadata). A
+// backup is a Badger backup of that database (datadir.DataDir.BackupMetadata). A
 // live store's copy is an import, taken before the command.
 func newBackupFile(c *cli.Context, path string, apply bool) error {
 	if path == "" {

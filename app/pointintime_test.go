@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // One parser reads every time flag: what --time takes, --at-time takes, and both

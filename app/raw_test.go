@@ -17,17 +17,18 @@ import (
 
 	"github.com/hamba/avro/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // storeBytes reads metadata nodes and ledger entries of a data dir in-process
 // (and closes it before the binary runs: the writer lock).
 func storeBytes(t *testing.T, dir string, paths []string, entries map[[2]int64]bool) (map[string][]byte, map[[2]int64][]byte) {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

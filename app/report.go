@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -136,7 +137,7 @@ func (e *env) report(c *cli.Context) error {
 // open are a problem stated in the report (bad flags are still bad usage).
 func (e *env) incident(c *cli.Context, opts inspect.IncidentOptions) (*htmlreport.Report, error) {
 	dd, err := e.openReadOnly(c)
-	if errors.Is(err, store.ErrNoPulsarMetadata) {
+	if errors.Is(err, datadir.ErrNoPulsarMetadata) {
 		// Bad input for every other command; the report states it, as it states an empty dir.
 		fmt.Fprintf(e.Stderr, "ledgermedic: %v\n", err)
 		r, _ := inspect.Incident(c.Context, nil, opts, nil)

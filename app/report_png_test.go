@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // `report --png DIR` writes the charts next to the page and lists each file it

@@ -13,13 +13,13 @@ import (
 
 	"golang.org/x/net/html"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
-	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // everyFault is a fixture with one of each fault kind the generator makes.
@@ -315,7 +315,7 @@ func checkPNG(t *testing.T, path string, w, h int) {
 func TestReportSaysSoOnBadInput(t *testing.T) {
 	emptyDir := t.TempDir()
 	emptyStores := filepath.Join(t.TempDir(), "dd")
-	dd, err := store.Create(emptyStores)
+	dd, err := datadir.Create(emptyStores)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestReportSaysSoOnBadInput(t *testing.T) {
 // withEmptyTopic makes a data dir holding one managed ledger with no ledgers.
 func withEmptyTopic(t *testing.T, dir, topic string) {
 	t.Helper()
-	dd, err := store.Create(dir)
+	dd, err := datadir.Create(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

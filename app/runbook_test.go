@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestBackfillRunbookInterruptExitCode interrupts a real back-fill between

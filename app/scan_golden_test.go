@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 // padding matches the runs of blanks and dashes that pad and rule table cells.

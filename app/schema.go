@@ -4,17 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/store"
 	"os"
 	"path/filepath"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/repair"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // schemaCommand is `ledgermedic schema`: capture schema versions, repair lost ones.
@@ -260,7 +261,7 @@ func (e *env) schemaRepair(c *cli.Context) error {
 // openForRepair opens the data dir read-only for a dry run; for --apply it opens
 // it writable and first rolls back any run a crash left unfinished, so the plan
 // is made against a data dir that is whole.
-func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate.Engine, error) {
+func (e *env) openForRepair(c *cli.Context, apply bool) (*datadir.DataDir, *mutate.Engine, error) {
 	if !apply {
 		dd, err := e.openDryRun(c)
 		return dd, nil, err
@@ -287,7 +288,7 @@ func (e *env) openForRepair(c *cli.Context, apply bool) (*store.DataDir, *mutate
 
 // usageFunc scans the topics' messages once when --count-usage is set, so the
 // plan can say how many stored messages need each lost version.
-func (e *env) usageFunc(c *cli.Context, o repairOptions, dd *store.DataDir) (repair.UsageFunc, error) {
+func (e *env) usageFunc(c *cli.Context, o repairOptions, dd *datadir.DataDir) (repair.UsageFunc, error) {
 	if !o.CountUsage {
 		return nil, nil
 	}
@@ -378,7 +379,7 @@ func (e *env) finishRepair(c *cli.Context, o repairOptions, doc *report.Document
 
 // messageScan lets repair read which schema versions a topic's stored messages
 // use (to rebuild a deleted history, and to split colliding ones).
-func messageScan(dd *store.DataDir) repair.MessageScan {
+func messageScan(dd *datadir.DataDir) repair.MessageScan {
 	return func(ctx context.Context, key string, splitMs map[int64]int64) ([]repair.VersionUse, bool, error) {
 		t, ok := formats.ParseSchemaLocatorPath(formats.SchemasRoot + "/" + key)
 		if !ok {
@@ -434,7 +435,7 @@ func orphanedByRepair(rp *repair.RepairPlan) []string {
 
 // captureToStdout writes the capture to stdout (--out -); the summary, and the
 // skipped versions, go to stderr so stdout is the capture alone.
-func (e *env) captureToStdout(c *cli.Context, dd *store.DataDir, key string) error {
+func (e *env) captureToStdout(c *cli.Context, dd *datadir.DataDir, key string) error {
 	st, err := repair.Capture(c.Context, dd, key, e.Stdout)
 	if err != nil {
 		return report.CannotOpen(fmt.Errorf("capture to stdout: %w", err))

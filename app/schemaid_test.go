@@ -10,10 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
-
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 // schemaidRun runs the app in-process and returns the exit code, stdout and stderr.

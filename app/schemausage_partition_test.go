@@ -7,7 +7,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func usageRows(t *testing.T, dir, topic string) []inspect.UsageRow {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // A live metadata server that dies while a command reads or writes it is an I/O

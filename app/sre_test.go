@@ -17,8 +17,8 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // faultyFixture has one of each fault check reports.

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // cutZKDataDir copies the sample ZooKeeper dataDir (files a real server wrote)

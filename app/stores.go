@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // registers bk: (live bookies)
@@ -178,7 +179,7 @@ func checkWritable(opts store.Options) error {
 
 // openStores opens the data dir and the stores the flags name; pulsar: the
 // metadata must hold a Pulsar cluster's nodes at its root (store.Options.Pulsar).
-func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir, error) {
+func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*datadir.DataDir, error) {
 	opts, err := storeOptions(c, readOnly)
 	if err != nil {
 		return nil, err
@@ -202,10 +203,10 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 		}
 		return nil, report.BadInputf("--data-dir (or LEDGERMEDIC_DATA_DIR) is required: it holds %s", what)
 	}
-	dd, err := store.Open(p, opts)
+	dd, err := datadir.Open(p, opts)
 	if err != nil {
-		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, store.ErrEtcdNoTime) ||
-			errors.Is(err, store.ErrNoPulsarMetadata) {
+		if errors.Is(err, store.ErrBadURL) || errors.Is(err, store.ErrNeedsDataDir) || errors.Is(err, datadir.ErrEtcdNoTime) ||
+			errors.Is(err, datadir.ErrNoPulsarMetadata) {
 			return nil, report.BadInput(err)
 		}
 		return nil, report.CannotOpen(err)
@@ -229,10 +230,10 @@ func (e *env) openStores(c *cli.Context, readOnly, pulsar bool) (*store.DataDir,
 // sandbox copies said once, and with what ends them: each read copies the
 // databases again until a writing command opens the data dir, which lets Badger
 // recover its log in place.
-func uncleanOnce(dd *store.DataDir) []string {
+func uncleanOnce(dd *datadir.DataDir) []string {
 	var out, dbs []string
 	for _, n := range dd.Notes {
-		if db, ok := store.SandboxNoteDB(n); ok {
+		if db, ok := datadir.SandboxNoteDB(n); ok {
 			dbs = append(dbs, db)
 			continue
 		}

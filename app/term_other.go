@@ -2,7 +2,9 @@
 
 package app
 
-import "os"
+import (
+	"os"
+)
 
 // terminalWidth is 0 where the terminal cannot be asked: $COLUMNS decides.
 func terminalWidth(*os.File) int { return 0 }

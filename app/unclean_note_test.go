@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestUncleanShutdownSaidOnceWithItsCure kills a real back-fill with SIGKILL:

@@ -1,6 +1,8 @@
 package app
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+)
 
 // version is set at build time: go build -ldflags "-X github.com/ledgermedic/ledgermedic/app.version=v1.2.3".
 var version string

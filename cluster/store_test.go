@@ -11,7 +11,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func entry(t *testing.T, indexed bool, index int64) []byte {

@@ -6,8 +6,10 @@ import (
 	"hash/crc32"
 	"math"
 
-	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
+	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 )
 
 // Magic numbers that open the optional blocks of an entry frame (Commands.java).
@@ -15,8 +17,6 @@ const (
 	MagicBrokerEntryMetadata = 0x0e02
 	MagicCrc32c              = 0x0e01
 )
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // Entry is one decoded topic-ledger entry (docs/formats.md §3):
 //
@@ -96,7 +96,7 @@ func ParseEntryInto(b []byte, e *Entry, md *pulsarpb.MessageMetadata, bm *pulsar
 	e.Metadata = md
 	e.Payload = b[start+int(size):]
 	if e.HasChecksum {
-		e.ChecksumOK = crc32.Checksum(b[off:], castagnoli) == e.Checksum
+		e.ChecksumOK = crc32.Checksum(b[off:], crc32c.Table) == e.Checksum
 	}
 	return nil
 }
@@ -132,7 +132,7 @@ func BuildEntry(bm *pulsarpb.BrokerEntryMetadata, withChecksum bool, md *pulsarp
 	out = append(out, mdBytes...)
 	out = append(out, payload...)
 	if crcAt >= 0 {
-		binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[checked:], castagnoli))
+		binary.BigEndian.PutUint32(out[crcAt:], crc32.Checksum(out[checked:], crc32c.Table))
 	}
 	return out, nil
 }

@@ -2,11 +2,11 @@ package formats
 
 import (
 	"encoding/binary"
-	"hash/crc32"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 )
 
@@ -105,7 +105,7 @@ func PeekEntry(b []byte, r *EntryRefs) bool {
 	r.Payload = b[start+int(size):]
 	r.BatchFramingCheckable = fr.checkable()
 	if r.HasChecksum {
-		r.ChecksumOK = crc32.Checksum(b[off:], castagnoli) == r.Checksum
+		r.ChecksumOK = crc32c.Checksum(b[off:]) == r.Checksum
 	}
 	return true
 }

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"google.golang.org/protobuf/encoding/protowire"

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -176,7 +177,7 @@ type BackfillResult struct {
 // version the walk read, while the next batch is planned. A node changed since it
 // was read is caught by the batch's compare-and-set (the batch is refused, nothing
 // of it written, and a re-run plans it again).
-func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*BackfillResult, error) {
+func Backfill(ctx context.Context, dd *datadir.DataDir, opts BackfillOptions) (*BackfillResult, error) {
 	opts.defaults()
 	res := &BackfillResult{Skipped: make(map[string]int64), FindingsNotListed: make(map[string]int64)}
 	var eng *mutate.Engine
@@ -206,7 +207,7 @@ func Backfill(ctx context.Context, dd *store.DataDir, opts BackfillOptions) (*Ba
 
 // noteUnfinished warns a dry run that the journal holds a run the next writable
 // open will roll back: the plan may then differ.
-func noteUnfinished(dd *store.DataDir, res *BackfillResult) error {
+func noteUnfinished(dd *datadir.DataDir, res *BackfillResult) error {
 	runs, err := mutate.Unfinished(mutate.JournalDir(dd.Path))
 	if err != nil {
 		return err
@@ -303,7 +304,7 @@ func readPaths(ms store.MetadataStore, paths []string, fn nodeFunc) error {
 
 // backfiller runs one back-fill.
 type backfiller struct {
-	dd   *store.DataDir
+	dd   *datadir.DataDir
 	opts *BackfillOptions
 	eng  *mutate.Engine
 	pool *pool

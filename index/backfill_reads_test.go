@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -16,7 +17,7 @@ type countingLedgers struct {
 	reads map[[2]int64]int
 }
 
-func countReads(dd *store.DataDir) (*store.DataDir, *countingLedgers) {
+func countReads(dd *datadir.DataDir) (*datadir.DataDir, *countingLedgers) {
 	c := &countingLedgers{LedgerStore: dd.Ledgers, reads: make(map[[2]int64]int)}
 	cdd := *dd
 	cdd.Ledgers = c

@@ -10,21 +10,24 @@ import (
 	"strconv"
 	"testing"
 
+	"google.golang.org/protobuf/encoding/protowire"
+
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
-	"google.golang.org/protobuf/encoding/protowire"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-func generate(t testing.TB, opts fixtures.Options) (*store.DataDir, *fixtures.Manifest) {
+func generate(t testing.TB, opts fixtures.Options) (*datadir.DataDir, *fixtures.Manifest) {
 	t.Helper()
 	dir, m := testutil.Fixture(t, opts)
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +35,7 @@ func generate(t testing.TB, opts fixtures.Options) (*store.DataDir, *fixtures.Ma
 	return dd, m
 }
 
-func backfill(t testing.TB, dd *store.DataDir, opts BackfillOptions) *BackfillResult {
+func backfill(t testing.TB, dd *datadir.DataDir, opts BackfillOptions) *BackfillResult {
 	t.Helper()
 	res, err := Backfill(context.Background(), dd, opts)
 	if err != nil {
@@ -42,7 +45,7 @@ func backfill(t testing.TB, dd *store.DataDir, opts BackfillOptions) *BackfillRe
 }
 
 // snapshot returns every metadata node's bytes.
-func snapshot(t testing.TB, dd *store.DataDir) map[string][]byte {
+func snapshot(t testing.TB, dd *datadir.DataDir) map[string][]byte {
 	t.Helper()
 	return testutil.DumpStore(t, dd).Nodes
 }
@@ -292,7 +295,7 @@ func TestBackfillKeepsEncodingAndUnknownFields(t *testing.T) {
 	// Add unknown fields (a future LedgerInfo field 99, ML field 98) to every node.
 	unknown := protowire.AppendVarint(protowire.AppendTag(nil, 99, protowire.VarintType), 7)
 	mlUnknown := protowire.AppendVarint(protowire.AppendTag(nil, 98, protowire.VarintType), 8)
-	w := dd.NewBulkWriter()
+	w := badgerdir.NewBulkWriter(dd.Metadata, dd.Ledgers)
 	for _, tt := range topics {
 		info, enc, _ := loadInfo(t, dd, tPath(tt.name))
 		for _, li := range info.LedgerInfo {
@@ -492,7 +495,7 @@ func TestBackfillCorruptNewestEntryDoesNotHideTopic(t *testing.T) {
 	dd, truth := buildDir(t, []tTopic{{name: "corrupt", ledgers: []tLedger{
 		{batches: uniform(3, 2)}, {batches: uniform(3, 2)},
 	}}})
-	w := dd.NewBulkWriter()
+	w := badgerdir.NewBulkWriter(dd.Metadata, dd.Ledgers)
 	if err := w.PutEntry(truth[tPath("corrupt")][1].ID, 0, []byte{0x0e, 0x02, 0xff}); err != nil {
 		t.Fatal(err)
 	}

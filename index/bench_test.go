@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/internal/gcpace"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -110,7 +111,7 @@ func benchTopics(n, perTopic int) []tTopic {
 
 // bareEntry0Loop is the yardstick: decode each managed ledger and read and parse
 // entry 0 of each ledger, one at a time, nothing else.
-func bareEntry0Loop(b testing.TB, dd *store.DataDir) int {
+func bareEntry0Loop(b testing.TB, dd *datadir.DataDir) int {
 	n := 0
 	err := dd.Metadata.Walk(context.Background(), formats.ManagedLedgersRoot+"/", func(node store.Node) error {
 		info, _, err := formats.DecodeManagedLedgerInfo(node.Value)
@@ -239,8 +240,8 @@ func closedDir(b testing.TB, topics []tTopic) string {
 	return dd.Path
 }
 
-func openDir(b testing.TB, dir string, readOnly bool) *store.DataDir {
-	dd, err := store.Open(dir, store.Options{ReadOnly: readOnly, NoSandbox: true})
+func openDir(b testing.TB, dir string, readOnly bool) *datadir.DataDir {
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: readOnly, NoSandbox: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -380,7 +381,7 @@ func memBenchDir(t *testing.T, topics, perTopic int) string {
 	keep := os.Getenv(envMemKeep)
 	if keep != "" {
 		dir := filepath.Join(keep, strconv.Itoa(topics*perTopic))
-		if _, err := os.Stat(filepath.Join(dir, store.LedgersDirName)); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, datadir.LedgersDirName)); err == nil {
 			return dir
 		}
 	}
@@ -422,7 +423,7 @@ func dirSize(t *testing.T, dir string) int64 {
 // memChild runs one workload and prints its peaks.
 func memChild(t *testing.T, dir, mode string) {
 	defer gcpace.Start()() // as the binary paces its runs (app.Run)
-	dd, err := store.Open(dir, store.Options{ReadOnly: mode != "apply", NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: mode != "apply", NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}

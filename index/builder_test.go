@@ -6,13 +6,15 @@ import (
 	"strconv"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
-	"google.golang.org/protobuf/proto"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // A small hand-built cluster for cases the fixture generator does not plant:
@@ -56,7 +58,7 @@ func tPath(name string) string {
 
 // buildDir writes topics into a new data dir and returns it open (writable) with
 // the truth per topic path.
-func buildDir(t testing.TB, topics []tTopic) (*store.DataDir, map[string][]tTruth) {
+func buildDir(t testing.TB, topics []tTopic) (*datadir.DataDir, map[string][]tTruth) {
 	t.Helper()
 	b := testutil.NewDataDir(t)
 	truth := make(map[string][]tTruth)
@@ -152,7 +154,7 @@ func uniform(n, size int) []int {
 }
 
 // loadInfo reads and decodes a managed-ledger node.
-func loadInfo(t testing.TB, dd *store.DataDir, path string) (*mlpb.ManagedLedgerInfo, formats.Encoding, store.Node) {
+func loadInfo(t testing.TB, dd *datadir.DataDir, path string) (*mlpb.ManagedLedgerInfo, formats.Encoding, store.Node) {
 	t.Helper()
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
@@ -171,7 +173,7 @@ type scanned struct {
 	info []EntryInfo
 }
 
-func scanAll(t testing.TB, dd *store.DataDir, info *mlpb.ManagedLedgerInfo) *scanned {
+func scanAll(t testing.TB, dd *datadir.DataDir, info *mlpb.ManagedLedgerInfo) *scanned {
 	t.Helper()
 	s := &scanned{}
 	for _, li := range info.GetLedgerInfo() {

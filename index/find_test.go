@@ -5,10 +5,10 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // findCases are small topics covering the shapes find must handle.
@@ -74,7 +74,7 @@ func TestFindOffsetMatchesBruteForce(t *testing.T) {
 
 // checkCost holds an indexed search to its promise: one ledger, at most
 // ⌈log2 E⌉+1 entry reads (one more when the answer is the next ledger's entry 0).
-func checkCost(t *testing.T, dd *store.DataDir, a *Answer, info *mlpb.ManagedLedgerInfo, target int64) {
+func checkCost(t *testing.T, dd *datadir.DataDir, a *Answer, info *mlpb.ManagedLedgerInfo, target int64) {
 	t.Helper()
 	if a.Method != MethodIndex || !a.Found {
 		return

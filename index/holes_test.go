@@ -7,11 +7,12 @@ import (
 	"slices"
 	"testing"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/store"
-	"google.golang.org/protobuf/proto"
 )
 
 // The property every search by offset keeps around holes (lost, offloaded, partly
@@ -139,7 +140,7 @@ func holeTargets(rng *rand.Rand, ledgers []ledgerTruth, n int) []int64 {
 // checkStrategiesAgree runs every strategy on every variant of info for every
 // target, holds each answer to the oracle and the strategies to one another.
 // It returns how many offsets it checked.
-func checkStrategiesAgree(t *testing.T, dd *store.DataDir, name string, info *mlpb.ManagedLedgerInfo, o *holeOracle, targets []int64, rng *rand.Rand) int {
+func checkStrategiesAgree(t *testing.T, dd *datadir.DataDir, name string, info *mlpb.ManagedLedgerInfo, o *holeOracle, targets []int64, rng *rand.Rand) int {
 	t.Helper()
 	ctx := context.Background()
 	checked := 0

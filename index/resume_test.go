@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // buildCLI builds the ledgermedic binary into a temp dir.

@@ -8,13 +8,14 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // The hand-built data dir used by the view and check tests (fixtures cover the
@@ -181,9 +182,9 @@ func edit(t *testing.T, dir string, fn func(b *testBuilder)) {
 	b.Close()
 }
 
-func openRO(t *testing.T, dir string) *store.DataDir {
+func openRO(t *testing.T, dir string) *datadir.DataDir {
 	t.Helper()
-	dd := must(store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true}))
+	dd := must(datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true}))
 	t.Cleanup(func() { dd.Close() })
 	return dd
 }

@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
@@ -23,7 +24,7 @@ import (
 
 // FindingSource adds findings to Check from outside the core scan (bookie
 // replicas, the report's schema-usage pass, ...). It must only read dd.
-type FindingSource func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error)
+type FindingSource func(ctx context.Context, dd *datadir.DataDir) ([]report.Finding, error)
 
 // CheckOptions configures Check.
 type CheckOptions struct {
@@ -261,7 +262,7 @@ type schemaVersion struct {
 }
 
 type checker struct {
-	dd    *store.DataDir
+	dd    *datadir.DataDir
 	opts  CheckOptions
 	prog  report.Progress
 	stats CheckStats
@@ -291,7 +292,7 @@ type checker struct {
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
 // returns the findings (errors and warnings first, then info) and what it scanned.
 // Memory grows with the number of ledgers and metadata nodes, not with entries.
-func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
+func Check(ctx context.Context, dd *datadir.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
 	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	if prog == nil {
 		prog = report.NoProgress{}
@@ -326,7 +327,7 @@ func Check(ctx context.Context, dd *store.DataDir, opts CheckOptions, prog repor
 	return c.findings, &c.stats, nil
 }
 
-func newChecker(dd *store.DataDir, opts CheckOptions, prog report.Progress) *checker {
+func newChecker(dd *datadir.DataDir, opts CheckOptions, prog report.Progress) *checker {
 	live := false
 	if dd != nil {
 		_, live = dd.Ledgers.(store.ReplicaProber)
@@ -733,7 +734,7 @@ func (c *checker) checkLedgers(context.Context) error {
 		case orphan && c.live && f.component == cluster.ComponentSchema:
 			// On a live cluster an unreferenced schema ledger is the expected
 			// leftover of concurrent first puts of one schema: each broker created
-			// a ledger and one locator write won (fixed by apache/pulsar#25514).
+			// a ledger and one locator write won (fixed in later Pulsar releases).
 			fd := newFinding(KindOrphanSchemaLedger, ledgerLoc(id), "expected on clusters that ran Pulsar before pulsar#25514; keep it until repairs are done, it may hold a lost schema",
 				"schema ledger of %q (%s) is referenced by no schema locator: concurrent first puts of a schema each created a ledger and one locator won (before pulsar#25514)",
 				f.owner, plural(f.stored, "entry", "entries"))

@@ -5,9 +5,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // BenchmarkCheck compares Check with plain Badger iteration over the same ledger
@@ -15,7 +16,7 @@ import (
 // cross-layer checks cost. benchDataDir is shared with BenchmarkSchemaUsage.
 func BenchmarkCheck(b *testing.B) {
 	dir := benchDataDir(b)
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -49,7 +50,7 @@ func BenchmarkCheck(b *testing.B) {
 }
 
 // BenchmarkScanRatio runs, in every iteration and in turn over the same data dir,
-// a raw iteration of the ledger store (store.DataDir.RawLedgerIteration, the
+// a raw iteration of the ledger store (datadir.DataDir.RawLedgerIteration, the
 // yardstick: plain Badger iteration with its default options, values read, nothing
 // decoded), check as the CLI runs it (the schema-usage count in its pass),
 // check --skip-message-scan, inspect schema-usage, and the scans' own reading
@@ -58,7 +59,7 @@ func BenchmarkCheck(b *testing.B) {
 // Run it with -cpu 1,2 for the one- and two-core figures (bench/ratios.sh).
 func BenchmarkScanRatio(b *testing.B) {
 	dir := benchDataDir(b)
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,12 +10,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // want is one expected finding: kind at location.
@@ -31,7 +32,7 @@ func got(fs []report.Finding) []want {
 
 // rewriteML decodes a managed-ledger node, lets fn change it and stores it back
 // in the encoding it had.
-func (b *testBuilder) rewriteML(dd *store.DataDir, path string, fn func(*mlpb.ManagedLedgerInfo)) {
+func (b *testBuilder) rewriteML(dd *datadir.DataDir, path string, fn func(*mlpb.ManagedLedgerInfo)) {
 	b.t.Helper()
 	n := must(dd.Metadata.Get(path))
 	info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
@@ -57,7 +58,7 @@ func (b *testBuilder) deleteLedger(id int64, entries int, node bool) {
 }
 
 // editDD is edit with access to the open data dir, for read-modify-write faults.
-func editDD(t *testing.T, dir string, fn func(dd *store.DataDir, b *testBuilder)) {
+func editDD(t *testing.T, dir string, fn func(dd *datadir.DataDir, b *testBuilder)) {
 	t.Helper()
 	b := &testBuilder{t: t, DataDirBuilder: testutil.EditDataDir(t, dir)}
 	fn(b.DD, b)
@@ -91,76 +92,76 @@ func TestCheckFindings(t *testing.T) {
 	}
 	cases := []struct {
 		name  string
-		plant func(dd *store.DataDir, b *testBuilder)
+		plant func(dd *datadir.DataDir, b *testBuilder)
 		want  []want
 	}{
-		{"schema ledger lost", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(40, 1, true) },
+		{"schema ledger lost", func(_ *datadir.DataDir, b *testBuilder) { b.deleteLedger(40, 1, true) },
 			[]want{{KindSchemaLedgerLost, "schema public/default/orders version 0"}}},
-		{"schema entry lost", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(41, 1, false) },
+		{"schema entry lost", func(_ *datadir.DataDir, b *testBuilder) { b.deleteLedger(41, 1, false) },
 			[]want{{KindSchemaEntryLost, "schema public/default/orders version 1"}}},
-		{"schema ledger node lost, entry intact", func(_ *store.DataDir, b *testBuilder) {
+		{"schema ledger node lost, entry intact", func(_ *datadir.DataDir, b *testBuilder) {
 			if err := b.W.DeleteNode(formats.LedgerPath(41)); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindEntriesWithoutNode, "ledger 41"}}},
-		{"schema entry undecodable", func(_ *store.DataDir, b *testBuilder) { b.entry(41, 0, []byte{0xff, 0xff, 0xff}) },
+		{"schema entry undecodable", func(_ *datadir.DataDir, b *testBuilder) { b.entry(41, 0, []byte{0xff, 0xff, 0xff}) },
 			[]want{{KindSchemaEntryUndecodable, "schema public/default/orders version 1"}}},
-		{"schema hash mismatch", func(_ *store.DataDir, b *testBuilder) { b.entry(42, 0, badSchemaInfo(b)) },
+		{"schema hash mismatch", func(_ *datadir.DataDir, b *testBuilder) { b.entry(42, 0, badSchemaInfo(b)) },
 			[]want{{KindSchemaHashMismatch, "schema acme/ns/events version 0"}}},
-		{"ledger missing", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(11, 4, true) },
+		{"ledger missing", func(_ *datadir.DataDir, b *testBuilder) { b.deleteLedger(11, 4, true) },
 			[]want{{KindLedgerMissing, "persistent://public/default/orders ledger 11"}}},
-		{"offloaded and deleted ledger is fine", func(dd *store.DataDir, b *testBuilder) {
+		{"offloaded and deleted ledger is fine", func(dd *datadir.DataDir, b *testBuilder) {
 			b.deleteLedger(11, 4, true)
 			b.rewriteML(dd, ordersPath, func(info *mlpb.ManagedLedgerInfo) {
 				info.LedgerInfo[1].OffloadContext = &mlpb.OffloadContext{Complete: proto.Bool(true), BookkeeperDeleted: proto.Bool(true)}
 			})
 		}, nil},
-		{"offloaded but not deleted ledger missing", func(dd *store.DataDir, b *testBuilder) {
+		{"offloaded but not deleted ledger missing", func(dd *datadir.DataDir, b *testBuilder) {
 			b.deleteLedger(11, 4, true)
 			b.rewriteML(dd, ordersPath, func(info *mlpb.ManagedLedgerInfo) {
 				info.LedgerInfo[1].OffloadContext = &mlpb.OffloadContext{Complete: proto.Bool(false)}
 			})
 		}, []want{{KindLedgerMissing, "persistent://public/default/orders ledger 11"}}},
-		{"ledger node without entries", func(_ *store.DataDir, b *testBuilder) { b.deleteLedger(20, 3, false) },
+		{"ledger node without entries", func(_ *datadir.DataDir, b *testBuilder) { b.deleteLedger(20, 3, false) },
 			[]want{{KindLedgerNodeWithoutEntries, "ledger 20"}}},
-		{"ledger entries missing", func(_ *store.DataDir, b *testBuilder) {
+		{"ledger entries missing", func(_ *datadir.DataDir, b *testBuilder) {
 			if err := b.W.DeleteEntry(10, 2); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindLedgerEntriesMissing, "ledger 10"}}},
-		{"entries without node", func(_ *store.DataDir, b *testBuilder) {
+		{"entries without node", func(_ *datadir.DataDir, b *testBuilder) {
 			if err := b.W.DeleteNode(formats.LedgerPath(30)); err != nil {
 				b.t.Fatal(err)
 			}
 		}, []want{{KindEntriesWithoutNode, "ledger 30"}}},
-		{"orphan schema ledger", func(_ *store.DataDir, b *testBuilder) {
+		{"orphan schema ledger", func(_ *datadir.DataDir, b *testBuilder) {
 			b.node(formats.LedgerPath(60), ledgerMeta(b.t, 0, 5, true, "application", "pulsar", "component", "schema", "pulsar/schemaId", "public/default/orders"))
 			b.entry(60, 0, badSchemaInfo(b))
 		}, []want{{KindOrphanLedger, "ledger 60"}}},
-		{"orphan managed ledger ledger", func(_ *store.DataDir, b *testBuilder) {
+		{"orphan managed ledger ledger", func(_ *datadir.DataDir, b *testBuilder) {
 			b.node(formats.LedgerPath(61), ledgerMeta(b.t, -1, 0, false, "application", "pulsar", "component", "managed-ledger", "pulsar/managed-ledger", "acme/ns/persistent/events-partition-1"))
 		}, []want{{KindOrphanLedger, "ledger 61"}}},
-		{"entry crc mismatch", func(dd *store.DataDir, b *testBuilder) {
+		{"entry crc mismatch", func(dd *datadir.DataDir, b *testBuilder) {
 			v := must(dd.Ledgers.Entry(10, 3))
 			v[len(v)-1] ^= 0x01 // flip a payload bit
 			b.entry(10, 3, v)
 		}, []want{{KindEntryCRCMismatch, "ledger 10 entry 3"}}},
-		{"entry undecodable", func(_ *store.DataDir, b *testBuilder) { b.entry(21, 1, []byte{0, 0, 0, 99, 1}) },
+		{"entry undecodable", func(_ *datadir.DataDir, b *testBuilder) { b.entry(21, 1, []byte{0, 0, 0, 99, 1}) },
 			[]want{{KindEntryUndecodable, "ledger 21 entry 1"}}},
-		{"managed ledger node undecodable", func(_ *store.DataDir, b *testBuilder) { b.node(events0Path, []byte{0x47, 0x78, 0, 0, 0, 9, 1}) },
+		{"managed ledger node undecodable", func(_ *datadir.DataDir, b *testBuilder) { b.node(events0Path, []byte{0x47, 0x78, 0, 0, 0, 9, 1}) },
 			[]want{{KindNodeUndecodable, "node " + events0Path}}},
-		{"cursor node undecodable", func(_ *store.DataDir, b *testBuilder) { b.node(cursorPath, []byte("garbage\xff")) },
+		{"cursor node undecodable", func(_ *datadir.DataDir, b *testBuilder) { b.node(cursorPath, []byte("garbage\xff")) },
 			[]want{{KindNodeUndecodable, "node " + cursorPath}}},
-		{"schema locator undecodable", func(_ *store.DataDir, b *testBuilder) { b.node(ordersLoc, []byte{0x0a, 0xff}) },
+		{"schema locator undecodable", func(_ *datadir.DataDir, b *testBuilder) { b.node(ordersLoc, []byte{0x0a, 0xff}) },
 			[]want{{KindNodeUndecodable, "node " + ordersLoc}}},
-		{"ledger metadata undecodable", func(_ *store.DataDir, b *testBuilder) {
+		{"ledger metadata undecodable", func(_ *datadir.DataDir, b *testBuilder) {
 			b.node(formats.LedgerPath(10), []byte("BookieMetadataFormatVersion\t2\n"))
 		},
 			[]want{{KindNodeUndecodable, "node " + formats.LedgerPath(10)}}},
-		{"locator missing required fields", func(_ *store.DataDir, b *testBuilder) {
+		{"locator missing required fields", func(_ *datadir.DataDir, b *testBuilder) {
 			b.node(eventsLoc, must(proto.MarshalOptions{AllowPartial: true}.Marshal(&schemapb.SchemaLocator{Index: []*schemapb.IndexEntry{{Version: proto.Int64(0)}}})))
 		}, []want{{KindNodeUndecodable, "node " + eventsLoc}}},
-		{"first entry index missing", func(dd *store.DataDir, b *testBuilder) {
+		{"first entry index missing", func(dd *datadir.DataDir, b *testBuilder) {
 			b.rewriteML(dd, ordersPath, func(info *mlpb.ManagedLedgerInfo) {
 				for _, li := range info.LedgerInfo {
 					li.Properties = nil
@@ -206,7 +207,7 @@ func TestCheckCoversEveryKind(t *testing.T) {
 
 func TestCheckInfoOnlyIsNotActionable(t *testing.T) {
 	dir := buildTestDir(t)
-	editDD(t, dir, func(dd *store.DataDir, b *testBuilder) {
+	editDD(t, dir, func(dd *datadir.DataDir, b *testBuilder) {
 		b.rewriteML(dd, ordersPath, func(info *mlpb.ManagedLedgerInfo) { info.LedgerInfo[0].Properties = nil })
 	})
 	fs := runCheck(t, dir, CheckOptions{})
@@ -227,7 +228,7 @@ func TestCheckExtraSources(t *testing.T) {
 	dir := buildTestDir(t)
 	extra := report.Finding{Kind: "dangling-schema-version", Severity: report.SeverityWarning, Location: "x", Message: "m"}
 	var calls int
-	opts := CheckOptions{Sources: []FindingSource{func(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
+	opts := CheckOptions{Sources: []FindingSource{func(ctx context.Context, dd *datadir.DataDir) ([]report.Finding, error) {
 		calls++
 		if _, err := dd.Metadata.Get(ordersPath); err != nil {
 			return nil, err
@@ -238,7 +239,7 @@ func TestCheckExtraSources(t *testing.T) {
 	if calls != 1 || len(fs) != 1 || fs[0] != extra {
 		t.Fatalf("calls %d, findings %+v", calls, fs)
 	}
-	opts.Sources = append(opts.Sources, func(context.Context, *store.DataDir) ([]report.Finding, error) {
+	opts.Sources = append(opts.Sources, func(context.Context, *datadir.DataDir) ([]report.Finding, error) {
 		return nil, fmt.Errorf("boom")
 	})
 	if _, _, err := Check(context.Background(), openRO(t, dir), opts, nil); err == nil || !strings.Contains(err.Error(), "boom") {
@@ -358,7 +359,7 @@ func FuzzEntryRow(f *testing.F) {
 func TestCheckCapsEntryFindings(t *testing.T) {
 	dir := buildTestDir(t)
 	const bad = maxEntryFindingsPerLedger + 5
-	editDD(t, dir, func(dd *store.DataDir, b *testBuilder) {
+	editDD(t, dir, func(dd *datadir.DataDir, b *testBuilder) {
 		b.rewriteML(dd, events1Path, func(info *mlpb.ManagedLedgerInfo) {
 			info.LedgerInfo = append(info.LedgerInfo, &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(80), Entries: proto.Int64(bad)})
 		})

@@ -1,7 +1,7 @@
 package inspect
 
-// Schema version collisions (issue 17). When a broker clears a topic's schema
-// history (autoSkipNonRecoverableData, apache/pulsar#17322) the next producer
+// Schema version collisions. When a broker clears a topic's schema
+// history (autoSkipNonRecoverableData) the next producer
 // registers its schema as a new version 0: from then on a version number stored
 // in an old message may resolve to a schema of the new history. The new
 // history's versions are registered after the old messages were published, and
@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"sort"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/schemaid"
@@ -65,7 +66,7 @@ type VersionSplit struct {
 // messages published before splitMs[version] and the others. Entries that do not
 // parse are skipped (Check and SchemaUsage report them). A topic without a
 // managed ledger is ErrNoSuchTopic. Versions come back ascending.
-func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.TopicName, splitMs map[int64]int64) ([]VersionSplit, error) {
+func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.TopicName, splitMs map[int64]int64) ([]VersionSplit, error) {
 	base := topic.Base()
 	_, ledgers, _, err := usageTargets(ctx, dd.Metadata, &base, nil)
 	if err != nil {
@@ -124,7 +125,7 @@ func SplitVersionUsage(ctx context.Context, dd *store.DataDir, topic formats.Top
 // use and the locator lists readably, whether the version was registered after
 // the first of those messages was published; where one was, it splits the
 // messages at the registration times and reports each version.
-func topicCollisions(ctx context.Context, dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
+func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
 	suspects := map[int64]int64{} // version -> registration time
 	var locPath string
 	for _, u := range tu.Uses {
@@ -179,7 +180,7 @@ func topicCollisions(ctx context.Context, dd *store.DataDir, locators *store.Ahe
 
 // registeredAt reads the SchemaInfo timestamp of one version the locator at
 // path lists; ok is false when it cannot be read (other findings say why).
-func registeredAt(dd *store.DataDir, locators *store.AheadReader, path string, version int64) (ts int64, ok bool, err error) {
+func registeredAt(dd *datadir.DataDir, locators *store.AheadReader, path string, version int64) (ts int64, ok bool, err error) {
 	n, err := locators.Get(path)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {

@@ -6,8 +6,8 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/schemaid"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestSchemaVersionCollision: on reset histories, SchemaUsage reports one

@@ -4,10 +4,11 @@ import (
 	"context"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/index"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // checkCoverage runs Check on dir and returns its coverage rows by ML path.
@@ -90,7 +91,7 @@ func TestCheckCoverageAfterPartialBackfill(t *testing.T) {
 	if target.Path == "" {
 		t.Fatal("fixture has no indexed topic")
 	}
-	dd, err := store.Open(dir, store.Options{NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // KindStoreDamaged: a file of a Badger database is damaged (a table whose blocks or
@@ -16,7 +16,7 @@ import (
 const KindStoreDamaged = "store-damaged"
 
 // StoreDamageFindings turns what the open of dd found damaged into findings.
-func StoreDamageFindings(dd *store.DataDir) []report.Finding {
+func StoreDamageFindings(dd *datadir.DataDir) []report.Finding {
 	var out []report.Finding
 	for _, d := range dd.Damage {
 		msg := d.Problem
@@ -40,7 +40,7 @@ func StoreDamageFindings(dd *store.DataDir) []report.Finding {
 
 // MarkStoreDamage notes on every finding that a store damage of dd could explain
 // which damaged files those are (Finding.StoreDamage, and a line in the message).
-func MarkStoreDamage(fs []report.Finding, dd *store.DataDir) {
+func MarkStoreDamage(fs []report.Finding, dd *datadir.DataDir) {
 	if len(dd.Damage) == 0 {
 		return
 	}
@@ -63,14 +63,14 @@ func MarkStoreDamage(fs []report.Finding, dd *store.DataDir) {
 }
 
 // damageExplains reports whether keys d may have lost could make finding f.
-func damageExplains(d store.Damage, f *report.Finding) bool {
+func damageExplains(d datadir.Damage, f *report.Finding) bool {
 	if !d.RangeKnown {
 		return true
 	}
 	if f.LedgerID != nil && d.CoversLedger(*f.LedgerID, formats.LedgerPath(*f.LedgerID)) {
 		return true
 	}
-	if d.DB == store.MetadataDirName {
+	if d.DB == datadir.MetadataDirName {
 		for _, p := range []string{f.Path, strings.TrimPrefix(f.Location, "node ")} {
 			if strings.HasPrefix(p, "/") && d.Covers([]byte(p)) {
 				return true

@@ -2,7 +2,7 @@
 // (topics, ledgers, schemas, one node, a ledger's entries), each built once as a
 // report.Table, and Check, the cross-layer consistency check whose findings
 // (kind, severity, location, message, hint) drive `check`, its JSON and its exit
-// code. Nothing here writes: every function takes a *store.DataDir that may be
+// code. Nothing here writes: every function takes a *datadir.DataDir that may be
 // opened read-only, and inspection leaves the data dir byte-identical.
 //
 // Check reads every metadata node and every ledger entry once and keeps only a

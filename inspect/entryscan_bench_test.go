@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // BenchmarkEntryScan measures an entry scan (frame + CRC + MessageMetadata)
@@ -33,7 +33,7 @@ func BenchmarkEntryScan(b *testing.B) {
 	ctx := context.Background()
 	scans := []struct {
 		name string
-		run  func(context.Context, *store.DataDir) (scanCount, error)
+		run  func(context.Context, *datadir.DataDir) (scanCount, error)
 	}{
 		{"raw", scanRaw},
 		{"peek", scanPeek},
@@ -81,7 +81,7 @@ type scanCount struct {
 	sum             uint64
 }
 
-func scanRaw(ctx context.Context, dd *store.DataDir) (scanCount, error) {
+func scanRaw(ctx context.Context, dd *datadir.DataDir) (scanCount, error) {
 	var n scanCount
 	err := dd.RawLedgerIteration(ctx, func(k, v []byte) error {
 		n.entries++
@@ -94,7 +94,7 @@ func scanRaw(ctx context.Context, dd *store.DataDir) (scanCount, error) {
 	return n, err
 }
 
-func scanPeek(ctx context.Context, dd *store.DataDir) (scanCount, error) {
+func scanPeek(ctx context.Context, dd *datadir.DataDir) (scanCount, error) {
 	var (
 		n  scanCount
 		r  formats.EntryRefs
@@ -117,7 +117,7 @@ func scanPeek(ctx context.Context, dd *store.DataDir) (scanCount, error) {
 	return n, err
 }
 
-func scanFull(ctx context.Context, dd *store.DataDir) (scanCount, error) {
+func scanFull(ctx context.Context, dd *datadir.DataDir) (scanCount, error) {
 	var d fullDecoder
 	err := dd.RawLedgerIteration(ctx, func(k, v []byte) error {
 		d.decode(v)
@@ -158,7 +158,7 @@ type valueBatch struct {
 	ends []int
 }
 
-func scanFullParallel(ctx context.Context, dd *store.DataDir) (scanCount, error) {
+func scanFullParallel(ctx context.Context, dd *datadir.DataDir) (scanCount, error) {
 	workers := runtime.GOMAXPROCS(0)
 	// A fixed set of batches circulates, as in SchemaUsage: memory stays flat.
 	free := make(chan *valueBatch, 2*workers)

@@ -38,13 +38,13 @@ const (
 	KindFirstEntryIndexMissing = "first-entry-index-missing"
 
 	// Live bookies only (a store.ReplicaProber ledger store, --ledgers bk:):
-	// a ledger whose metadata exists but that no bookie asked holds (bookkeeper#4287).
+	// a ledger whose metadata exists but that no bookie asked holds.
 	KindLedgerNotOnBookies = "ledger-not-on-bookies"
 	// An OPEN (or IN_RECOVERY) ledger that is not the last ledger of a managed
 	// ledger nor a cursor's: maybe left by a crashed writer.
 	KindLedgerOpen = "ledger-open"
 	// A schema ledger nothing references, as concurrent first puts of a schema
-	// left them before pulsar#25514: expected, not a problem.
+	// left them in Pulsar releases before the fix: expected, not a problem.
 	KindOrphanSchemaLedger = "orphan-schema-ledger"
 )
 
@@ -73,7 +73,7 @@ var kindSeverity = map[string]report.Severity{
 	KindSchemaRefUnchecked:       report.SeverityInfo,
 	KindBadEntriesNotListed:      report.SeverityError,
 	KindStoreDamaged:             report.SeverityError,
-	// issue 17 (inspect/collision.go)
+	// schema version collisions (inspect/collision.go)
 	KindSchemaVersionCollision: report.SeverityError,
 }
 

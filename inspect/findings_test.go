@@ -1,6 +1,8 @@
 package inspect
 
-import "testing"
+import (
+	"testing"
+)
 
 // Every kind has exactly one fixed severity, and Kinds lists exactly the kinds
 // that have one: a new finding kind cannot be half-registered.

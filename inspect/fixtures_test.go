@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // expectedFindings turns a manifest's faults and orphans (and, without

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
@@ -39,7 +40,7 @@ type IncidentOptions struct {
 // for what Check keeps to itself (ledger times, LedgerInfos, locator versions),
 // and the journal. Failures to read become Problems in the report: a report is
 // made of whatever can be read.
-func Incident(ctx context.Context, dd *store.DataDir, opts IncidentOptions, prog report.Progress) (*htmlreport.Report, error) {
+func Incident(ctx context.Context, dd *datadir.DataDir, opts IncidentOptions, prog report.Progress) (*htmlreport.Report, error) {
 	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	r := &htmlreport.Report{GeneratedAt: opts.Now, Version: opts.Version}
 	if dd == nil {
@@ -113,7 +114,7 @@ type incidentTopic struct {
 }
 
 type gatherer struct {
-	dd    *store.DataDir
+	dd    *datadir.DataDir
 	opts  IncidentOptions
 	usage *UsageReport
 
@@ -137,7 +138,7 @@ type restoredBy struct {
 	undone bool
 }
 
-func newGatherer(dd *store.DataDir, opts IncidentOptions, usage *UsageReport) *gatherer {
+func newGatherer(dd *datadir.DataDir, opts IncidentOptions, usage *UsageReport) *gatherer {
 	return &gatherer{dd: dd, opts: opts, usage: usage,
 		nodes: map[int64]incidentNode{}, topicsBy: map[string]*incidentTopic{},
 		laneByML: map[string]*htmlreport.Lane{}, restored: map[string]restoredBy{}}

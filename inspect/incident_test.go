@@ -7,8 +7,8 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 var incidentFaults = fixtures.Options{Seed: 3, LoseSchemaLedgers: 2, LoseSchemaEntries: 1, LoseTopicLedger: true,

@@ -9,13 +9,14 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/bookkeeper"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestLiveFindings: check against real bookies (--ledgers bk:) gives the
@@ -118,7 +119,7 @@ func TestLiveFindings(t *testing.T) {
 func openLiveMeta(t *testing.T, c *testutil.BKCluster) store.MetadataBackend {
 	t.Helper()
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +127,11 @@ func openLiveMeta(t *testing.T, c *testutil.BKCluster) store.MetadataBackend {
 	return ms
 }
 
-func openLive(t *testing.T, c *testutil.BKCluster) *store.DataDir {
+func openLive(t *testing.T, c *testutil.BKCluster) *datadir.DataDir {
 	t.Helper()
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
 	lu, _ := store.ParseLedgersURL("bk:")
-	dd, err := store.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: store.RemoteOptions{Timeout: 5 * time.Second}})
+	dd, err := datadir.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: store.RemoteOptions{Timeout: 5 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/internal/guard"
@@ -44,7 +45,7 @@ type Message struct {
 // PayloadDecoder decodes the messages of one topic with the schema version each
 // entry names. Versions are read from the schema ledger once each.
 type PayloadDecoder struct {
-	dd       *store.DataDir
+	dd       *datadir.DataDir
 	topic    formats.TopicName
 	loaded   bool
 	locator  *schemapb.SchemaLocator
@@ -59,7 +60,7 @@ type schemaOrReason struct {
 
 // NewPayloadDecoder decodes payloads of topic (any partition: the schema is the
 // base topic's).
-func NewPayloadDecoder(dd *store.DataDir, topic formats.TopicName) *PayloadDecoder {
+func NewPayloadDecoder(dd *datadir.DataDir, topic formats.TopicName) *PayloadDecoder {
 	return &PayloadDecoder{dd: dd, topic: topic, versions: map[int64]schemaOrReason{}}
 }
 
@@ -325,7 +326,7 @@ func HexDump(w io.Writer, b []byte) error {
 }
 
 // LedgerOwner returns the topic whose managed ledger lists ledger id.
-func LedgerOwner(ctx context.Context, dd *store.DataDir, id int64) (formats.TopicName, bool, error) {
+func LedgerOwner(ctx context.Context, dd *datadir.DataDir, id int64) (formats.TopicName, bool, error) {
 	var owner formats.TopicName
 	found := false
 	errFound := errors.New("found")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -30,7 +31,7 @@ func (c *countingMetadata) Walk(ctx context.Context, prefix string, fn func(stor
 }
 
 // countReads returns a copy of dd whose metadata reads are counted.
-func countReads(dd *store.DataDir) (*store.DataDir, *countingMetadata) {
+func countReads(dd *datadir.DataDir) (*datadir.DataDir, *countingMetadata) {
 	cm := &countingMetadata{MetadataStore: dd.Metadata, reads: map[string]int{}}
 	c := *dd
 	c.Metadata = cm

@@ -4,19 +4,21 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// Finding kinds of a ledger store read from bookie dirs (store.BookieStore): what
-// the replicas of each entry say beyond "the entry is there".
+// Finding kinds of a ledger store's replicas (store.ReplicaReporter: bookie
+// dirs, live bookies): what the replicas of each entry say beyond "the entry is
+// there". The kinds are the store's own (store/replicas.go).
 const (
-	KindUnderReplicated = "under-replicated" // fewer replicas found than the write quorum
-	KindReplicaCorrupt  = "replica-corrupt"  // a replica whose BookKeeper digest does not verify
-	KindReplicasDiffer  = "replicas-differ"  // replicas that verify but hold different payloads
-	KindEntryLogDamaged = "entry-log-damaged"
-	KindJournalDamaged  = "journal-damaged"
-	KindLastMarkDamaged = "lastmark-damaged"
+	KindUnderReplicated = store.FindingUnderReplicated
+	KindReplicaCorrupt  = store.FindingReplicaCorrupt
+	KindReplicasDiffer  = store.FindingReplicasDiffer
+	KindEntryLogDamaged = store.FindingEntryLogDamaged
+	KindJournalDamaged  = store.FindingJournalDamaged
+	KindLastMarkDamaged = store.FindingLastMarkDamaged
 	// live bookies (bk:): a bookie of an entry's write set that could not serve it
 	KindBookieUnavailable = "bookie-unavailable"
 )
@@ -54,7 +56,7 @@ const noGoodReplicaHint = "no replica verifies, so the entry is not served: copy
 // ReplicaFindings is a check source for a ledger store read from bookie dirs:
 // every replica problem the store found while indexing, as findings. Other ledger
 // stores have none.
-func ReplicaFindings(ctx context.Context, dd *store.DataDir) ([]report.Finding, error) {
+func ReplicaFindings(ctx context.Context, dd *datadir.DataDir) ([]report.Finding, error) {
 	bs, ok := dd.Ledgers.(store.ReplicaReporter)
 	if !ok {
 		return nil, nil

@@ -5,9 +5,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestReplicaFindingsOnRealBookies: on real 4.17.4 bookie dirs (testdata/bookkeeper),
@@ -19,7 +20,7 @@ func TestReplicaFindingsOnRealBookies(t *testing.T) {
 	s := testutil.CopyRealBookies(t, "sorted")
 	l := s.Ledgers[0]
 	entry := l.Written[0].EntryID
-	open := func() *store.DataDir {
+	open := func() *datadir.DataDir {
 		mu, err := store.ParseMetadataURL("zk-data:" + s.ZKDataDir())
 		if err != nil {
 			t.Fatal(err)
@@ -32,7 +33,7 @@ func TestReplicaFindingsOnRealBookies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		dd, err := store.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu})
+		dd, err := datadir.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,11 +6,11 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/report"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // check and back-fill now share cluster's rules, so a topic check recommends
@@ -63,11 +63,11 @@ func TestCheckAndBackfillAgree(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := buildTestDir(t)
-			editDD(t, dir, func(dd *store.DataDir, b *testBuilder) {
+			editDD(t, dir, func(dd *datadir.DataDir, b *testBuilder) {
 				b.writeTopic(path, "acme/ns/persistent/mixed", formats.Plain, false, c.ledgers)
 			})
 			if c.edit != nil {
-				editDD(t, dir, func(dd *store.DataDir, b *testBuilder) { b.rewriteML(dd, path, c.edit) })
+				editDD(t, dir, func(dd *datadir.DataDir, b *testBuilder) { b.rewriteML(dd, path, c.edit) })
 			}
 			var hint bool
 			for _, f := range runCheck(t, dir, CheckOptions{}) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -42,11 +43,11 @@ func streamLedger(ctx context.Context, ls store.LedgerStore, ledgerID, from int6
 // finding located at the key.
 func truncatedDetail(te *store.TruncatedError) string { return te.Detail() }
 
-// One pass over the ledger store (issue 14). Every whole-store reader of this
+// One pass over the ledger store. Every whole-store reader of this
 // package (Check's core scan, the schema-usage count, both at once in check)
 // reads the entries through an entryPass: each entry is read and decoded once
 // and handed to every consumer that asked for it. The key space is cut into
-// ranges of whole ledgers (store.DataDir.LedgerRanges, from Badger's table
+// ranges of whole ledgers (datadir.DataDir.LedgerRanges, from Badger's table
 // metadata) that workers take in turn; what must come out in key order (Check's
 // per-ledger facts and findings) is kept per range and merged in range order,
 // and what does not (usage counters) is kept per worker and added up. The output
@@ -69,7 +70,7 @@ func scanWorkers(n int) int {
 
 // entryPass is one pass over (part of) the ledger store and its consumers.
 type entryPass struct {
-	dd      *store.DataDir
+	dd      *datadir.DataDir
 	ranges  []store.LedgerRange
 	workers int
 	prog    report.Progress
@@ -107,10 +108,10 @@ func ledgerRanges(ledgers []usageLedger) []store.LedgerRange {
 
 // rangesForTest, when set, replaces the cut of the whole store (tests use it to
 // put every few ledgers in a range of their own).
-var rangesForTest func(dd *store.DataDir) []store.LedgerRange
+var rangesForTest func(dd *datadir.DataDir) []store.LedgerRange
 
 // wholeStoreRanges cuts the whole ledger store for workers.
-func wholeStoreRanges(dd *store.DataDir, workers int) []store.LedgerRange {
+func wholeStoreRanges(dd *datadir.DataDir, workers int) []store.LedgerRange {
 	if rangesForTest != nil {
 		return rangesForTest(dd)
 	}

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -25,7 +26,7 @@ func TestPassRangesDoNotChangeResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestPassRangesDoNotChangeResults(t *testing.T) {
 		}
 		return fs, stats, u
 	}
-	rangesForTest = func(*store.DataDir) []store.LedgerRange { return []store.LedgerRange{store.WholeLedgerStore} }
+	rangesForTest = func(*datadir.DataDir) []store.LedgerRange { return []store.LedgerRange{store.WholeLedgerStore} }
 	defer func() { rangesForTest = nil }()
 	wantF, wantS, wantU := run(1)
 	if len(wantF) == 0 || wantS.Entries == 0 || wantU.Entries == 0 {
@@ -52,7 +53,7 @@ func TestPassRangesDoNotChangeResults(t *testing.T) {
 	if err := dd.Ledgers.LedgerIDs(ctx, func(id, _ int64) error { ids = append(ids, id); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	rangesForTest = func(*store.DataDir) []store.LedgerRange {
+	rangesForTest = func(*datadir.DataDir) []store.LedgerRange {
 		var rs []store.LedgerRange
 		first := uint64(0)
 		for i := 0; i < len(ids); i += 1 + i%3 {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -259,7 +260,7 @@ type usageLedger struct {
 // ledgers are read one by one the same way. Each worker keeps its own counters (a
 // few per topic and schema reference, never entries), added up at the end, so
 // memory stays flat however many entries there are.
-func SchemaUsage(ctx context.Context, dd *store.DataDir, opts UsageOptions, progress report.Progress) (*UsageReport, error) {
+func SchemaUsage(ctx context.Context, dd *datadir.DataDir, opts UsageOptions, progress report.Progress) (*UsageReport, error) {
 	if progress == nil {
 		progress = report.NoProgress{}
 	}
@@ -296,7 +297,7 @@ const usageLocatorWindow = 100
 
 // finishUsage adds up the workers' counters and joins them with the locators.
 // findings are the ones made before the pass; the report's come after them.
-func finishUsage(ctx context.Context, dd *store.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
+func finishUsage(ctx context.Context, dd *datadir.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
 	r := mergeUsage(topics, states, maxBad)
 	// The topics' locators are read ahead a window at a time: a Get per topic
 	// (and another per version checked for a collision) cost a round trip each
@@ -667,7 +668,7 @@ func sortUses(us []SchemaUse) {
 
 // joinLocator sets the status of each schema reference of a topic from its
 // schema locator and returns the findings.
-func joinLocator(dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
+func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
 	var (
 		findings []report.Finding
 		loc      *schemapb.SchemaLocator
@@ -731,7 +732,7 @@ func joinLocator(dd *store.DataDir, locators *store.AheadReader, tu *TopicUsage,
 }
 
 // checkVersion joins one registry version with the locator.
-func checkVersion(dd *store.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
+func checkVersion(dd *datadir.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
 	v := u.ID.Version
 	where := fmt.Sprintf("%s schema version %d", tu.Topic, v)
 	used := usedBy(u)

@@ -12,18 +12,19 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/schemaid"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-func usageOpen(t testing.TB, dir string, readOnly bool) *store.DataDir {
+func usageOpen(t testing.TB, dir string, readOnly bool) *datadir.DataDir {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: readOnly, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: readOnly, NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // everyFault is a fixture with every fault the generator makes, spread over

@@ -9,8 +9,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // The managed ledger's index property is a number in JSON when it is one, and

@@ -13,12 +13,13 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestCheckTruncatedValues damages the value log under a node in the middle of
@@ -34,8 +35,8 @@ func TestCheckTruncatedValues(t *testing.T) {
 		b.entry(70, 1, big)
 		b.entry(70, 2, []byte("small"))
 	})
-	testutil.TruncateValueLogs(t, dir, store.MetadataDirName, 1<<20)
-	testutil.TruncateValueLogs(t, dir, store.LedgersDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, datadir.MetadataDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, datadir.LedgersDirName, 1<<20)
 	dd := openRO(t, dir)
 	fs, stats, err := Check(context.Background(), dd, CheckOptions{}, nil)
 	if err != nil {
@@ -71,7 +72,7 @@ func TestSchemaUsageTruncatedValues(t *testing.T) {
 	dir := buildTestDir(t)
 	const big = 7 // entries 1..7 are stored in the value log
 	payload := bytes.Repeat([]byte("x"), 1<<20+1<<16)
-	editDD(t, dir, func(dd *store.DataDir, b *testBuilder) {
+	editDD(t, dir, func(dd *datadir.DataDir, b *testBuilder) {
 		b.rewriteML(dd, events1Path, func(info *mlpb.ManagedLedgerInfo) {
 			info.LedgerInfo = append(info.LedgerInfo, &mlpb.ManagedLedgerInfo_LedgerInfo{LedgerId: proto.Int64(80), Entries: proto.Int64(big + 2)})
 		})
@@ -87,7 +88,7 @@ func TestSchemaUsageTruncatedValues(t *testing.T) {
 		}
 	})
 	// Keep the first big value whole and cut into the other six.
-	cutVlogs(t, dir, store.LedgersDirName, int64(big-1)*int64(len(payload)))
+	cutVlogs(t, dir, datadir.LedgersDirName, int64(big-1)*int64(len(payload)))
 
 	dd := openRO(t, dir)
 	// Which values the cut damaged is Badger's layout: ask the store.

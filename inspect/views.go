@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -23,7 +24,7 @@ var ErrNoSuchTopic = cluster.ErrNoSuchTopic
 // Topics lists every managed ledger: its ledgers, entries and size, the encoding
 // of its node, whether the topic is indexed and how many of its ledgers carry
 // firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey).
-func Topics(ctx context.Context, dd *store.DataDir, indexKey string) (*report.Table, error) {
+func Topics(ctx context.Context, dd *datadir.DataDir, indexKey string) (*report.Table, error) {
 	indexKey = cluster.KeyFor(indexKey)
 	// Pointers: a cluster has tens of thousands of topics, and a growing slice
 	// of rows would copy each row (pointers and all) at every doubling.
@@ -136,7 +137,7 @@ func managedLedgersOf(ctx context.Context, ms store.MetadataStore, topic formats
 
 // Ledgers lists every LedgerInfo of a topic (every partition of a partitioned
 // topic) beside what the data dir holds: the ledger node and the stored entries.
-func Ledgers(ctx context.Context, dd *store.DataDir, topic formats.TopicName) (*report.Table, error) {
+func Ledgers(ctx context.Context, dd *datadir.DataDir, topic formats.TopicName) (*report.Table, error) {
 	nodes, err := managedLedgersOf(ctx, dd.Metadata, topic)
 	if err != nil {
 		return nil, err
@@ -239,7 +240,7 @@ func kvs(props []*mlpb.KeyValue) report.KVs {
 
 // Schemas lists every version of every schema locator (or of one topic's):
 // where it is stored and what state its entry is in.
-func Schemas(ctx context.Context, dd *store.DataDir, topic *formats.TopicName) (*report.Table, error) {
+func Schemas(ctx context.Context, dd *datadir.DataDir, topic *formats.TopicName) (*report.Table, error) {
 	// The locators are read first and their versions' ledgers looked up
 	// afterwards, all at once: one Get per version cost a round trip each on a
 	// live store (5,000 topics on etcd: 10 s).
@@ -299,7 +300,7 @@ type pendingSchemaRow struct {
 }
 
 // schemaRows finishes the rows, in order, looking up every version's ledger at once.
-func schemaRows(dd *store.DataDir, pending []pendingSchemaRow) ([]SchemaRow, error) {
+func schemaRows(dd *datadir.DataDir, pending []pendingSchemaRow) ([]SchemaRow, error) {
 	var ids []int64
 	for _, p := range pending {
 		if p.row == nil {
@@ -348,7 +349,7 @@ type SchemaRow struct {
 
 // ledgerPresences is ledgerPresence for many ledgers (repeats allowed), their
 // nodes looked up in batches (cluster.LedgerPresences). Each use takes a copy.
-func ledgerPresences(dd *store.DataDir, ids []int64) (map[int64]ledgerFacts, error) {
+func ledgerPresences(dd *datadir.DataDir, ids []int64) (map[int64]ledgerFacts, error) {
 	uniq := slices.Compact(slices.Sorted(slices.Values(ids)))
 	ps, err := cluster.LedgerPresences(dd.Metadata, dd.Ledgers, uniq)
 	if err != nil {
@@ -363,7 +364,7 @@ func ledgerPresences(dd *store.DataDir, ids []int64) (map[int64]ledgerFacts, err
 
 // ledgerPresence learns of one ledger what schemaState needs: whether its node
 // exists and whether it has any entry (cluster.LedgerPresence).
-func ledgerPresence(dd *store.DataDir, id int64) (*ledgerFacts, error) {
+func ledgerPresence(dd *datadir.DataDir, id int64) (*ledgerFacts, error) {
 	p, err := cluster.LedgerPresence(dd.Metadata, dd.Ledgers, id)
 	if err != nil {
 		return nil, err
@@ -397,7 +398,7 @@ const DefaultEntriesLimit = 1000
 // isSchemaLedger) gets the schema_entries table instead: one row per SchemaEntry
 // with its schema key, type, deleted flag, definition size and SHA-256, and
 // index length. more is true when Limit stopped the listing before To.
-func Entries(ctx context.Context, dd *store.DataDir, o EntriesOptions) (t *report.Table, more bool, err error) {
+func Entries(ctx context.Context, dd *datadir.DataDir, o EntriesOptions) (t *report.Table, more bool, err error) {
 	if o.Limit <= 0 {
 		o.Limit = DefaultEntriesLimit
 	}
@@ -518,7 +519,7 @@ func entryRow(id int64, v []byte, e *formats.Entry) EntryRow {
 // topic entry frames: its node's custom metadata says component=schema, or,
 // when the node does not say, a schema locator names the ledger. node is
 // whether the ledger's node exists (a damaged one does).
-func isSchemaLedger(ctx context.Context, dd *store.DataDir, id int64) (schema, node bool, err error) {
+func isSchemaLedger(ctx context.Context, dd *datadir.DataDir, id int64) (schema, node bool, err error) {
 	n, err := dd.Metadata.Get(formats.LedgerPath(id))
 	switch {
 	case err == nil:
@@ -616,7 +617,7 @@ type NodeView struct {
 // field/value rows (JSON: the NodeView). A node of no known kind is shown as
 // raw hex; one of a known kind that does not decode is shown as raw hex with
 // the error, and undecodable is true.
-func Node(dd *store.DataDir, path string) (t *report.Table, undecodable bool, err error) {
+func Node(dd *datadir.DataDir, path string) (t *report.Table, undecodable bool, err error) {
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
 		return nil, false, err

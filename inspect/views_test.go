@@ -9,13 +9,13 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
-
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 // golden compares the document printed as text and as JSON with
@@ -177,9 +177,9 @@ func TestInspectionLeavesDirUntouched(t *testing.T) {
 	}
 }
 
-func mustOpen(t *testing.T, dir string) *store.DataDir {
+func mustOpen(t *testing.T, dir string) *datadir.DataDir {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+	dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,13 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // openReadOnly opens path read-only, as a dry run does.
-func openReadOnly(t *testing.T, path string) *store.DataDir {
+func openReadOnly(t *testing.T, path string) *datadir.DataDir {
 	t.Helper()
-	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	ro, err := datadir.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +43,7 @@ func TestCheckUndoRefusesWhatUndoRefuses(t *testing.T) {
 	ro.Close()
 
 	// A node the run wrote changes: both refuse, naming it.
-	dd, err = store.Open(path, store.Options{})
+	dd, err = datadir.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -20,7 +21,7 @@ var fixedTime = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 // recoverAndCheck reopens the data dir, recovers, and checks the result is exactly
 // one of the allowed states; a second Recover must then write nothing.
-func recoverAndCheck(t *testing.T, dd *store.DataDir, path string, allowed ...state) *store.DataDir {
+func recoverAndCheck(t *testing.T, dd *datadir.DataDir, path string, allowed ...state) *datadir.DataDir {
 	t.Helper()
 	dd = reopen(t, dd, path)
 	e := newEngine(t, dd)
@@ -140,7 +141,7 @@ func TestCrashDuringRollback(t *testing.T) {
 	} {
 		t.Run(mode.name, func(t *testing.T) {
 			setStepBytes(t, mode.bytes)
-			interfere := func(t *testing.T, dd *store.DataDir) func(string) {
+			interfere := func(t *testing.T, dd *datadir.DataDir) func(string) {
 				return func(step string) {
 					if step == mode.interfere {
 						if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b-other")); err != nil {
@@ -209,7 +210,7 @@ func TestCrashDuringUndo(t *testing.T) {
 }
 
 func testCrashDuringUndo(t *testing.T) {
-	setup := func(t *testing.T) (*store.DataDir, string, *Engine, string, state, state) {
+	setup := func(t *testing.T) (*datadir.DataDir, string, *Engine, string, state, state) {
 		dd, path := newDataDir(t)
 		seed(t, dd)
 		before := dump(t, dd)
@@ -286,7 +287,7 @@ func TestChildProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("only runs as the child of TestKilledProcessRecovers")
 	}
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,7 +344,7 @@ func TestKilledProcessRecovers(t *testing.T) {
 					t.Fatal(err)
 				}
 				runKilledAt(t, path, step, mode.perItem)
-				dd2, err := store.Open(path, store.Options{})
+				dd2, err := datadir.Open(path, store.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -359,7 +360,7 @@ func TestKilledProcessRecovers(t *testing.T) {
 
 // randomPlan builds a plan over the seeded nodes and a few new ones: each node is
 // left alone, set, deleted (existing) or created (new); sometimes a new ledger.
-func randomPlan(r *rand.Rand, t *testing.T, dd *store.DataDir) *Plan {
+func randomPlan(r *rand.Rand, t *testing.T, dd *datadir.DataDir) *Plan {
 	p := &Plan{Command: "random"}
 	for _, path := range []string{"/a", "/b", "/old", "/keep", "/empty", "/ledgers/00/0000/L0001"} {
 		switch r.IntN(3) {

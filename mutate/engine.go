@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -37,7 +38,7 @@ var epochMu sync.Mutex
 // Engine runs plans against one writable data dir. Its methods are safe for
 // concurrent use; runs are serialised.
 type Engine struct {
-	dd    *store.DataDir
+	dd    *datadir.DataDir
 	dir   string
 	store string // metadataStoreID of dd
 
@@ -118,7 +119,7 @@ type RecoveryReport struct {
 }
 
 // New returns an engine for a writable data dir and makes sure its journal folder exists.
-func New(dd *store.DataDir) (*Engine, error) {
+func New(dd *datadir.DataDir) (*Engine, error) {
 	if dd == nil {
 		return nil, errors.New("mutation engine: no data dir")
 	}
@@ -138,7 +139,7 @@ func New(dd *store.DataDir) (*Engine, error) {
 // metadataStoreID names the metadata store a run writes, as journaled in
 // RunRecord.MetadataStore: "" for the data dir's own Badger database (wherever the
 // dir is moved), else the store's URL.
-func metadataStoreID(dd *store.DataDir) string {
+func metadataStoreID(dd *datadir.DataDir) string {
 	if len(dd.Sources) == 0 || dd.Sources[0].Kind == "badger" {
 		return ""
 	}
@@ -362,7 +363,7 @@ func (e *Engine) undoRecord(runID string) (orig, rec *RunRecord, err error) {
 // then. It returns the runs that pass, and stops at the first that does not with
 // the error Undo would return (a preflight refusal wraps store.ErrVersionMismatch).
 // Runs left unfinished by a crash, which Undo rolls back first, are not.
-func CheckUndo(ctx context.Context, dd *store.DataDir, runIDs ...string) ([]*RunRecord, error) {
+func CheckUndo(ctx context.Context, dd *datadir.DataDir, runIDs ...string) ([]*RunRecord, error) {
 	e := &Engine{dd: dd, dir: JournalDir(dd.Path), Now: time.Now, store: metadataStoreID(dd)}
 	written := map[string]bool{} // node paths and "ledger N" the runs before this one write
 	var passed []*RunRecord

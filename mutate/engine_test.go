@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -244,25 +245,25 @@ func TestCancelRollsBack(t *testing.T) {
 func TestUndoRefusesChangedSinceRun(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		change func(t *testing.T, dd *store.DataDir)
+		change func(t *testing.T, dd *datadir.DataDir)
 		names  string
 	}{
-		{"node rewritten", func(t *testing.T, dd *store.DataDir) {
+		{"node rewritten", func(t *testing.T, dd *datadir.DataDir) {
 			if _, err := dd.Metadata.CompareAndSet("/a", version(t, dd, "/a"), []byte("a2")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/a"},
-		{"same bytes rewritten", func(t *testing.T, dd *store.DataDir) {
+		{"same bytes rewritten", func(t *testing.T, dd *datadir.DataDir) {
 			if _, err := dd.Metadata.CompareAndSet("/b", version(t, dd, "/b"), []byte("b1")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/b"},
-		{"deleted node recreated", func(t *testing.T, dd *store.DataDir) {
+		{"deleted node recreated", func(t *testing.T, dd *datadir.DataDir) {
 			if _, err := dd.Metadata.CompareAndSet("/old", 0, []byte("new")); err != nil {
 				t.Fatal(err)
 			}
 		}, "/old"},
-		{"entry added to created ledger", func(t *testing.T, dd *store.DataDir) {
+		{"entry added to created ledger", func(t *testing.T, dd *datadir.DataDir) {
 			if err := dd.Ledgers.PutEntry(100, 2, []byte("e2")); err != nil {
 				t.Fatal(err)
 			}
@@ -395,7 +396,7 @@ func TestBackup(t *testing.T) {
 func TestNewRefusesReadOnly(t *testing.T) {
 	dd, path, _, res := appliedSample(t)
 	dd.Close()
-	ro, err := store.Open(path, store.Options{ReadOnly: true})
+	ro, err := datadir.Open(path, store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 )
 
 // The heads file caches what start-up learns from the records of finished runs.
@@ -80,7 +81,7 @@ func decodeHeads(data []byte) (map[string]cachedHead, error) {
 		return nil, fmt.Errorf("%w: checksum: %v", errHeads, err)
 	}
 	covered := data[:len(headsMagic)+len(lines)]
-	if got := crc32.Checksum(covered, crcTable); got != uint32(crc) {
+	if got := crc32c.Checksum(covered); got != uint32(crc) {
 		return nil, fmt.Errorf("%w: checksum %d, its bytes have %d", errHeads, crc, got)
 	}
 	heads := make(map[string]cachedHead)
@@ -136,7 +137,7 @@ func encodeHeads(names []string, heads map[string]cachedHead) []byte {
 		b = strconv.AppendUint(b, c.maxEpoch, 10)
 		b = append(b, '\n')
 	}
-	crc := crc32.Checksum(b, crcTable)
+	crc := crc32c.Checksum(b)
 	b = append(b, "crc32c\t"...)
 	b = strconv.AppendUint(b, uint64(crc), 10)
 	return append(b, '\n')

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"maps"
 	"os"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 )
 
 // writeHeadRecords journals n finished records (every third refused, the rest
@@ -257,5 +258,5 @@ func TestHeadsDamagedAreIgnored(t *testing.T) {
 func fixCRC(t *testing.T, b []byte) []byte {
 	t.Helper()
 	i := bytes.LastIndex(b, []byte("crc32c\t"))
-	return fmt.Appendf(bytes.Clone(b[:i]), "crc32c\t%d\n", crc32.Checksum(b[:i], crcTable))
+	return fmt.Appendf(bytes.Clone(b[:i]), "crc32c\t%d\n", crc32c.Checksum(b[:i]))
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -22,7 +23,7 @@ func nodeKey(path string) string          { return "node " + path }
 func entryKey(ledger, entry int64) string { return fmt.Sprintf("entry %d %d", ledger, entry) }
 
 // dump reads every node and every ledger entry of the data dir.
-func dump(t testing.TB, dd *store.DataDir) state {
+func dump(t testing.TB, dd *datadir.DataDir) state {
 	t.Helper()
 	ctx := context.Background()
 	s := state{}
@@ -89,10 +90,10 @@ func applyModel(before state, p *Plan) state {
 	return s
 }
 
-func newDataDir(t testing.TB) (*store.DataDir, string) {
+func newDataDir(t testing.TB) (*datadir.DataDir, string) {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "dd")
-	dd, err := store.Create(path)
+	dd, err := datadir.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func newDataDir(t testing.TB) (*store.DataDir, string) {
 }
 
 // seed fills a data dir with a few nodes and two ledgers.
-func seed(t testing.TB, dd *store.DataDir) {
+func seed(t testing.TB, dd *datadir.DataDir) {
 	t.Helper()
 	for _, n := range []struct{ path, value string }{
 		{"/a", "a0"}, {"/b", "b0"}, {"/old", "old0"}, {"/keep", "k"},
@@ -121,7 +122,7 @@ func seed(t testing.TB, dd *store.DataDir) {
 	}
 }
 
-func version(t testing.TB, dd *store.DataDir, path string) uint64 {
+func version(t testing.TB, dd *datadir.DataDir, path string) uint64 {
 	t.Helper()
 	n, err := dd.Metadata.Get(path)
 	if err != nil {
@@ -132,7 +133,7 @@ func version(t testing.TB, dd *store.DataDir, path string) uint64 {
 
 // samplePlan exercises every kind a feature uses: a new ledger and its node, sets,
 // a delete. Versions are read from dd as a feature would.
-func samplePlan(t testing.TB, dd *store.DataDir) *Plan {
+func samplePlan(t testing.TB, dd *datadir.DataDir) *Plan {
 	t.Helper()
 	return &Plan{
 		Command: "schema repair",
@@ -150,7 +151,7 @@ func samplePlan(t testing.TB, dd *store.DataDir) *Plan {
 	}
 }
 
-func newEngine(t testing.TB, dd *store.DataDir) *Engine {
+func newEngine(t testing.TB, dd *datadir.DataDir) *Engine {
 	t.Helper()
 	e, err := New(dd)
 	if err != nil {
@@ -173,12 +174,12 @@ var (
 )
 
 // reopen closes the data dir and opens it again, writable, as a new process would.
-func reopen(t testing.TB, dd *store.DataDir, path string) *store.DataDir {
+func reopen(t testing.TB, dd *datadir.DataDir, path string) *datadir.DataDir {
 	t.Helper()
 	if err := dd.Close(); err != nil {
 		t.Fatal(err)
 	}
-	dd2, err := store.Open(path, store.Options{})
+	dd2, err := datadir.Open(path, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -260,7 +261,7 @@ func setStepBytes(t testing.TB, n int) {
 
 // appliedSample is a seeded data dir (and its path) with samplePlan applied by
 // the engine it returns, and the run's result.
-func appliedSample(t testing.TB) (*store.DataDir, string, *Engine, *Result) {
+func appliedSample(t testing.TB) (*datadir.DataDir, string, *Engine, *Result) {
 	t.Helper()
 	dd, path := newDataDir(t)
 	seed(t, dd)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -699,13 +700,11 @@ func updatePayload(line []byte) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("update line crc32c: %v", err)
 	}
-	if got := crc32.Checksum(payload, crcTable); got != uint32(crc) {
+	if got := crc32.Checksum(payload, crc32c.Table); got != uint32(crc) {
 		return nil, fmt.Errorf("update line crc32c %d, its bytes have %d", crc, got)
 	}
 	return payload, nil
 }
-
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 func updateOf(rec *RunRecord) recordUpdate {
 	u := recordUpdate{runOutcome: rec.runOutcome, Items: make([]itemUpdate, len(rec.Items))}
@@ -789,7 +788,7 @@ func appendUpdateLine(b []byte, rec *RunRecord) ([]byte, error) {
 	b = append(b, updatePrefix...)
 	b = append(b, payload...)
 	b = append(b, updateCRCKey...)
-	b = strconv.AppendUint(b, uint64(crc32.Checksum(payload, crcTable)), 10)
+	b = strconv.AppendUint(b, uint64(crc32.Checksum(payload, crc32c.Table)), 10)
 	return append(b, "}\n"...), nil
 }
 

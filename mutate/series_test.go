@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
@@ -21,7 +22,7 @@ const seriesRuns, seriesNodes = 5, 3
 
 func seriesPath(r, i int) string { return fmt.Sprintf("/s/%d/%d", r, i) }
 
-func seedSeries(t testing.TB, dd *store.DataDir) {
+func seedSeries(t testing.TB, dd *datadir.DataDir) {
 	t.Helper()
 	for r := range seriesRuns {
 		for i := range seriesNodes {
@@ -34,7 +35,7 @@ func seedSeries(t testing.TB, dd *store.DataDir) {
 
 // seriesPlans are the plans of the series, with before-images and versions as a
 // walk would have read them (for TrustBefore).
-func seriesPlans(t testing.TB, dd *store.DataDir) []*Plan {
+func seriesPlans(t testing.TB, dd *datadir.DataDir) []*Plan {
 	t.Helper()
 	var plans []*Plan
 	for r := range seriesRuns {
@@ -87,7 +88,7 @@ func runSeries(t *testing.T, e *Engine, plans []*Plan) (map[*Plan]seriesOutcome,
 
 // startSeriesTest seeds a data dir for the series plans and returns it with a
 // recovered engine, the plans, the dump before them and the dump they should leave.
-func startSeriesTest(t *testing.T) (dd *store.DataDir, e *Engine, plans []*Plan, before, want state) {
+func startSeriesTest(t *testing.T) (dd *datadir.DataDir, e *Engine, plans []*Plan, before, want state) {
 	dd, _ = newDataDir(t)
 	seedSeries(t, dd)
 	before = dump(t, dd)
@@ -280,7 +281,7 @@ func TestSeriesChildProcess(t *testing.T) {
 	if dir == "" {
 		t.Skip("only runs as the child of TestSeriesKilledProcessRecovers")
 	}
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestSeriesKilledProcessRecovers(t *testing.T) {
 				if ws, ok := ee.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 					t.Fatalf("child was not killed: %v\n%s", err, out)
 				}
-				dd, err = store.Open(path, store.Options{})
+				dd, err = datadir.Open(path, store.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -35,10 +35,7 @@ const stepOverhead = 32
 
 // nodeStore is the batched view of the metadata store the engine writes through.
 func (e *Engine) nodeStore() (store.NodeBatcher, bool) {
-	if nb, ok := e.dd.Metadata.(store.NodeBatcher); ok {
-		return nb, true
-	}
-	return oneNodeAtATime{e.dd.Metadata}, false
+	return store.BatchNodes(e.dd.Metadata)
 }
 
 // checkNodeSizes refuses a run that writes a node over the store's size limit
@@ -63,10 +60,7 @@ func (e *Engine) checkNodeSizes(rec *RunRecord) error {
 
 // entryStore is the batched view of the ledger store.
 func (e *Engine) entryStore() store.EntryBatcher {
-	if eb, ok := e.dd.Ledgers.(store.EntryBatcher); ok {
-		return eb
-	}
-	return oneEntryAtATime{e.dd.Ledgers}
+	return store.BatchEntries(e.dd.Ledgers)
 }
 
 // applyItems writes every item, in the steps described above. The first failure
@@ -314,49 +308,4 @@ func (e *Engine) getNodes(rec *RunRecord, items []int) ([]store.Node, error) {
 	}
 	nb, _ := e.nodeStore()
 	return nb.GetNodes(paths)
-}
-
-// oneNodeAtATime serves a metadata store that has no batch operations: one node per
-// step (the engine never gives it more), so a failed step wrote nothing.
-type oneNodeAtATime struct{ md store.MetadataStore }
-
-func (s oneNodeAtATime) GetNodes(paths []string) ([]store.Node, error) {
-	nodes := make([]store.Node, len(paths))
-	for i, p := range paths {
-		n, err := s.md.Get(p)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
-			nodes[i] = store.Node{Path: p}
-		case err != nil:
-			return nil, err
-		default:
-			nodes[i] = n
-		}
-	}
-	return nodes, nil
-}
-
-func (s oneNodeAtATime) CompareAndSetNodes(writes []store.NodeWrite) ([]uint64, error) {
-	if len(writes) != 1 {
-		return nil, fmt.Errorf("%d node writes: %w", len(writes), store.ErrBatchTooBig)
-	}
-	w := writes[0]
-	if w.Delete {
-		return []uint64{0}, s.md.CompareAndDelete(w.Path, w.Expect)
-	}
-	v, err := s.md.CompareAndSet(w.Path, w.Expect, w.Value)
-	return []uint64{v}, err
-}
-
-// oneEntryAtATime serves a ledger store that has no batch write. A step that fails
-// half-way leaves some entries; rolling back a new ledger removes all of its entries.
-type oneEntryAtATime struct{ ls store.LedgerStore }
-
-func (s oneEntryAtATime) PutEntries(entries []store.EntryWrite) error {
-	for _, e := range entries {
-		if err := s.ls.PutEntry(e.LedgerID, e.EntryID, e.Value); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // BenchmarkPlan plans the repair of a 50-topic cluster with 4 lost versions
@@ -17,7 +17,7 @@ func BenchmarkPlan(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	dd := openRO(b, dir)
+	dd := testutil.OpenReadOnly(b, dir)
 	defer dd.Close()
 	b.ResetTimer()
 	for b.Loop() {
@@ -31,7 +31,7 @@ func BenchmarkPlan(b *testing.B) {
 // BenchmarkCapture captures every schema version of a 50-topic cluster.
 func BenchmarkCapture(b *testing.B) {
 	dir, _ := testutil.Fixture(b, fixtures.Options{Seed: 1, Topics: 50})
-	dd := openRO(b, dir)
+	dd := testutil.OpenReadOnly(b, dir)
 	defer dd.Close()
 	for b.Loop() {
 		if _, err := Capture(context.Background(), dd, "", io.Discard); err != nil {

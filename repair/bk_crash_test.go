@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,9 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 
 	_ "github.com/ledgermedic/ledgermedic/store/bookkeeper" // bk:
 )
@@ -27,7 +28,7 @@ import (
 const envBKCrashZK = "LEDGERMEDIC_REPAIR_BK_CRASH_ZK"
 
 // openLive opens dir's journal with ZooKeeper at zkAddr and its bookies.
-func openLive(dir, zkAddr string) (*store.DataDir, error) {
+func openLive(dir, zkAddr string) (*datadir.DataDir, error) {
 	mu, err := store.ParseMetadataURL("zk://" + zkAddr)
 	if err != nil {
 		return nil, err
@@ -36,7 +37,7 @@ func openLive(dir, zkAddr string) (*store.DataDir, error) {
 	if err != nil {
 		return nil, err
 	}
-	return store.Open(dir, store.Options{Metadata: &mu, Ledgers: &lu})
+	return datadir.Open(dir, store.Options{Metadata: &mu, Ledgers: &lu})
 }
 
 // bkCrashChild is `schema repair --apply --ledgers bk:` in a process the crash
@@ -55,7 +56,7 @@ func bkCrashChild(dir, zkAddr, input, step string) int {
 	return 0
 }
 
-func repairLive(ctx context.Context, dd *store.DataDir, input, step string, hook func(string)) error {
+func repairLive(ctx context.Context, dd *datadir.DataDir, input, step string, hook func(string)) error {
 	eng, err := mutate.New(dd)
 	if err != nil {
 		return err

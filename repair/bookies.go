@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"slices"
 	"strings"
 	"time"
@@ -81,7 +82,7 @@ type liveBookies struct {
 }
 
 // newLiveBookies returns nil when the ledger store is not a live cluster's.
-func newLiveBookies(ctx context.Context, dd *store.DataDir, takeIDs bool, q Quorums) (*liveBookies, error) {
+func newLiveBookies(ctx context.Context, dd *datadir.DataDir, takeIDs bool, q Quorums) (*liveBookies, error) {
 	bw, ok := dd.Ledgers.(store.BookieWriter)
 	if !ok {
 		return nil, nil

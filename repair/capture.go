@@ -12,9 +12,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // Definition encodings of a capture record.
@@ -59,7 +59,7 @@ type CaptureStats struct {
 // a schema key like tenant/ns/topic, when not empty) to w as JSON Lines, one
 // CaptureRecord per (schema key, version), in locator path and version order.
 // Unreadable versions are skipped and listed in the stats.
-func Capture(ctx context.Context, dd *store.DataDir, keyFilter string, w io.Writer) (CaptureStats, error) {
+func Capture(ctx context.Context, dd *datadir.DataDir, keyFilter string, w io.Writer) (CaptureStats, error) {
 	var st CaptureStats
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/app"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func run(t *testing.T, args ...string) (code int, stdout, stderr string) {

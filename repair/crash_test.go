@@ -10,10 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // Environment of the crash child: the test binary re-run as a repair process.
@@ -41,7 +42,7 @@ var crashStep string
 // crash hook at step.
 func crashChild(dir, input, step string) int {
 	crashStep = step
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 3
@@ -54,7 +55,7 @@ func crashChild(dir, input, step string) int {
 	return 0
 }
 
-func repairOnce(ctx context.Context, dd *store.DataDir, input string) error {
+func repairOnce(ctx context.Context, dd *datadir.DataDir, input string) error {
 	eng, err := mutate.New(dd)
 	if err != nil {
 		return err

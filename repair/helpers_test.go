@@ -9,33 +9,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-func openRW(t testing.TB, dir string) *store.DataDir {
+func openRW(t testing.TB, dir string) *datadir.DataDir {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return dd
 }
 
-func openRO(t testing.TB, dir string) *store.DataDir {
-	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dd
-}
-
-func closeDD(t testing.TB, dd *store.DataDir) {
+func closeDD(t testing.TB, dd *datadir.DataDir) {
 	t.Helper()
 	if err := dd.Close(); err != nil {
 		t.Fatal(err)
@@ -65,7 +58,7 @@ func loseLedger(t testing.TB, dir string, ledger int64, node bool) {
 // scanning: every version of every locator has a ledger node that decodes, an
 // entry that decodes to this key's SchemaInfo, and (except tombstones) a
 // definition whose SHA-256 is the locator's hash.
-func assertAllReadable(t testing.TB, dd *store.DataDir) {
+func assertAllReadable(t testing.TB, dd *datadir.DataDir) {
 	t.Helper()
 	locators := 0
 	err := dd.Metadata.Walk(context.Background(), formats.SchemasRoot+"/", func(n store.Node) error {
@@ -104,7 +97,7 @@ func assertAllReadable(t testing.TB, dd *store.DataDir) {
 
 // readSchemaInfo reads what an index entry points at as a broker would: the
 // ledger's node (closed, last entry 0, length the entry's), then the entry.
-func readSchemaInfo(dd *store.DataDir, ie *schemapb.IndexEntry) (*schemapb.SchemaInfo, error) {
+func readSchemaInfo(dd *datadir.DataDir, ie *schemapb.IndexEntry) (*schemapb.SchemaInfo, error) {
 	l, e := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
 	n, err := dd.Metadata.Get(formats.LedgerPath(l))
 	if err != nil {
@@ -131,7 +124,7 @@ func readSchemaInfo(dd *store.DataDir, ie *schemapb.IndexEntry) (*schemapb.Schem
 // captureFile captures dir into a JSONL file and returns its path.
 func captureFile(t testing.TB, dir string) (string, CaptureStats) {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	p := filepath.Join(t.TempDir(), "capture.jsonl")
 	f, err := os.Create(p)
@@ -198,7 +191,7 @@ func manifestVersion(t testing.TB, m *fixtures.Manifest, key string, v int64) fi
 }
 
 // storedInfo reads the SchemaInfo the locator of key points at for version.
-func storedInfo(t testing.TB, dd *store.DataDir, key string, version int64) *schemapb.SchemaInfo {
+func storedInfo(t testing.TB, dd *datadir.DataDir, key string, version int64) *schemapb.SchemaInfo {
 	t.Helper()
 	n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + key)
 	if err != nil {

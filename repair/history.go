@@ -1,8 +1,8 @@
 package repair
 
-// Rebuilding a deleted or unreadable schema history, and version collisions
-// (issue 17). With autoSkipNonRecoverableData a broker that cannot read a schema
-// ledger deletes the whole history (apache/pulsar#17322): the locator and every
+// Rebuilding a deleted or unreadable schema history, and version collisions.
+// With autoSkipNonRecoverableData a broker that cannot read a schema
+// ledger deletes the whole history (Pulsar's schema storage): the locator and every
 // version are gone while stored messages keep their version numbers. A capture
 // taken before holds every version; Plan rebuilds the history from it when the
 // capture covers every version stored messages use. When a new history was
@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -170,7 +171,7 @@ type historyWork struct {
 // planHistories looks at every schema key the captures name: keys whose
 // locator is gone or undecodable are rebuilt; keys whose locator holds other
 // schemas than the capture are collisions.
-func planHistories(ctx context.Context, dd *store.DataDir, captured map[string]capturedVersions, current map[string]*keyWork,
+func planHistories(ctx context.Context, dd *datadir.DataDir, captured map[string]capturedVersions, current map[string]*keyWork,
 	damaged map[string]*locatorView, opts Options, rp *RepairPlan) (*historyWork, error) {
 	hw := &historyWork{blocked: map[string]string{}, rebuilt: map[string]bool{}}
 	for _, key := range sortedKeys(captured) {

@@ -16,15 +16,16 @@ import (
 	"github.com/hamba/avro/v2"
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-// TestCLIRebuildDeletedHistories is issue 17's first "done means": capture a
+// TestCLIRebuildDeletedHistories is the rebuild of deleted histories end to end: capture a
 // healthy copy; in the same cluster with every schema history deleted by the
 // broker, check names each key and the versions stored messages still use;
 // schema repair --apply rebuilds every history byte for byte; check is clean;
@@ -352,15 +353,6 @@ func capture(t *testing.T, dir string) string {
 	return p
 }
 
-func openRO(t *testing.T, dir string) *store.DataDir {
-	t.Helper()
-	dd, err := store.Open(dir, store.Options{ReadOnly: true, SandboxDir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dd
-}
-
 // version is one schema version as a broker reads it: the locator's index
 // entry, the ledger's metadata, the SchemaEntry and its SchemaInfo.
 type version struct {
@@ -370,7 +362,7 @@ type version struct {
 	info  []byte // SchemaInfo bytes as stored
 }
 
-func readHistory(t *testing.T, dd *store.DataDir, key string) (*schemapb.SchemaLocator, []version) {
+func readHistory(t *testing.T, dd *datadir.DataDir, key string) (*schemapb.SchemaLocator, []version) {
 	t.Helper()
 	n, err := dd.Metadata.Get(formats.SchemasRoot + "/" + key)
 	if err != nil {
@@ -413,7 +405,7 @@ func readHistory(t *testing.T, dd *store.DataDir, key string) (*schemapb.SchemaL
 // new ledgers, version 0's placeholder kept), and schema ledger metadata.
 func sameHistories(t *testing.T, healthy, repaired string, m *fixtures.Manifest) {
 	t.Helper()
-	hd, rd := openRO(t, healthy), openRO(t, repaired)
+	hd, rd := testutil.OpenReadOnly(t, healthy), testutil.OpenReadOnly(t, repaired)
 	defer hd.Close()
 	defer rd.Close()
 	for _, s := range m.Schemas {
@@ -469,7 +461,7 @@ func sameHistories(t *testing.T, healthy, repaired string, m *fixtures.Manifest)
 // decoded; any message that does not decode fails the test.
 func consumeAll(t *testing.T, dir string) int64 {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer dd.Close()
 	var n int64
 	err := dd.Metadata.Walk(context.Background(), formats.ManagedLedgersRoot+"/", func(node store.Node) error {
@@ -490,7 +482,7 @@ func consumeAll(t *testing.T, dir string) int64 {
 // before the reset (history old) and returns how many decoded.
 func consumeTopic(t *testing.T, dir, topic, history string) int64 {
 	t.Helper()
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer dd.Close()
 	base, err := formats.ParseTopic(topic)
 	if err != nil {
@@ -534,7 +526,7 @@ func resetTime(t *testing.T, dir, topic string) int64 {
 
 // consumeML decodes the entries of one managed ledger (only those published
 // before splitMs when it is not -1).
-func consumeML(t *testing.T, dd *store.DataDir, tn formats.TopicName, value []byte, splitMs int64) int64 {
+func consumeML(t *testing.T, dd *datadir.DataDir, tn formats.TopicName, value []byte, splitMs int64) int64 {
 	t.Helper()
 	info, _, err := formats.DecodeManagedLedgerInfo(value)
 	if err != nil {
@@ -587,7 +579,7 @@ func consumeML(t *testing.T, dd *store.DataDir, tn formats.TopicName, value []by
 	return n
 }
 
-func schemaOf(t *testing.T, dd *store.DataDir, key string, v int64) *schemapb.SchemaInfo {
+func schemaOf(t *testing.T, dd *datadir.DataDir, key string, v int64) *schemapb.SchemaInfo {
 	t.Helper()
 	_, vs := readHistory(t, dd, key)
 	for _, x := range vs {

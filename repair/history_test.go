@@ -5,16 +5,16 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
-	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // testScan is the app's wiring of MessageScan (app/schema.go), for tests here.
-func testScan(dd *store.DataDir) MessageScan {
+func testScan(dd *datadir.DataDir) MessageScan {
 	return func(ctx context.Context, key string, split map[int64]int64) ([]VersionUse, bool, error) {
 		t, _ := formats.ParseSchemaLocatorPath(formats.SchemasRoot + "/" + key)
 		ss, err := inspect.SplitVersionUsage(ctx, dd, t, split)
@@ -82,7 +82,7 @@ func TestRebuildUndecodableLocator(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDD(t, dd)
-	dd = openRO(t, dir)
+	dd = testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	assertAllReadable(t, dd)
 	for _, v := range m.Schemas[1].Versions {

@@ -13,7 +13,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // The definitions the golden inputs in testdata/inputs stand for, as the registry stored them.
@@ -163,7 +163,7 @@ func TestRepairFromEachPulsarAdminShape(t *testing.T) {
 		t.Run(file, func(t *testing.T) {
 			dir := goldenDir(t)
 			cands := loadCands(t, filepath.Join("testdata", "inputs", file))
-			dd := openRO(t, dir)
+			dd := testutil.OpenReadOnly(t, dir)
 			defer closeDD(t, dd)
 			rp, err := Plan(context.Background(), dd, cands, Options{})
 			if err != nil {
@@ -188,7 +188,7 @@ func TestRepairFromEachPulsarAdminShape(t *testing.T) {
 func TestInvalidAvroRefused(t *testing.T) {
 	dir := goldenDir(t)
 	cands := loadCands(t, filepath.Join("testdata", "inputs", "invalid-avro.json"))
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	// The broken definition matches the locator's hash of acme/billing/broken
 	// version 0 only when the candidate names that version's key: --topic.
@@ -232,7 +232,7 @@ func TestTombstoneRebuiltWithoutInput(t *testing.T) {
 	if rp.Versions[0].Action != ActionRebuildTombstone || rp.Versions[0].NewLedgerID != 5 {
 		t.Fatalf("%+v", rp.Versions[0])
 	}
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	assertAllReadable(t, dd)
 	got := storedInfo(t, dd, "t/ns/topic", 1)

@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -33,7 +34,7 @@ type ledgerUniverse struct {
 // deleted-range and batch-deletion positions, and every IndexEntry of every schema locator (lost
 // ledgers are still named there). A new ledger id is this plus one, so it can
 // collide with nothing, not even the id of a ledger that was lost.
-func scanLedgerIDs(ctx context.Context, dd *store.DataDir) (*ledgerUniverse, error) {
+func scanLedgerIDs(ctx context.Context, dd *datadir.DataDir) (*ledgerUniverse, error) {
 	u := &ledgerUniverse{MaxID: -1, TemplateID: -1}
 	see := func(id int64) { u.MaxID = max(u.MaxID, id) }
 	err := cluster.WalkNodes(ctx, dd.Metadata, "/", func(n store.Node) error {

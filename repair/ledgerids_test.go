@@ -10,6 +10,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestNewLedgerIDsCollideWithNothing plants ledger ids in every place the scan
@@ -69,7 +70,7 @@ func TestNewLedgerIDsCollideWithNothing(t *testing.T) {
 					{version: 1, deleted: true, typ: 1, lost: true, ledger: 3},
 				}})
 				p.plant(t, dir, id)
-				dd := openRO(t, dir)
+				dd := testutil.OpenReadOnly(t, dir)
 				defer closeDD(t, dd)
 				rp, err := Plan(context.Background(), dd, nil, Options{KeyFilter: "t/ns/topic"})
 				if err != nil {
@@ -114,7 +115,7 @@ func TestNewLedgerCopiesTemplateDigest(t *testing.T) {
 				{version: 1, deleted: true, typ: 1, lost: true, ledger: 3},
 			}})
 			setDigest(t, dir, 2, tc.template)
-			dd := openRO(t, dir)
+			dd := testutil.OpenReadOnly(t, dir)
 			defer closeDD(t, dd)
 			rp, err := Plan(context.Background(), dd, nil, Options{})
 			if err != nil {

@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // Command is the journal name of a schema repair run.
@@ -150,7 +150,7 @@ type keyWork struct {
 // Plan finds every lost schema version (only opts.KeyFilter's when set), proves a
 // candidate for each by the SHA-256 its locator holds, and builds the engine plan
 // that restores them. It reads only; nothing is written.
-func Plan(ctx context.Context, dd *store.DataDir, cands []Candidate, opts Options) (*RepairPlan, error) {
+func Plan(ctx context.Context, dd *datadir.DataDir, cands []Candidate, opts Options) (*RepairPlan, error) {
 	now := time.Now
 	if opts.Now != nil {
 		now = opts.Now
@@ -290,7 +290,7 @@ func (rp *RepairPlan) firstNewID() int64 {
 // findLost reads every locator and every version, recording the lost ones.
 // Keys the captures name are returned too: current holds those whose locator
 // decodes, damaged those whose locator does not.
-func findLost(ctx context.Context, dd *store.DataDir, keyFilter string, rp *RepairPlan, captured map[string]capturedVersions) (
+func findLost(ctx context.Context, dd *datadir.DataDir, keyFilter string, rp *RepairPlan, captured map[string]capturedVersions) (
 	work []*keyWork, current map[string]*keyWork, damaged map[string]*locatorView, err error) {
 	current, damaged = map[string]*keyWork{}, map[string]*locatorView{}
 	err = scanLocators(ctx, dd, keyFilter, func(lv *locatorView) error {

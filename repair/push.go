@@ -3,13 +3,13 @@ package repair
 import (
 	"context"
 	"fmt"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/mutate"
-	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // PushToBookies turns a committed schema repair run made on a working copy into
@@ -20,7 +20,7 @@ import (
 // as a placeholder) and metadata made for the live cluster (a sibling schema
 // ledger's sizes, writable bookies), and every locator and SchemaEntry the run
 // wrote names the new ids. A run with no new ledger is PushPlan's.
-func PushToBookies(ctx context.Context, rec *mutate.RunRecord, dd *store.DataDir, takeIDs bool, q Quorums) (*mutate.Plan, error) {
+func PushToBookies(ctx context.Context, rec *mutate.RunRecord, dd *datadir.DataDir, takeIDs bool, q Quorums) (*mutate.Plan, error) {
 	p, err := mutate.PushPlan(rec, dd.Metadata)
 	if err != nil {
 		return nil, err

@@ -16,9 +16,9 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/mutate"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // lostVersion names a version the test destroys.
@@ -86,7 +86,7 @@ func TestCaptureLoseRepair(t *testing.T) {
 	}
 
 	after := testutil.Dump(t, dir)
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	assertAllReadable(t, dd)
 	for _, l := range losses {
 		sv := manifestVersion(t, m, l.key, l.version)
@@ -213,7 +213,7 @@ func TestRepairFixtureFaults(t *testing.T) {
 	if rp.Restored() != 4 || rp.Unresolved() != 0 || res.State != mutate.StateCommitted {
 		t.Fatalf("restored %d unresolved %d: %+v", rp.Restored(), rp.Unresolved(), rp.Versions)
 	}
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	assertAllReadable(t, dd)
 	for _, v := range rp.Versions {
@@ -306,7 +306,7 @@ func TestDryRunChangesNothing(t *testing.T) {
 	capPath := manifestCapture(t, m, nil)
 	cands := loadCands(t, capPath)
 	before := testutil.HashTree(t, dir)
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	rp, err := Plan(context.Background(), dd, cands, Options{})
 	closeDD(t, dd)
 	if err != nil {
@@ -335,7 +335,7 @@ func TestHashMismatch(t *testing.T) {
 	}
 	cands := loadCands(t, writeTemp(t, "bad.jsonl", b))
 
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	rp, err := Plan(context.Background(), dd, cands, Options{})
 	closeDD(t, dd)
 	if err != nil {
@@ -471,7 +471,7 @@ func TestRestoredSchemaEntryIndexIsUpstreams(t *testing.T) {
 		6: {ie(0, -1, -1, defs[0])},
 		7: {ie(0, 6, 0, defs[0]), ie(1, 4, 0, defs[1])},
 	}
-	dd := openRO(t, dir)
+	dd := testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	for ledger, index := range want {
 		b, err := dd.Ledgers.Entry(ledger, 0)

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/ledgermedic/ledgermedic/cluster"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -53,7 +54,7 @@ const locatorBatch = 100
 
 // scanLocators calls fn for every schema locator (only keyFilter's when not empty),
 // in path order. Nodes under /schemas/ that are not locator paths are skipped.
-func scanLocators(ctx context.Context, dd *store.DataDir, keyFilter string, fn func(*locatorView) error) error {
+func scanLocators(ctx context.Context, dd *datadir.DataDir, keyFilter string, fn func(*locatorView) error) error {
 	var pending []*locatorView
 	flush := func() error {
 		var paths []string
@@ -136,7 +137,7 @@ func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
 
 // readVersions reads every version of a decoded locator, ascending, and calls fn
 // with what the data dir holds for it.
-func readVersions(ctx context.Context, dd *store.DataDir, lv *locatorView, fn func(*schemapb.IndexEntry, storedVersion) error) error {
+func readVersions(ctx context.Context, dd *datadir.DataDir, lv *locatorView, fn func(*schemapb.IndexEntry, storedVersion) error) error {
 	getNode := dd.Metadata.Get
 	if lv.ledgers != nil {
 		getNode = lv.ledgers.Get
@@ -165,7 +166,7 @@ type storedVersion struct {
 }
 
 // readVersion reads the ledger entry an IndexEntry points at; getNode reads ledger nodes.
-func readVersion(dd *store.DataDir, getNode func(string) (store.Node, error), key string, ie *schemapb.IndexEntry) (storedVersion, error) {
+func readVersion(dd *datadir.DataDir, getNode func(string) (store.Node, error), key string, ie *schemapb.IndexEntry) (storedVersion, error) {
 	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
 	// A damaged ledger node exists, as check counts it (cluster's rule).
 	nodeExists, err := cluster.LedgerNodeExistsIn(getNode, ledger)

@@ -6,10 +6,11 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // A schema ledger whose /ledgers node cannot be read in full (its value-log
@@ -49,9 +50,9 @@ func TestDamagedLedgerNodeIsPresent(t *testing.T) {
 		t.Fatal(err)
 	}
 	closeDD(t, dd)
-	testutil.TruncateValueLogs(t, dir, store.MetadataDirName, 1<<20)
+	testutil.TruncateValueLogs(t, dir, datadir.MetadataDirName, 1<<20)
 
-	dd = openRO(t, dir)
+	dd = testutil.OpenReadOnly(t, dir)
 	defer closeDD(t, dd)
 	if _, err := dd.Metadata.Get(path); !errors.Is(err, store.ErrTruncatedValue) {
 		t.Fatalf("the test did not damage %s: Get gave %v", path, err)

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/golden"
+	"github.com/ledgermedic/ledgermedic/testutil/golden"
 )
 
 func checkGolden(t *testing.T, name string, got []byte) {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	badger "github.com/dgraph-io/badger/v4"
 )
 
 // ErrBatchTooBig: a batch does not fit in one transaction of the store. Nothing was
@@ -76,103 +74,8 @@ type EntryBatcher interface {
 	PutEntries(entries []EntryWrite) error
 }
 
-func (m *metadataStore) GetNodes(paths []string) ([]Node, error) {
-	nodes := make([]Node, len(paths))
-	err := m.db.View(func(txn *badger.Txn) error {
-		for i, path := range paths {
-			nodes[i].Path = path
-			item, err := txn.Get([]byte(path))
-			if errors.Is(err, badger.ErrKeyNotFound) {
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("metadata node %q: %w", path, err)
-			}
-			v, err := item.ValueCopy(nil)
-			if err != nil {
-				return fmt.Errorf("metadata node %q: %w", path, err)
-			}
-			if err := checkNode(item, path, len(v)); err != nil {
-				return err // names the path
-			}
-			nodes[i].Value, nodes[i].Version = v, item.Version()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return nodes, nil
-}
-
-func (m *metadataStore) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
-	what := describeWrites(writes)
-	if m.readOnly {
-		return nil, fmt.Errorf("%s: %w", what, ErrReadOnly)
-	}
-	paths := make([]string, len(writes))
-	seen := make(map[string]bool, len(writes))
-	for i, w := range writes {
-		if seen[w.Path] {
-			return nil, fmt.Errorf("%s: node %q written twice in one batch", what, w.Path)
-		}
-		seen[w.Path] = true
-		paths[i] = w.Path
-	}
-	err := m.db.Update(func(txn *badger.Txn) error {
-		// Check every version first (each read joins the transaction's read set, so
-		// a concurrent write to any of them makes the commit fail), to name them all.
-		var mismatches []error
-		for _, w := range writes {
-			err := checkVersion(txn, []byte(w.Path), w.Expect)
-			if w.Delete && w.Expect == 0 && err == nil {
-				err = fmt.Errorf("%w: expected version 0 (absent)", ErrVersionMismatch)
-			}
-			if errors.Is(err, ErrVersionMismatch) {
-				mismatches = append(mismatches, fmt.Errorf("node %q: %w", w.Path, err))
-				continue
-			}
-			if err != nil {
-				return fmt.Errorf("node %q: %w", w.Path, err)
-			}
-		}
-		if len(mismatches) > 0 {
-			return errors.Join(mismatches...)
-		}
-		for _, w := range writes {
-			var err error
-			if w.Delete {
-				err = txn.Delete([]byte(w.Path))
-			} else {
-				err = txn.Set([]byte(w.Path), nonNilValue(w.Value))
-			}
-			if errors.Is(err, badger.ErrTxnTooBig) {
-				return ErrBatchTooBig
-			}
-			if err != nil {
-				return fmt.Errorf("node %q: %w", w.Path, err)
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", what, mapTxnError(err))
-	}
-	// Badger does not expose a commit's timestamp: read the versions back. Only this
-	// process can write (it holds the directory lock).
-	nodes, err := m.GetNodes(paths)
-	if err != nil {
-		return nil, fmt.Errorf("%s: read back: %w", what, err)
-	}
-	versions := make([]uint64, len(nodes))
-	for i, n := range nodes {
-		versions[i] = n.Version
-	}
-	return versions, nil
-}
-
 // describeWrites names a batch in errors: its paths, or the first few of them.
-func describeWrites(writes []NodeWrite) string {
+func DescribeWrites(writes []NodeWrite) string {
 	const show = 3
 	var names []string
 	for i, w := range writes {
@@ -187,40 +90,90 @@ func describeWrites(writes []NodeWrite) string {
 
 // nonNilValue stores a nil value as an empty one: Badger treats both alike, but a
 // caller comparing bytes may not.
-func nonNilValue(v []byte) []byte {
+func NonNilValue(v []byte) []byte {
 	if v == nil {
 		return []byte{}
 	}
 	return v
 }
 
-func (l *ledgerStore) PutEntries(entries []EntryWrite) error {
-	if len(entries) == 0 {
-		return nil
-	}
-	what := fmt.Sprintf("put %d entries (ledger %d entry %d first)", len(entries), entries[0].LedgerID, entries[0].EntryID)
-	if l.readOnly {
-		return fmt.Errorf("%s: %w", what, ErrReadOnly)
-	}
-	err := l.db.Update(func(txn *badger.Txn) error {
-		for _, e := range entries {
-			err := txn.Set(EntryKey(e.LedgerID, e.EntryID), nonNilValue(e.Value))
-			if errors.Is(err, badger.ErrTxnTooBig) {
-				return ErrBatchTooBig
-			}
-			if err != nil {
-				return fmt.Errorf("ledger %d entry %d: %w", e.LedgerID, e.EntryID, err)
-			}
-		}
-		return nil
-	})
+// CompareAndSetOne is MetadataStore.CompareAndSet for a store whose writes are
+// batches (NodeBatcher): a batch of one write.
+func CompareAndSetOne(b NodeBatcher, path string, expect uint64, value []byte) (uint64, error) {
+	v, err := b.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Value: value}})
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, mapTxnError(err))
+		return 0, err
+	}
+	return v[0], nil
+}
+
+// CompareAndDeleteOne is MetadataStore.CompareAndDelete for a store whose writes
+// are batches: a batch of one delete.
+func CompareAndDeleteOne(b NodeBatcher, path string, expect uint64) error {
+	_, err := b.CompareAndSetNodes([]NodeWrite{{Path: path, Expect: expect, Delete: true}})
+	return err
+}
+
+// BatchNodes is the batched view of a metadata store: its own NodeBatcher
+// (batched true), or one that writes one node per call (batched false; a caller
+// gives it one write at a time, so a failed call wrote nothing).
+func BatchNodes(ms MetadataStore) (nb NodeBatcher, batched bool) {
+	if nb, ok := ms.(NodeBatcher); ok {
+		return nb, true
+	}
+	return oneNodeAtATime{ms}, false
+}
+
+// BatchEntries is the batched view of a ledger store: its own EntryBatcher, or
+// one that puts the entries one by one.
+func BatchEntries(ls LedgerStore) EntryBatcher {
+	if eb, ok := ls.(EntryBatcher); ok {
+		return eb
+	}
+	return oneEntryAtATime{ls}
+}
+
+// oneNodeAtATime serves a metadata store that has no batch operations: one node per
+// step (the engine never gives it more), so a failed step wrote nothing.
+type oneNodeAtATime struct{ md MetadataStore }
+
+func (s oneNodeAtATime) GetNodes(paths []string) ([]Node, error) {
+	nodes := make([]Node, len(paths))
+	for i, p := range paths {
+		n, err := s.md.Get(p)
+		switch {
+		case errors.Is(err, ErrNotFound):
+			nodes[i] = Node{Path: p}
+		case err != nil:
+			return nil, err
+		default:
+			nodes[i] = n
+		}
+	}
+	return nodes, nil
+}
+
+func (s oneNodeAtATime) CompareAndSetNodes(writes []NodeWrite) ([]uint64, error) {
+	if len(writes) != 1 {
+		return nil, fmt.Errorf("%d node writes: %w", len(writes), ErrBatchTooBig)
+	}
+	w := writes[0]
+	if w.Delete {
+		return []uint64{0}, s.md.CompareAndDelete(w.Path, w.Expect)
+	}
+	v, err := s.md.CompareAndSet(w.Path, w.Expect, w.Value)
+	return []uint64{v}, err
+}
+
+// oneEntryAtATime serves a ledger store that has no batch write. A step that fails
+// half-way leaves some entries; rolling back a new ledger removes all of its entries.
+type oneEntryAtATime struct{ ls LedgerStore }
+
+func (s oneEntryAtATime) PutEntries(entries []EntryWrite) error {
+	for _, e := range entries {
+		if err := s.ls.PutEntry(e.LedgerID, e.EntryID, e.Value); err != nil {
+			return err
+		}
 	}
 	return nil
 }
-
-var (
-	_ NodeBatcher  = (*metadataStore)(nil)
-	_ EntryBatcher = (*ledgerStore)(nil)
-)

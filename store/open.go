@@ -84,38 +84,16 @@ type RemoteOptions struct {
 // Limiter is the --read-rate cap as a token bucket (nil: no cap), with the
 // burst ZooKeeper's reader uses: a tenth of a second's reads.
 func (r RemoteOptions) Limiter() *rate.Limiter {
-	return newReadLimiter(r.Rate)
+	return NewReadLimiter(r.Rate)
 }
 
-// newReadLimiter caps reads at perSecond (nil: no cap), with bursts of a tenth of
+// NewReadLimiter caps reads at perSecond (nil: no cap), with bursts of a tenth of
 // a second's reads.
-func newReadLimiter(perSecond float64) *rate.Limiter {
+func NewReadLimiter(perSecond float64) *rate.Limiter {
 	if perSecond <= 0 {
 		return nil
 	}
 	return rate.NewLimiter(rate.Limit(perSecond), max(1, int(perSecond)/10))
-}
-
-// OpenMetadata opens only the metadata store a URL names (no data dir): for
-// loading a generated cluster into a live store, and for tools that need no ledgers.
-func OpenMetadata(u URL, opts Options) (MetadataBackend, error) {
-	return openMetadataURL(u, opts)
-}
-
-// openMetadataURL opens the metadata backend a --metadata URL names: the one place
-// where a scheme picks a backend.
-func openMetadataURL(u URL, opts Options) (MetadataBackend, error) {
-	switch u.Scheme {
-	case SchemeZK:
-		return openZK(u, opts)
-	case SchemeZKData:
-		return openZKData(u, opts)
-	case SchemeEtcd:
-		return openEtcd(u, opts)
-	case SchemeEtcdDB:
-		return openEtcdDB(u, opts)
-	}
-	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a metadata store", ErrBadURL, u.Raw, u.Scheme)
 }
 
 // LedgerOpener opens a ledger backend that lives in a package of its own (it
@@ -124,21 +102,34 @@ type LedgerOpener func(u URL, meta MetadataStore, opts Options) (LedgerBackend, 
 
 var ledgerOpeners = map[string]LedgerOpener{}
 
-// RegisterLedgerBackend makes openLedgersURL open scheme with open; the
+// RegisterLedgerBackend makes the data dir's opener open scheme with open; the
 // backend's package calls it from init (store/bookkeeper: bk:).
 func RegisterLedgerBackend(scheme string, open LedgerOpener) { ledgerOpeners[scheme] = open }
 
-// openLedgersURL opens the ledger backend a --ledgers URL names.
-func openLedgersURL(u URL, opts Options, meta MetadataStore) (LedgerBackend, error) {
-	switch u.Scheme {
-	case SchemeBookie:
-		return openBookies(u, opts)
-	}
-	if open, ok := ledgerOpeners[u.Scheme]; ok {
-		return open(u, meta, opts)
-	}
-	return nil, fmt.Errorf("%w %q: scheme %s is not supported as a ledger store", ErrBadURL, u.Raw, u.Scheme)
-}
-
 // ErrNeedsDataDir: a writing command on a remote store still needs a data dir for its journal.
 var ErrNeedsDataDir = errors.New("a data dir is needed")
+
+// RegisteredLedgerBackend returns the opener a backend registered for scheme.
+func RegisteredLedgerBackend(scheme string) (LedgerOpener, bool) {
+	open, ok := ledgerOpeners[scheme]
+	return open, ok
+}
+
+// MetadataOpener opens the metadata store a URL names.
+type MetadataOpener func(u URL, opts Options) (MetadataBackend, error)
+
+var metadataOpener MetadataOpener
+
+// SetMetadataOpener names the one function that opens metadata stores by URL
+// (package datadir, which imports every backend, sets it from init).
+func SetMetadataOpener(open MetadataOpener) { metadataOpener = open }
+
+// OpenMetadata opens the metadata store a URL names, for a backend that needs a
+// second store of its own (bk:<metadataServiceUri>), through the opener
+// SetMetadataOpener named.
+func OpenMetadata(u URL, opts Options) (MetadataBackend, error) {
+	if metadataOpener == nil {
+		return nil, fmt.Errorf("%w %q: no metadata store opener (import package datadir)", ErrBadURL, u.Raw)
+	}
+	return metadataOpener(u, opts)
+}

@@ -1,6 +1,8 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+)
 
 // AheadReader answers Gets of nodes read ahead in batches, and of any other node
 // from the store. A live store answers a batch in one round trip where a Get per

@@ -1,6 +1,13 @@
-// Package store opens a ledgermedic data dir (docs/formats.md §7): the metadata
-// store (node path -> node bytes) and the ledger store (ledger, entry -> entry bytes),
-// both Badger v4 databases, behind two small interfaces so other backends can come later.
+// Package store is the contract every store of ledgermedic keeps: a metadata
+// store (node path -> node bytes, MetadataStore) and a ledger store (ledger,
+// entry -> entry bytes, LedgerStore), the capabilities some of them add
+// (NodeBatcher, EntryBatcher, ReadBackWriter, NodeSizeLimiter, RangeScanner,
+// KeyScanner, LedgerScanner, Backuper, ReplicaReporter, ReplicaProber), Node,
+// the errors, store URLs and their schemes, Options, SourceInfo, and the
+// mechanisms built on the interfaces alone (ScanLedgerRange's resume past a
+// truncated value, ReadAhead). It imports no backend: each lives in a folder
+// below (badgerdir, zk, zkdata, etcd, etcddb, bookie, bookkeeper) and package
+// datadir opens them by URL scheme.
 //
 // Only the mutation engine and the fixture generator write; inspection opens read-only.
 package store
@@ -11,7 +18,8 @@ import (
 	"fmt"
 )
 
-// Sentinel errors. Badger's own errors are matched once, here, and mapped to these.
+// Sentinel errors. Each backend maps its own errors to these (Badger's in
+// store/badgerdir, ZooKeeper's in store/zk, etcd's in store/etcd).
 var (
 	ErrNotFound        = errors.New("not found")
 	ErrVersionMismatch = errors.New("version mismatch (node changed since it was read)")
@@ -179,3 +187,6 @@ type BookieWriter interface {
 	// unless each copy's ids, digest and payload are the given ones.
 	ReadBack(ctx context.Context, ledgerID int64, md []byte, entries [][]byte) error
 }
+
+// CtxCheckEvery is how many iterated keys pass between context checks of a scan.
+const CtxCheckEvery = 64

@@ -233,9 +233,9 @@ func parseURL(s string) (URL, error) {
 	return u, nil
 }
 
-// chroot is the chroot the URL gives ("" for none): zk's path after the hosts,
+// ChrootPath is the chroot the URL gives ("" for none): zk's path after the hosts,
 // zk-data's ?chroot=.
-func (u URL) chroot() string {
+func (u URL) ChrootPath() string {
 	switch u.Scheme {
 	case SchemeZK:
 		return u.Chroot
@@ -247,13 +247,13 @@ func (u URL) chroot() string {
 	return ""
 }
 
-// hasChroot reports whether the scheme can root its paths at a chroot. Pulsar's
+// HasChroot reports whether the scheme can root its paths at a chroot. Pulsar's
 // etcd store keeps every key at the root (formats.md §9.4), and a data dir's
 // paths are the cluster's as imported.
-func (u URL) hasChroot() bool { return u.Scheme == SchemeZK || u.Scheme == SchemeZKData }
+func (u URL) HasChroot() bool { return u.Scheme == SchemeZK || u.Scheme == SchemeZKData }
 
-// withChroot is u rooted at chroot ("" or "/": the server's root).
-func (u URL) withChroot(chroot string) URL {
+// WithChroot is u rooted at chroot ("" or "/": the server's root).
+func (u URL) WithChroot(chroot string) URL {
 	if chroot == "/" {
 		chroot = ""
 	}
@@ -273,13 +273,13 @@ func (u URL) withChroot(chroot string) URL {
 	return u
 }
 
-// withChrootString is withChroot as the user would type it: zk-data's ?chroot=
+// WithChrootString is withChroot as the user would type it: zk-data's ?chroot=
 // unescaped.
-func (u URL) withChrootString(chroot string) string {
+func (u URL) WithChrootString(chroot string) string {
 	if u.Scheme != SchemeZKData || chroot == "" || chroot == "/" {
-		return u.withChroot(chroot).String()
+		return u.WithChroot(chroot).String()
 	}
-	s := u.withChroot("").String()
+	s := u.WithChroot("").String()
 	sep := "?"
 	if strings.Contains(s, "?") {
 		sep = "&"

@@ -131,3 +131,23 @@ func TestSourceLive(t *testing.T) {
 		}
 	}
 }
+
+// TestWithChroot: the URL a suggestion prints, for each form that has a chroot.
+func TestWithChroot(t *testing.T) {
+	cases := []struct{ url, chroot, want string }{
+		{"zk://h1:2181,h2:2181", "/pulsar", "zk://h1:2181,h2:2181/pulsar"},
+		{"zk:h1:2181/wrong", "/pulsar", "zk://h1:2181/pulsar"},
+		{"zk://h1:2181/pulsar", "/", "zk://h1:2181"},
+		{"zk-data:/var/zk", "/pulsar", "zk-data:/var/zk?chroot=/pulsar"},
+		{"zk-data:/var/zk?chroot=/x&logdir=/l", "/a/b", "zk-data:/var/zk?logdir=%2Fl&chroot=/a/b"},
+	}
+	for _, c := range cases {
+		u, err := ParseMetadataURL(c.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := u.WithChrootString(c.chroot); got != c.want {
+			t.Errorf("%s with chroot %s = %s, want %s", c.url, c.chroot, got, c.want)
+		}
+	}
+}

@@ -18,6 +18,8 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+
+	"github.com/ledgermedic/ledgermedic/formats/crc32c"
 )
 
 // FrameHeaderSize is the fixed part of a stored BookKeeper entry: ledgerId,
@@ -99,7 +101,7 @@ func Verify(b []byte, t DigestType, password []byte) bool {
 	hdr, got, payload := b[:FrameHeaderSize], b[FrameHeaderSize:FrameHeaderSize+w], b[FrameHeaderSize+w:]
 	switch t {
 	case DigestCRC32C:
-		c := crc32.Update(crc32.Checksum(hdr, castagnoli), castagnoli, payload)
+		c := crc32.Update(crc32.Checksum(hdr, crc32c.Table), crc32c.Table, payload)
 		return binary.BigEndian.Uint32(got) == c
 	case DigestCRC32:
 		c := crc32.Update(crc32.ChecksumIEEE(hdr), crc32.IEEETable, payload)
@@ -135,7 +137,7 @@ func BuildFrame(t DigestType, password []byte, ledgerID, entryID, lac, length in
 	hdr := bytes.Clone(b)
 	switch t {
 	case DigestCRC32C:
-		b = binary.BigEndian.AppendUint32(b, crc32.Update(crc32.Checksum(hdr, castagnoli), castagnoli, payload))
+		b = binary.BigEndian.AppendUint32(b, crc32.Update(crc32.Checksum(hdr, crc32c.Table), crc32c.Table, payload))
 	case DigestCRC32:
 		b = binary.BigEndian.AppendUint64(b, uint64(crc32.Update(crc32.ChecksumIEEE(hdr), crc32.IEEETable, payload)))
 	case DigestHMAC:
@@ -159,8 +161,6 @@ func macSum(password, hdr, payload []byte) []byte {
 	m.Write(payload)
 	return m.Sum(nil)
 }
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 func be64(b []byte) int64 { return int64(binary.BigEndian.Uint64(b)) }
 func be32(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) }

@@ -2,7 +2,9 @@
 
 package zkdisk
 
-import "golang.org/x/sys/cpu"
+import (
+	"golang.org/x/sys/cpu"
+)
 
 // haveAdlerAVX2: the seals' Adler-32 runs 32 bytes per step in AVX2 registers
 // (adler_amd64.s), several times the portable code's speed.

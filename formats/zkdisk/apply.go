@@ -1,6 +1,8 @@
 package zkdisk
 
-import "strings"
+import (
+	"strings"
+)
 
 // apply changes the tree as DataTree.processTxn does, tolerating what a fuzzy
 // snapshot causes: a create of a node that exists, a change to a node already

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/internal/testutil/rusage"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 var benchSnap struct {

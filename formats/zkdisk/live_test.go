@@ -17,7 +17,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	. "github.com/ledgermedic/ledgermedic/formats/zkdisk"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 var updateSamples = flag.Bool("update-zk-samples", false, "regenerate testdata/zookeeper/sample with the real ZooKeeper server")

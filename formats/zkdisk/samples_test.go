@@ -15,7 +15,7 @@ import (
 	"time"
 
 	. "github.com/ledgermedic/ledgermedic/formats/zkdisk"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func loadExpected(t *testing.T) Expected {

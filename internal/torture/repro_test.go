@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
-// The reproducers of issue 9, each on a copy of the torture base (two or three
+// The reproducers of the damage the torture campaigns found, each on a copy of the torture base (two or three
 // tables per store), run as the real binary.
 
 // checkDoc is the part of `check --json` these tests read.
@@ -209,7 +210,7 @@ func TestReproBackfillSkipsBadNode(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "dd")
 	testutil.CopyDir(t, w.preIndex, dir)
 	const bad = "/managed-ledgers/public/default/persistent/events"
-	editStore(t, dir, func(dd *store.DataDir) {
+	editStore(t, dir, func(dd *datadir.DataDir) {
 		n, err := dd.Metadata.Get(bad)
 		if err != nil {
 			t.Fatal(err)
@@ -263,7 +264,7 @@ func TestReproCutBatchWithoutChecksum(t *testing.T) {
 		t.Fatal("the fixture has no batched entry without a checksum")
 	}
 	cut := value[:len(value)-len(value)/4]
-	editStore(t, dir, func(dd *store.DataDir) {
+	editStore(t, dir, func(dd *datadir.DataDir) {
 		if err := dd.Ledgers.PutEntry(ledger, entry, cut); err != nil {
 			t.Fatal(err)
 		}
@@ -292,9 +293,9 @@ func TestReproFindOnTopicNotIndexed(t *testing.T) {
 }
 
 // editStore opens dir writable in this process for fn.
-func editStore(t *testing.T, dir string, fn func(*store.DataDir)) {
+func editStore(t *testing.T, dir string, fn func(*datadir.DataDir)) {
 	t.Helper()
-	dd, err := store.Open(dir, store.Options{})
+	dd, err := datadir.Open(dir, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

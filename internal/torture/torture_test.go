@@ -29,7 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 var (

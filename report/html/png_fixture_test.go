@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/inspect"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // On a generated cluster, each ledger the manifest says was lost has the fault
@@ -29,7 +30,7 @@ func TestTimelinePNGOfFixtureMarksLostLedgers(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, m := testutil.Fixture(t, tc.opts)
-			dd, err := store.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
+			dd, err := datadir.Open(dir, store.Options{ReadOnly: true, NoSandbox: true})
 			if err != nil {
 				t.Fatal(err)
 			}

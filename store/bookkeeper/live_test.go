@@ -15,11 +15,12 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/bkwirepb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // TestLive runs every test that needs real bookies against one cluster
@@ -38,7 +39,7 @@ func TestLive(t *testing.T) {
 	t.Run("BookieStopped", func(t *testing.T) { testBookieStopped(t, c) }) // last: stops a bookie
 }
 
-func openBK(t *testing.T, c *testutil.BKCluster, ledgers string, remote store.RemoteOptions) *store.DataDir {
+func openBK(t *testing.T, c *testutil.BKCluster, ledgers string, remote store.RemoteOptions) *datadir.DataDir {
 	t.Helper()
 	mu, err := store.ParseMetadataURL("zk://" + c.ZK.Addr)
 	if err != nil {
@@ -51,7 +52,7 @@ func openBK(t *testing.T, c *testutil.BKCluster, ledgers string, remote store.Re
 	if remote.Timeout == 0 {
 		remote.Timeout = 5 * time.Second
 	}
-	dd, err := store.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: remote})
+	dd, err := datadir.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: remote})
 	if err != nil {
 		t.Fatalf("open %s: %v", ledgers, err)
 	}
@@ -204,7 +205,7 @@ func testOpenLedger(t *testing.T, c *testutil.BKCluster) {
 func putLedger(t *testing.T, c *testutil.BKCluster, id int64, ensemble []string, wq int) {
 	t.Helper()
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -275,7 +276,7 @@ func testBadInput(t *testing.T, c *testutil.BKCluster) {
 	}
 	// Metadata that does not decode.
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +292,7 @@ func testBadInput(t *testing.T, c *testutil.BKCluster) {
 func testWrongRoot(t *testing.T, c *testutil.BKCluster) {
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
 	lu, _ := store.ParseLedgersURL("bk:")
-	_, err := store.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: store.RemoteOptions{BKRoot: "/nope"}})
+	_, err := datadir.Open("", store.Options{ReadOnly: true, Metadata: &mu, Ledgers: &lu, Remote: store.RemoteOptions{BKRoot: "/nope"}})
 	if err == nil || !strings.Contains(err.Error(), "/nope/LAYOUT") {
 		t.Fatalf("wrong root: %v", err)
 	}
@@ -329,7 +330,7 @@ func testAddEntry(t *testing.T, c *testutil.BKCluster) {
 	ens := []string{c.Bookies[0].ID, c.Bookies[1].ID}
 	payload := []byte("a restored schema entry")
 	mu, _ := store.ParseMetadataURL("zk://" + c.ZK.Addr)
-	ms, err := store.OpenMetadata(mu, store.Options{})
+	ms, err := datadir.OpenMetadata(mu, store.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats/bkdisk"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/formats/bkwirepb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 func readResponse(txn uint64, st bkwirepb.StatusCode, body []byte) *bkwirepb.Response {

@@ -3,17 +3,18 @@ package bookkeeper
 import (
 	"bytes"
 	"context"
+	"github.com/ledgermedic/ledgermedic/datadir"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
-	"github.com/ledgermedic/ledgermedic/internal/testutil"
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
 // openBKWritable is openBK with a writable ZooKeeper store (writes need a dir
 // for the journal; nothing here journals).
-func openBKWritable(t *testing.T, c *testutil.BKCluster) *store.DataDir {
+func openBKWritable(t *testing.T, c *testutil.BKCluster) *datadir.DataDir {
 	t.Helper()
 	mu, err := store.ParseMetadataURL("zk://" + c.ZK.Addr)
 	if err != nil {
@@ -23,7 +24,7 @@ func openBKWritable(t *testing.T, c *testutil.BKCluster) *store.DataDir {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dd, err := store.Open(t.TempDir(), store.Options{Metadata: &mu, Ledgers: &lu})
+	dd, err := datadir.Open(t.TempDir(), store.Options{Metadata: &mu, Ledgers: &lu})
 	if err != nil {
 		t.Fatal(err)
 	}

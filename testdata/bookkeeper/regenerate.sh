@@ -4,7 +4,7 @@
 # ZooKeeper dataDir that held their ledger metadata and a manifest of what the real
 # Java client wrote and read back (the oracle the Go tests compare with).
 #
-# Each scenario gets its own Debian ZooKeeper (as internal/testutil/zkserver.go starts
+# Each scenario gets its own Debian ZooKeeper (as testutil/zkserver.go starts
 # it: loopback, free port, preAllocSize=64), `bk init-cluster`, and its own bookies:
 #
 #   sorted/       3 SortedLedgerStorage bookies, ensemble 3/2/2: one ledger per digest

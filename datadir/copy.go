@@ -1,0 +1,200 @@
+package datadir
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/badgerdir"
+)
+
+// Files an import leaves beside the databases of the data dir it creates: where
+// the copy came from, and each node's version in the source store.
+const (
+	ImportRecordFile = "import.json"
+	ImportNodesFile  = "import-nodes.jsonl"
+)
+
+// ImportRecord says where a data dir made by Import came from.
+type ImportRecord struct {
+	CreatedAt time.Time          `json:"created_at"`
+	Prefix    string             `json:"prefix,omitempty"`
+	Sources   []store.SourceInfo `json:"sources"` // metadata store, then ledger store
+	Nodes     int64              `json:"nodes"`
+	NodeBytes int64              `json:"node_bytes"`
+	Ledgers   int64              `json:"ledgers"`
+	Entries   int64              `json:"entries"`
+	// LedgersCopied is false when the entries were not asked for (metadata only).
+	LedgersCopied bool `json:"ledgers_copied"`
+}
+
+// ImportedNode is one line of ImportNodesFile.
+type ImportedNode struct {
+	Path          string `json:"path"`
+	SourceVersion uint64 `json:"source_version"` // store version (native version + 1 on ZooKeeper)
+	Size          int    `json:"size"`
+}
+
+// ImportOptions tune Import.
+type ImportOptions struct {
+	Prefix      string // copy only nodes whose path starts with it ("" all)
+	CopyLedgers bool   // copy every entry of src's ledger store too
+	// Progress, when set, is called now and then with the nodes and entries copied so far.
+	Progress func(nodes, entries int64)
+}
+
+// Import copies src's metadata (and, with CopyLedgers, its entries) into a new
+// data dir at out: the forensic working copy. It writes ImportRecordFile and
+// ImportNodesFile beside the databases. out must not hold a data dir yet.
+func Import(ctx context.Context, src *DataDir, out string, opts ImportOptions) (*ImportRecord, error) {
+	dst, err := Create(out)
+	if err != nil {
+		return nil, err
+	}
+	rec := &ImportRecord{CreatedAt: time.Now().UTC(), Prefix: opts.Prefix, Sources: src.Sources, LedgersCopied: opts.CopyLedgers}
+	err = importInto(ctx, src, dst, rec, opts)
+	if cerr := dst.Close(); err == nil && cerr != nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, fmt.Errorf("import into %s: %w", out, err)
+	}
+	b, err := json.MarshalIndent(rec, "", "  ")
+	if err == nil {
+		err = os.WriteFile(filepath.Join(out, ImportRecordFile), append(b, '\n'), 0o644)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("import into %s: write %s: %w", out, ImportRecordFile, err)
+	}
+	return rec, nil
+}
+
+func importInto(ctx context.Context, src, dst *DataDir, rec *ImportRecord, opts ImportOptions) error {
+	f, err := os.Create(filepath.Join(dst.Path, ImportNodesFile))
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w := bufio.NewWriter(f)
+	enc := json.NewEncoder(w)
+	bw := badgerdir.NewBulkWriter(dst.Metadata, dst.Ledgers)
+	progress := func() {
+		if opts.Progress != nil {
+			opts.Progress(rec.Nodes, rec.Entries)
+		}
+	}
+	err = src.Metadata.Walk(ctx, opts.Prefix, func(n store.Node) error {
+		if err := bw.PutNode(n.Path, n.Value); err != nil {
+			return err
+		}
+		rec.Nodes++
+		rec.NodeBytes += int64(len(n.Value))
+		if rec.Nodes%10000 == 0 {
+			progress()
+		}
+		return enc.Encode(ImportedNode{Path: n.Path, SourceVersion: n.Version, Size: len(n.Value)})
+	})
+	if err != nil {
+		return fmt.Errorf("copy metadata from %s: %w", src.Sources[0].URL, err)
+	}
+	if opts.CopyLedgers {
+		err = src.Ledgers.LedgerIDs(ctx, func(ledgerID, _ int64) error {
+			rec.Ledgers++
+			return src.Ledgers.Entries(ctx, ledgerID, 0, -1, func(entryID int64, value []byte) error {
+				rec.Entries++
+				if rec.Entries%100000 == 0 {
+					progress()
+				}
+				return bw.PutEntry(ledgerID, entryID, value)
+			})
+		})
+		if err != nil {
+			return fmt.Errorf("copy ledgers from %s: %w", src.Sources[len(src.Sources)-1].URL, err)
+		}
+	}
+	progress()
+	if err := bw.Flush(); err != nil {
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	return f.Sync()
+}
+
+// LoadOptions tune LoadNodes.
+type LoadOptions struct {
+	Prefix string
+	Batch  int // nodes per compare-and-set batch (0: 64)
+}
+
+// LoadNodes creates every node of src (under Prefix) in dst, which must not hold
+// any of them: each batch is one compare-and-set that expects every node absent,
+// so nothing already in dst is overwritten. It returns the nodes created. It puts
+// a generated cluster into a live store for drills and tests.
+func LoadNodes(ctx context.Context, src store.MetadataStore, dst store.NodeBatcher, opts LoadOptions) (int64, error) {
+	size := opts.Batch
+	if size <= 0 {
+		size = 64
+	}
+	var created int64
+	var batch []store.NodeWrite
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		if _, err := compareAndSetSplitting(dst, batch); err != nil {
+			return err
+		}
+		created += int64(len(batch))
+		batch = batch[:0]
+		return nil
+	}
+	err := src.Walk(ctx, opts.Prefix, func(n store.Node) error {
+		// A node whose ancestor is in the same batch goes in the next one: a live
+		// store creates missing parents itself, which would collide with the
+		// ancestor's own create.
+		if len(batch) > 0 && isAncestorInBatch(batch, n.Path) || len(batch) >= size {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		batch = append(batch, store.NodeWrite{Path: n.Path, Value: append([]byte{}, n.Value...), Expect: 0})
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	return created, err
+}
+
+func isAncestorInBatch(batch []store.NodeWrite, path string) bool {
+	for _, w := range batch {
+		if strings.HasPrefix(path, w.Path+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// compareAndSetSplitting writes a batch, halving it while the store says it is too big.
+func compareAndSetSplitting(dst store.NodeBatcher, batch []store.NodeWrite) ([]uint64, error) {
+	v, err := dst.CompareAndSetNodes(batch)
+	if !errors.Is(err, store.ErrBatchTooBig) || len(batch) == 1 {
+		return v, err
+	}
+	half := len(batch) / 2
+	a, err := compareAndSetSplitting(dst, batch[:half])
+	if err != nil {
+		return nil, err
+	}
+	b, err := compareAndSetSplitting(dst, batch[half:])
+	return append(a, b...), err
+}

@@ -1,0 +1,122 @@
+//go:build linux
+
+package badgerdir
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+const trimSupported = true
+
+// residentFileBytes is the process's resident file-backed and shared memory
+// (RssFile + RssShmem: the third field of /proc/self/statm, in pages).
+func residentFileBytes() (int64, bool) {
+	b, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0, false
+	}
+	f := bytes.Fields(b)
+	if len(f) < 3 {
+		return 0, false
+	}
+	pages, err := strconv.ParseInt(string(f[2]), 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return pages * int64(os.Getpagesize()), true
+}
+
+// dropTableMappings drops the resident pages of every shared mapping of a table
+// file (*.sst) in dirs from the process (MADV_DONTNEED, see trim.go), and
+// returns the bytes of the ranges it advised.
+func dropTableMappings(dirs map[string]bool) (int64, error) {
+	return adviseTableMappings(dirs, syscall.MADV_DONTNEED)
+}
+
+// madvPageout is MADV_PAGEOUT (Linux 5.4), which package syscall does not name.
+const madvPageout = 21
+
+// reclaimTableMappings pages out (writes back and frees) the resident pages of
+// the same mappings: safe on any range (see trim.go), for use while tables are
+// being unmapped.
+func reclaimTableMappings(dirs map[string]bool) (int64, error) {
+	return adviseTableMappings(dirs, madvPageout)
+}
+
+func adviseTableMappings(dirs map[string]bool, advice uintptr) (int64, error) {
+	ranges, err := tableMappings(dirs)
+	if err != nil {
+		return 0, err
+	}
+	return adviseRanges(ranges, advice)
+}
+
+// adviseRanges gives advice on each range and returns the bytes advised.
+// MADV_PAGEOUT skips ranges no longer mapped; any other failure stops it.
+func adviseRanges(ranges []mapRange, advice uintptr) (int64, error) {
+	var n int64
+	for _, r := range ranges {
+		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r.start, r.end-r.start, advice)
+		if errno == syscall.ENOMEM && advice == madvPageout {
+			// The table was unmapped since /proc/self/maps was read (a
+			// compaction deleted it): nothing there to page out.
+			continue
+		}
+		if errno != 0 {
+			return n, errno
+		}
+		n += int64(r.end - r.start)
+	}
+	return n, nil
+}
+
+type mapRange struct{ start, end uintptr }
+
+// tableMappings lists the shared mappings of *.sst files in dirs from
+// /proc/self/maps ("start-end perms offset dev inode path").
+func tableMappings(dirs map[string]bool) ([]mapRange, error) {
+	f, err := os.Open("/proc/self/maps")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []mapRange
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		r, ok := parseTableMapping(sc.Text(), dirs)
+		if ok {
+			out = append(out, r)
+		}
+	}
+	return out, sc.Err()
+}
+
+// parseTableMapping parses one line of /proc/self/maps and accepts it when it is
+// a shared mapping of a *.sst file in dirs.
+func parseTableMapping(line string, dirs map[string]bool) (mapRange, bool) {
+	fields := strings.Fields(line)
+	if len(fields) < 6 || len(fields[1]) < 4 || fields[1][3] != 's' {
+		return mapRange{}, false
+	}
+	path := strings.Join(fields[5:], " ")
+	if !strings.HasSuffix(path, ".sst") || !dirs[filepath.Dir(path)] {
+		return mapRange{}, false
+	}
+	lo, hi, ok := strings.Cut(fields[0], "-")
+	if !ok {
+		return mapRange{}, false
+	}
+	start, err1 := strconv.ParseUint(lo, 16, 64)
+	end, err2 := strconv.ParseUint(hi, 16, 64)
+	if err := errors.Join(err1, err2); err != nil || end <= start {
+		return mapRange{}, false
+	}
+	return mapRange{uintptr(start), uintptr(end)}, true
+}

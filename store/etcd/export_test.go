@@ -1,0 +1,20 @@
+package etcd
+
+import (
+	"context"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// EtcdReadsAsSpan says whether an etcd backend's GetNodes reads these paths (one
+// chunk) as one range rather than a Txn of Gets.
+func EtcdReadsAsSpan(b store.MetadataBackend, paths []string) bool {
+	s, ok := b.(*etcdStore)
+	if !ok {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	_, span, err := s.getSpan(ctx, paths, make([]store.Node, len(paths)), 0)
+	return err == nil && span
+}

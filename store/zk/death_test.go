@@ -1,0 +1,45 @@
+package zk_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/testutil"
+)
+
+// TestZKServerDiesMidWalk: a server killed while a walk has reads in flight ends
+// the walk with an error naming the ensemble, soon (not after the timeout), and
+// the reads left running after the store is closed fail quietly rather than
+// panic on a closed connection.
+func TestZKServerDiesMidWalk(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	raw := testutil.ZKClient(t, srv.Addr)
+	for i := range 400 {
+		zkCreateAll(t, raw, "/d/"+strconv.Itoa(i%8)+"/n"+strconv.Itoa(i), []byte("v"))
+	}
+	s, err := zkOpenURL(t, "zk://"+srv.Addr+"?timeout=8s", store.Options{Remote: store.RemoteOptions{Rate: 300}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	start := time.Now()
+	err = s.Walk(context.Background(), "/d/", func(store.Node) error {
+		if seen++; seen == 50 {
+			srv.Kill()
+		}
+		return nil
+	})
+	took := time.Since(start)
+	if err == nil || !strings.Contains(err.Error(), srv.Addr) {
+		t.Fatalf("walk over a killed server: %v (after %d nodes), want an error naming %s", err, seen, srv.Addr)
+	}
+	if took > 6*time.Second {
+		t.Errorf("the walk took %v to fail, want well under its 8 s timeout", took)
+	}
+	s.Close()
+	time.Sleep(2 * time.Second) // reads still in flight run into the closed store
+}

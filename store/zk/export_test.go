@@ -1,0 +1,33 @@
+package zk
+
+import (
+	"errors"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// ZKReadStatsForTest reports whether a ZooKeeper backend reads through its
+// multiRead session, and the multiRead and sync requests that session sent.
+func ZKReadStatsForTest(mb store.MetadataBackend) (active bool, multiReads, syncs int64) {
+	s := mb.(*zkStore)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader == nil || s.reader.failed() != nil {
+		return false, 0, 0
+	}
+	return true, s.reader.multiReads.Load(), s.reader.syncs.Load()
+}
+
+// ZKReadHostsForTest moves a ZooKeeper backend's read session to hosts (the
+// write session stays where it is), as when go-zookeeper picked another server.
+func ZKReadHostsForTest(mb store.MetadataBackend, hosts []string) {
+	s := mb.(*zkStore)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.reader != nil {
+		s.reader.close(errors.New("moved"))
+		s.reader = nil
+	}
+	s.readHosts = hosts
+	s.dialReaderLocked()
+}

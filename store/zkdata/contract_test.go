@@ -1,0 +1,82 @@
+package zkdata_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/datadir"
+	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
+	"github.com/ledgermedic/ledgermedic/testutil"
+)
+
+// ZooKeeper dataDirs (zk-data:), seeded by writing through a real ZooKeeper
+// whose files the backend then reads.
+
+func openZKDataContract(t *testing.T, dir string) (store.MetadataBackend, error) {
+	t.Helper()
+	u, err := store.ParseMetadataURL("zk-data:" + dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := datadir.OpenMetadata(u, store.Options{ReadOnly: true})
+	if err == nil {
+		t.Cleanup(func() { mb.Close() })
+	}
+	return mb, err
+}
+
+func mustOpenZKDataContract(t *testing.T, dir string) store.MetadataBackend {
+	t.Helper()
+	mb, err := openZKDataContract(t, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mb
+}
+
+func zkDataUnreachable(t *testing.T) (string, error) {
+	dir := filepath.Join(t.TempDir(), "gone")
+	_, err := openZKDataContract(t, dir)
+	return dir, err
+}
+
+func TestContractZKData(t *testing.T) {
+	storetest.MetadataContract(t, func(t *testing.T, seed []store.Node) storetest.Metadata {
+		srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+		storetest.Seed(t, testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, false), seed)
+		srv.Stop()
+		return storetest.Metadata{Store: mustOpenZKDataContract(t, srv.DataDir), ReadOnly: true, Unreachable: zkDataUnreachable}
+	})
+}
+
+// The dataDir a real ZooKeeper wrote is that server's tree: every node, value
+// and version, while it runs and after a stop and restart.
+func TestZKDataEqualsLiveTwin(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	live := testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, false)
+	storetest.Seed(t, live, storetest.MetadataSeed())
+	// Versions past 1, a deleted node and a recreated one.
+	a := storetest.SeedRoot + "/a"
+	n, err := live.Get(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if n.Version, err = live.CompareAndSet(a, n.Version, []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := storetest.WriteRoot + "/gone"
+	v, err := live.CompareAndSet(gone, 0, []byte("soon deleted"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := live.CompareAndDelete(gone, v); err != nil {
+		t.Fatal(err)
+	}
+	storetest.SameTree(t, mustOpenZKDataContract(t, srv.DataDir), live, "")
+	srv.Stop()
+	srv.Restart()
+	storetest.SameTree(t, mustOpenZKDataContract(t, srv.DataDir), testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, true), "")
+}
