@@ -35,7 +35,7 @@ func BKScript() string {
 	if !ok {
 		return ""
 	}
-	// this file is <repo>/internal/testutil/bookkeeper.go
+	// this file is <repo>/testutil/bookkeeper.go
 	p := filepath.Join(filepath.Dir(file), "..", "..", "shared", "bookkeeper", "bk")
 	if _, err := os.Stat(p); err != nil {
 		return ""

@@ -1,6 +1,6 @@
 package zkdisk
 
-// Hooks for the external tests (package zkdisk_test imports internal/testutil,
+// Hooks for the external tests (package zkdisk_test imports testutil,
 // which imports store, which imports this package).
 
 type FileAt struct {

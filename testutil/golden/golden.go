@@ -1,7 +1,7 @@
 // Package golden compares test output with golden files under testdata/ and
 // rewrites them with -update. It is the one golden-file helper of the module;
 // it imports only the standard library, so any package's tests can use it
-// (internal/testutil itself imports fixtures and store, which some packages'
+// (testutil itself imports fixtures and store, which some packages'
 // tests cannot import without a cycle).
 package golden
 
