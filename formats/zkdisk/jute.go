@@ -14,6 +14,8 @@ import (
 	"hash"
 	"hash/adler32"
 	"io"
+
+	"github.com/ledgermedic/ledgermedic/formats/jute"
 )
 
 // Sentinel errors, matched with errors.Is on a *DecodeError.
@@ -215,101 +217,35 @@ func (s *stream) checksum() uint32 {
 	return s.sum.Sum32()
 }
 
-// dec decodes jute from a byte slice (one txn's bytes), offsets relative to base.
-type dec struct {
-	b    []byte
-	off  int
-	base int64
-	file string
+// txnErr turns a failure of the jute reader over one txn's bytes into a
+// *DecodeError of the file, at base plus the reader's offset.
+func txnErr(err error, file string, base int64) error {
+	var je *jute.Error
+	if !errors.As(err, &je) {
+		return err
+	}
+	kind := ErrMalformed
+	if errors.Is(je, jute.ErrTruncated) {
+		kind = ErrTruncated
+	}
+	return &DecodeError{File: file, Offset: base + int64(je.Offset), What: je.Field, Err: fmt.Errorf("%w: %s", kind, je.Detail)}
 }
 
-func (d *dec) errAt(what string, err error) error {
-	return &DecodeError{File: d.file, Offset: d.base + int64(d.off), What: what, Err: err}
-}
-
-func (d *dec) left() int { return len(d.b) - d.off }
-
-func (d *dec) take(n int, what string) ([]byte, error) {
-	if n < 0 {
-		return nil, d.errAt(what, fmt.Errorf("%w: negative length %d", ErrMalformed, n))
-	}
-	if d.left() < n {
-		return nil, d.errAt(what, fmt.Errorf("%w: need %d bytes, %d left", ErrTruncated, n, d.left()))
-	}
-	b := d.b[d.off : d.off+n : d.off+n]
-	d.off += n
-	return b, nil
-}
-
-func (d *dec) int32(what string) (int32, error) {
-	b, err := d.take(4, what)
-	if err != nil {
-		return 0, err
-	}
-	return int32(binary.BigEndian.Uint32(b)), nil
-}
-
-func (d *dec) int64(what string) (int64, error) {
-	b, err := d.take(8, what)
-	if err != nil {
-		return 0, err
-	}
-	return int64(binary.BigEndian.Uint64(b)), nil
-}
-
-func (d *dec) bool(what string) (bool, error) {
-	b, err := d.take(1, what)
-	if err != nil {
-		return false, err
-	}
-	return b[0] != 0, nil
-}
-
-// buffer returns a sub-slice of the txn bytes (the caller owns the txn buffer).
-func (d *dec) buffer(what string) ([]byte, error) {
-	n, err := d.int32(what + " length")
-	if err != nil || n == -1 {
-		return nil, err
-	}
-	return d.take(int(n), what)
-}
-
-func (d *dec) ustring(what string) (string, error) {
-	b, err := d.buffer(what)
-	return string(b), err
-}
-
-// count reads a vector count; each element needs at least min bytes, so a count
-// larger than the bytes left is malformed (no allocation follows from it).
-func (d *dec) count(what string, minElem int) (int, error) {
-	n, err := d.int32(what + " count")
-	if err != nil {
-		return 0, err
-	}
-	if n == -1 {
-		return 0, nil
-	}
-	if n < 0 || int64(n)*int64(minElem) > int64(d.left()) {
-		return 0, d.errAt(what, fmt.Errorf("%w: count %d with %d bytes left", ErrMalformed, n, d.left()))
-	}
-	return int(n), nil
-}
-
-func (d *dec) acls(what string) ([]ACL, error) {
-	n, err := d.count(what, 12)
+func readACLs(r *jute.Reader, what string) ([]ACL, error) {
+	n, err := r.Count(what, 12)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]ACL, 0, n)
 	for range n {
 		var a ACL
-		if a.Perms, err = d.int32(what + " perms"); err != nil {
+		if a.Perms, err = r.Int32(what + " perms"); err != nil {
 			return nil, err
 		}
-		if a.Scheme, err = d.ustring(what + " scheme"); err != nil {
+		if a.Scheme, err = r.String(what + " scheme"); err != nil {
 			return nil, err
 		}
-		if a.ID, err = d.ustring(what + " id"); err != nil {
+		if a.ID, err = r.String(what + " id"); err != nil {
 			return nil, err
 		}
 		out = append(out, a)

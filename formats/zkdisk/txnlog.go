@@ -6,6 +6,8 @@ import (
 	"hash/adler32"
 	"io"
 	"os"
+
+	"github.com/ledgermedic/ledgermedic/formats/jute"
 )
 
 // Txn types (ZooDefs.OpCode) that appear in logs.
@@ -244,175 +246,171 @@ func DecodeTxnBytes(b []byte, file string, base int64) (Txn, error) {
 }
 
 func decodeTxn(t *Txn, b []byte, base int64, file string) error {
-	d := &dec{b: b, base: base, file: file}
+	return txnErr(readTxn(t, jute.NewReader(b)), file, base)
+}
+
+func readTxn(t *Txn, d *jute.Reader) error {
 	h := &t.Header
 	var err error
-	if h.ClientID, err = d.int64("txn header clientId"); err != nil {
+	if h.ClientID, err = d.Int64("txn header clientId"); err != nil {
 		return err
 	}
-	if h.Cxid, err = d.int32("txn header cxid"); err != nil {
+	if h.Cxid, err = d.Int32("txn header cxid"); err != nil {
 		return err
 	}
-	if h.Zxid, err = d.int64("txn header zxid"); err != nil {
+	if h.Zxid, err = d.Int64("txn header zxid"); err != nil {
 		return err
 	}
-	if h.Time, err = d.int64("txn header time"); err != nil {
+	if h.Time, err = d.Int64("txn header time"); err != nil {
 		return err
 	}
-	if h.Type, err = d.int32("txn header type"); err != nil {
+	if h.Type, err = d.Int32("txn header type"); err != nil {
 		return err
 	}
 	if t.Record, err = decodeRecord(d, h.Type, true); err != nil {
 		return err
 	}
 	// 3.6+: a TxnDigest may follow; ZooKeeper reads it when the bytes are there.
-	if d.left() >= 12 {
+	if d.Left() >= 12 {
 		var dg TxnDigest
-		dg.Version, _ = d.int32("txn digest version")
-		dg.TreeDigest, _ = d.int64("txn digest")
+		dg.Version, _ = d.Int32("txn digest version")
+		dg.TreeDigest, _ = d.Int64("txn digest")
 		t.Digest = &dg
 	}
-	if d.left() != 0 {
-		return d.errAt("txn", fmt.Errorf("%w: %d unexpected bytes after the txn (type %d)", ErrMalformed, d.left(), h.Type))
+	if d.Left() != 0 {
+		return d.Malformed("txn", "%d unexpected bytes after the txn (type %d)", d.Left(), h.Type)
 	}
 	return nil
 }
 
 // decodeRecord decodes the record of a txn of type typ. top is false inside a
 // multi, where the record is the whole buffer and no digest follows.
-func decodeRecord(d *dec, typ int32, top bool) (Record, error) {
+func decodeRecord(d *jute.Reader, typ int32, top bool) (Record, error) {
 	switch typ {
 	case OpCreate, OpCreate2, OpCreateContainer, OpCreateTTL:
 		return decodeCreate(d, typ, top)
 	case OpDelete, OpDeleteContainer:
-		p, err := d.ustring("delete path")
+		p, err := d.String("delete path")
 		return &DeleteTxn{Type: typ, Path: p}, err
 	case OpSetData, OpReconfig:
 		r := &SetDataTxn{Type: typ}
 		var err error
-		if r.Path, err = d.ustring("setData path"); err != nil {
+		if r.Path, err = d.String("setData path"); err != nil {
 			return nil, err
 		}
-		if r.Data, err = d.buffer("setData data"); err != nil {
+		if r.Data, err = d.Buffer("setData data"); err != nil {
 			return nil, err
 		}
-		r.Version, err = d.int32("setData version")
+		r.Version, err = d.Int32("setData version")
 		return r, err
 	case OpSetACL:
 		r := &SetACLTxn{}
 		var err error
-		if r.Path, err = d.ustring("setACL path"); err != nil {
+		if r.Path, err = d.String("setACL path"); err != nil {
 			return nil, err
 		}
-		if r.ACL, err = d.acls("setACL acl"); err != nil {
+		if r.ACL, err = readACLs(d, "setACL acl"); err != nil {
 			return nil, err
 		}
-		r.Version, err = d.int32("setACL version")
+		r.Version, err = d.Int32("setACL version")
 		return r, err
 	case OpCheck:
 		r := &CheckVersionTxn{}
 		var err error
-		if r.Path, err = d.ustring("check path"); err != nil {
+		if r.Path, err = d.String("check path"); err != nil {
 			return nil, err
 		}
-		r.Version, err = d.int32("check version")
+		r.Version, err = d.Int32("check version")
 		return r, err
 	case OpError:
-		e, err := d.int32("error code")
+		e, err := d.Int32("error code")
 		return &ErrorTxn{Err: e}, err
 	case OpCreateSession:
-		to, err := d.int32("createSession timeout")
+		to, err := d.Int32("createSession timeout")
 		return &CreateSessionTxn{TimeoutMs: to}, err
 	case OpCloseSession:
 		return decodeCloseSession(d, top)
 	case OpMulti:
 		if !top {
-			return nil, d.errAt("multi", fmt.Errorf("%w: multi nested in a multi", ErrMalformed))
+			return nil, d.Malformed("multi", "multi nested in a multi")
 		}
 		return decodeMulti(d)
 	}
-	raw := d.b[d.off:]
-	if top && len(raw) >= 12 {
-		raw = raw[:len(raw)-12] // assume a digest follows, as ZooKeeper would
+	n := d.Left()
+	if top && n >= 12 {
+		n -= 12 // assume a digest follows, as ZooKeeper would
 	}
-	d.off += len(raw)
-	return &UnknownTxn{Type: typ, Raw: raw}, nil
+	raw, err := d.Bytes(n, "unknown txn")
+	return &UnknownTxn{Type: typ, Raw: raw}, err
 }
 
-func decodeCreate(d *dec, typ int32, top bool) (Record, error) {
+func decodeCreate(d *jute.Reader, typ int32, top bool) (Record, error) {
 	r := &CreateTxn{Type: typ}
 	var err error
-	if r.Path, err = d.ustring("create path"); err != nil {
+	if r.Path, err = d.String("create path"); err != nil {
 		return nil, err
 	}
-	if r.Data, err = d.buffer("create data"); err != nil {
+	if r.Data, err = d.Buffer("create data"); err != nil {
 		return nil, err
 	}
-	if r.ACL, err = d.acls("create acl"); err != nil {
+	if r.ACL, err = readACLs(d, "create acl"); err != nil {
 		return nil, err
 	}
 	if typ == OpCreate || typ == OpCreate2 {
-		if r.Ephemeral, err = d.bool("create ephemeral"); err != nil {
+		if r.Ephemeral, err = d.Bool("create ephemeral"); err != nil {
 			return nil, err
 		}
 		// CreateTxnV0 (very old logs) ends here: ZooKeeper falls back on EOF.
-		if d.left() < 4 {
+		if d.Left() < 4 {
 			r.V0 = true
 			return r, nil
 		}
 	}
-	if r.ParentCVersion, err = d.int32("create parentCVersion"); err != nil {
+	if r.ParentCVersion, err = d.Int32("create parentCVersion"); err != nil {
 		return nil, err
 	}
 	if typ == OpCreateTTL {
-		r.TTL, err = d.int64("create ttl")
+		r.TTL, err = d.Int64("create ttl")
 	}
 	return r, err
 }
 
-func decodeCloseSession(d *dec, top bool) (Record, error) {
+func decodeCloseSession(d *jute.Reader, top bool) (Record, error) {
 	// Pre-3.6 closeSession has no record; with a digest alone 12 bytes remain.
-	if d.left() == 0 || (top && d.left() == 12) {
+	if d.Left() == 0 || (top && d.Left() == 12) {
 		return &CloseSessionTxn{}, nil
 	}
-	n, err := d.count("closeSession paths", 4)
+	paths, err := d.Strings("closeSession paths")
 	if err != nil {
 		return nil, err
 	}
-	r := &CloseSessionTxn{HasPaths: true, Paths: make([]string, 0, n)}
-	for range n {
-		p, err := d.ustring("closeSession path")
-		if err != nil {
-			return nil, err
-		}
-		r.Paths = append(r.Paths, p)
+	if paths == nil {
+		paths = []string{} // a null vector: the record is there, with no paths
 	}
-	return r, nil
+	return &CloseSessionTxn{HasPaths: true, Paths: paths}, nil
 }
 
-func decodeMulti(d *dec) (Record, error) {
-	n, err := d.count("multi txns", 8)
+func decodeMulti(d *jute.Reader) (Record, error) {
+	n, err := d.Count("multi txns", 8)
 	if err != nil {
 		return nil, err
 	}
 	m := &MultiTxn{Txns: make([]Record, 0, n)}
 	for range n {
-		typ, err := d.int32("multi sub-txn type")
+		typ, err := d.Int32("multi sub-txn type")
 		if err != nil {
 			return nil, err
 		}
-		start := d.off
-		buf, err := d.buffer("multi sub-txn data")
+		sub, err := d.Record("multi sub-txn data")
 		if err != nil {
 			return nil, err
 		}
-		sub := &dec{b: buf, base: d.base + int64(start) + 4, file: d.file}
 		rec, err := decodeRecord(sub, typ, false)
 		if err != nil {
 			return nil, err
 		}
-		if sub.left() != 0 {
-			return nil, sub.errAt("multi sub-txn", fmt.Errorf("%w: %d unexpected bytes after sub-txn type %d", ErrMalformed, sub.left(), typ))
+		if sub.Left() != 0 {
+			return nil, sub.Malformed("multi sub-txn", "%d unexpected bytes after sub-txn type %d", sub.Left(), typ)
 		}
 		m.Txns = append(m.Txns, rec)
 	}

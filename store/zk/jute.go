@@ -105,115 +105,43 @@ func zkMultiReadBody(ops []zkReadOp) func(*juteWriter) {
 // errZKDecode: the server's bytes are not the record we expect.
 var errZKDecode = errors.New("malformed ZooKeeper response")
 
-// juteReader reads jute values; the first short or invalid read sets err and every
-// later read returns zero values.
-type juteReader struct {
-	b   []byte
-	err error
-}
-
-func (r *juteReader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", errZKDecode, fmt.Sprintf(format, args...))
-	}
-}
-
-func (r *juteReader) take(n int, what string) []byte {
-	if r.err != nil {
+// decodeErr marks a jute read failure (field and offset) as a malformed response.
+func decodeErr(err error) error {
+	if err == nil {
 		return nil
 	}
-	if n < 0 || n > len(r.b) {
-		r.fail("%s: %d bytes wanted, %d left", what, n, len(r.b))
-		return nil
-	}
-	p := r.b[:n:n]
-	r.b = r.b[n:]
-	return p
+	return fmt.Errorf("%w: %v", errZKDecode, err)
 }
 
-func (r *juteReader) int32(what string) int32 {
-	p := r.take(4, what)
-	if p == nil {
-		return 0
-	}
-	return int32(binary.BigEndian.Uint32(p))
-}
-
-func (r *juteReader) int64(what string) int64 {
-	p := r.take(8, what)
-	if p == nil {
-		return 0
-	}
-	return int64(binary.BigEndian.Uint64(p))
-}
-
-func (r *juteReader) bool(what string) bool {
-	p := r.take(1, what)
-	return p != nil && p[0] != 0
-}
-
-// buffer is a length-prefixed byte string (-1: null, returned as empty).
-func (r *juteReader) buffer(what string) []byte {
-	n := r.int32(what)
-	if n == -1 {
-		return nil
-	}
-	if n < -1 {
-		r.fail("%s: length %d", what, n)
-		return nil
-	}
-	return r.take(int(n), what)
-}
-
-func (r *juteReader) stat() gozk.Stat {
-	if r.err == nil && len(r.b) < zkStatSize {
-		r.fail("stat: %d bytes wanted, %d left", zkStatSize, len(r.b))
-	}
+// readStat reads a Stat: 4 zxids/times, 3 versions, owner, length, children, pzxid.
+// A short read is left in r.Err.
+func readStat(r *jute.Reader) gozk.Stat {
 	var s gozk.Stat
-	s.Czxid = r.int64("stat")
-	s.Mzxid = r.int64("stat")
-	s.Ctime = r.int64("stat")
-	s.Mtime = r.int64("stat")
-	s.Version = r.int32("stat")
-	s.Cversion = r.int32("stat")
-	s.Aversion = r.int32("stat")
-	s.EphemeralOwner = r.int64("stat")
-	s.DataLength = r.int32("stat")
-	s.NumChildren = r.int32("stat")
-	s.Pzxid = r.int64("stat")
+	s.Czxid, _ = r.Int64("stat czxid")
+	s.Mzxid, _ = r.Int64("stat mzxid")
+	s.Ctime, _ = r.Int64("stat ctime")
+	s.Mtime, _ = r.Int64("stat mtime")
+	s.Version, _ = r.Int32("stat version")
+	s.Cversion, _ = r.Int32("stat cversion")
+	s.Aversion, _ = r.Int32("stat aversion")
+	s.EphemeralOwner, _ = r.Int64("stat ephemeralOwner")
+	s.DataLength, _ = r.Int32("stat dataLength")
+	s.NumChildren, _ = r.Int32("stat numChildren")
+	s.Pzxid, _ = r.Int64("stat pzxid")
 	return s
-}
-
-// strings is a vector of strings; a count larger than the bytes left could hold is
-// refused before anything is allocated.
-func (r *juteReader) strings(what string) []string {
-	n := r.int32(what)
-	if n == -1 || r.err != nil {
-		return nil
-	}
-	if n < 0 || int(n) > len(r.b)/4 {
-		r.fail("%s: %d strings in %d bytes", what, n, len(r.b))
-		return nil
-	}
-	out := make([]string, 0, n)
-	for range n {
-		p := r.buffer(what)
-		if r.err != nil {
-			return nil
-		}
-		out = append(out, string(p))
-	}
-	return out
 }
 
 // zkReplyHeader splits a response packet (without its length) into the
 // ReplyHeader (xid, zxid, err) and the body.
 func zkReplyHeader(pkt []byte) (xid int32, zxid int64, code int32, body []byte, err error) {
-	r := &juteReader{b: pkt}
-	xid = r.int32("reply header")
-	zxid = r.int64("reply header")
-	code = r.int32("reply header")
-	return xid, zxid, code, r.b, r.err
+	r := jute.NewReader(pkt)
+	xid, _ = r.Int32("reply header xid")
+	zxid, _ = r.Int64("reply header zxid")
+	code, _ = r.Int32("reply header err")
+	if err := r.Err(); err != nil {
+		return 0, 0, 0, nil, decodeErr(err)
+	}
+	return xid, zxid, code, pkt[r.Offset():], nil
 }
 
 // decodeMultiRead decodes a MultiResponse to a multiRead of ops: one result per
@@ -221,14 +149,14 @@ func zkReplyHeader(pkt []byte) (xid int32, zxid int64, code int32, body []byte, 
 // getChildren: the names) or an error (type -1, then the code), then the done
 // header. Anything else is an error, never a panic.
 func decodeMultiRead(body []byte, ops []zkReadOp) ([]zkReadResult, error) {
-	r := &juteReader{b: body}
+	r := jute.NewReader(body)
 	results := make([]zkReadResult, 0, len(ops))
 	for {
-		typ := r.int32("multi header")
-		done := r.bool("multi header")
-		hdrErr := r.int32("multi header")
-		if r.err != nil {
-			return nil, r.err
+		typ, _ := r.Int32("multi header type")
+		done, _ := r.Bool("multi header done")
+		hdrErr, _ := r.Int32("multi header err")
+		if err := r.Err(); err != nil {
+			return nil, decodeErr(err)
 		}
 		if done {
 			break
@@ -240,28 +168,28 @@ func decodeMultiRead(body []byte, ops []zkReadOp) ([]zkReadResult, error) {
 		var res zkReadResult
 		switch {
 		case typ == -1:
-			res.code = r.int32("error result")
-			if r.err == nil && res.code >= 0 {
+			res.code, _ = r.Int32("error result")
+			if r.Err() == nil && res.code >= 0 {
 				return nil, fmt.Errorf("%w: result %d (%s): error code %d (header %d)", errZKDecode, i, ops[i].path, res.code, hdrErr)
 			}
 		case typ == zkOpGetData && !ops[i].list:
-			res.data = r.buffer("data")
-			res.stat = r.stat()
+			res.data, _ = r.Buffer("data")
+			res.stat = readStat(r)
 		case typ == zkOpGetChildren && ops[i].list:
-			res.children = r.strings("children")
+			res.children, _ = r.Strings("children")
 		default:
 			return nil, fmt.Errorf("%w: result %d (%s): type %d", errZKDecode, i, ops[i].path, typ)
 		}
-		if r.err != nil {
-			return nil, fmt.Errorf("result %d (%s): %w", i, ops[i].path, r.err)
+		if err := r.Err(); err != nil {
+			return nil, fmt.Errorf("result %d (%s): %w", i, ops[i].path, decodeErr(err))
 		}
 		results = append(results, res)
 	}
 	if len(results) != len(ops) {
 		return nil, fmt.Errorf("%w: %d results to %d operations", errZKDecode, len(results), len(ops))
 	}
-	if len(r.b) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after the last result", errZKDecode, len(r.b))
+	if r.Left() != 0 {
+		return nil, fmt.Errorf("%w: %d bytes after the last result", errZKDecode, r.Left())
 	}
 	return results, nil
 }

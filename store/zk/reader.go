@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/formats/jute"
 )
 
 // zkReader is a second ZooKeeper session of our own that reads with multiRead
@@ -128,14 +130,14 @@ func dialZKReaderHost(addr string, session, dial, timeout time.Duration, digest 
 		return nil, fmt.Errorf("connect handshake: %w", err)
 	}
 	// ConnectResponse: protocol version, negotiated timeout, session id, password.
-	cr := &juteReader{b: pkt}
-	cr.int32("connect response")
-	negotiated := cr.int32("connect response")
-	cr.int64("connect response")
-	cr.buffer("connect response")
-	if cr.err != nil || negotiated <= 0 {
+	cr := jute.NewReader(pkt)
+	_, _ = cr.Int32("connect response protocolVersion")
+	negotiated, _ := cr.Int32("connect response timeOut")
+	_, _ = cr.Int64("connect response sessionId")
+	_, _ = cr.Buffer("connect response passwd")
+	if cr.Err() != nil || negotiated <= 0 {
 		conn.Close()
-		return nil, fmt.Errorf("connect handshake: no session (timeout %d, %v)", negotiated, cr.err)
+		return nil, fmt.Errorf("connect handshake: no session (timeout %d, %v)", negotiated, decodeErr(cr.Err()))
 	}
 	if digest != "" {
 		// AuthPacket (type 0, scheme, credentials) under the reserved auth xid.
