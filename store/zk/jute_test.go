@@ -112,6 +112,19 @@ func TestDecodeMultiRead(t *testing.T) {
 	}
 }
 
+// TestDecodeMultiReadErrorNamesFieldAndOffset: a response cut inside a result's
+// Stat says which field was short and at what byte of the body.
+func TestDecodeMultiReadErrorNamesFieldAndOffset(t *testing.T) {
+	body := encodeMultiResponse(juteOps[:1], juteResults[:1])
+	// MultiHeader (9 bytes), data length and "value of a" (14), czxid (8), then
+	// 3 of mzxid's 8 bytes.
+	_, err := decodeMultiRead(body[:9+14+8+3], juteOps[:1])
+	const want = "result 0 (/a): malformed ZooKeeper response: offset 31: stat mzxid: jute record ends early: need 8 bytes, 3 left"
+	if !errors.Is(err, errZKDecode) || err == nil || err.Error() != want {
+		t.Fatalf("error\n%v\nwant\n%s", err, want)
+	}
+}
+
 func TestZKMultiReadRequest(t *testing.T) {
 	ops := []zkReadOp{{path: "/a"}, {path: "/b", list: true}}
 	pkt := zkPacket(7, zkOpMultiRead, zkMultiReadBody(ops))
