@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -190,22 +189,7 @@ func (u *ledgerUniverse) liveSchemaLedgerMetadata(key string, length, ctimeMilli
 	if err != nil {
 		return nil, err
 	}
-	md := &bkpb.LedgerMetadataFormat{
-		QuorumSize:    ptr(write),
-		EnsembleSize:  ptr(ensemble),
-		Length:        ptr(length),
-		LastEntryId:   ptr(int64(0)),
-		State:         bkpb.LedgerMetadataFormat_CLOSED.Enum(),
-		Segment:       []*bkpb.LedgerMetadataFormat_Segment{{EnsembleMember: members, FirstEntryId: ptr(int64(0))}},
-		DigestType:    digest.Enum(),
-		Password:      []byte{},
-		AckQuorumSize: ptr(ack),
-		Ctime:         ptr(ctimeMillis),
-	}
-	formats.SetCustomMetadata(md, "application", "pulsar")
-	formats.SetCustomMetadata(md, cluster.CustomComponent, cluster.ComponentSchema)
-	formats.SetCustomMetadata(md, cluster.CustomSchemaID, key)
-	return md, nil
+	return schemaLedgerMetadata(key, members, ensemble, write, ack, digest, length, ctimeMillis), nil
 }
 
 // openOf is md as first created: OPEN, lastEntryId -1, length 0 (the Java

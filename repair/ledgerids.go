@@ -152,6 +152,14 @@ func (u *ledgerUniverse) newSchemaLedgerMetadata(key string, length int64, ctime
 		}
 		ack = clampQuorum(ack, write)
 	}
+	return schemaLedgerMetadata(key, members, ensemble, write, ack, digest, length, ctimeMillis)
+}
+
+// schemaLedgerMetadata is the closed one-entry metadata of a restored schema
+// ledger: empty password (BookkeeperSchemaStorage's), last entry 0, and the
+// custom metadata BookkeeperSchemaStorage writes.
+func schemaLedgerMetadata(key string, members []string, ensemble, write, ack int32,
+	digest bkpb.LedgerMetadataFormat_DigestType, length, ctimeMillis int64) *bkpb.LedgerMetadataFormat {
 	md := &bkpb.LedgerMetadataFormat{
 		QuorumSize:    ptr(write),
 		EnsembleSize:  ptr(ensemble),
