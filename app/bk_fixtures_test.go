@@ -145,7 +145,13 @@ func TestBKFixturesGenerate(t *testing.T) {
 	}
 
 	// (b) check finds on the live cluster what it finds in the data dir.
-	wantF := findingSet(t, mustBin(t, 1, "-d", dirOut, "--json", "check"))
+	// A ledger node without entries is, on live bookies, a ledger no bookie of
+	// its ensemble holds: the same fact, the live store's kind.
+	var wantF []string
+	for _, f := range findingSet(t, mustBin(t, 1, "-d", dirOut, "--json", "check")) {
+		wantF = append(wantF, strings.Replace(f, " ledger-node-without-entries ", " ledger-not-on-bookies ", 1))
+	}
+	slices.Sort(wantF)
 	gotF := findingSet(t, mustBin(t, 1, append(live, "check")...))
 	if !slices.Equal(gotF, wantF) {
 		t.Fatalf("check of the live cluster:\n%s\nwant (check of the data dir):\n%s", strings.Join(gotF, "\n"), strings.Join(wantF, "\n"))
