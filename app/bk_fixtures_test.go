@@ -88,6 +88,7 @@ func TestBKFixturesGenerate(t *testing.T) {
 	// (a) each closed ledger with entries, read by the Java client with a
 	// recovery open, holds exactly the generated entries.
 	read, open := 0, 0
+	openID, openWant := int64(-1), [][]byte(nil) // an OPEN ledger with entries
 	err = src.Metadata.Walk(context.Background(), formats.LedgersRoot+"/", func(nd store.Node) error {
 		id, err := formats.ParseLedgerPath(nd.Path)
 		if err != nil {
@@ -110,6 +111,9 @@ func TestBKFixturesGenerate(t *testing.T) {
 		}
 		if md.GetState() != bkpb.LedgerMetadataFormat_CLOSED {
 			open++
+			if len(want) > 1 && openWant == nil {
+				openID, openWant = id, want
+			}
 			return nil
 		}
 		if len(want) == 0 || read >= 6 {
@@ -127,7 +131,7 @@ func TestBKFixturesGenerate(t *testing.T) {
 		read++
 		return nil
 	})
-	if err != nil || read == 0 || open == 0 {
+	if err != nil || read == 0 || open == 0 || openWant == nil {
 		t.Fatalf("read %d closed ledgers, %d open, %v", read, open, err)
 	}
 	for id := range lost {
@@ -155,6 +159,17 @@ func TestBKFixturesGenerate(t *testing.T) {
 	gotF := findingSet(t, mustBin(t, 1, append(live, "check")...))
 	if !slices.Equal(gotF, wantF) {
 		t.Fatalf("check of the live cluster:\n%s\nwant (check of the data dir):\n%s", strings.Join(gotF, "\n"), strings.Join(wantF, "\n"))
+	}
+
+	// An OPEN ledger, as a Java writer leaves it: a reader without recovery sees
+	// up to the last add confirmed (the entry before the last, each add carrying
+	// its predecessor's), a recovery open all of them, and closes it.
+	r, err := c.ReadLedger(openID, "", true)
+	if err != nil || r.LAC != int64(len(openWant))-2 || len(r.Entries) != len(openWant)-1 {
+		t.Fatalf("bk tool read --no-recovery of open ledger %d: LAC %d, %d entries, want %d; %v", openID, r.LAC, len(r.Entries), len(openWant)-1, err)
+	}
+	if r, err = c.ReadLedger(openID, "", false); err != nil || len(r.Entries) != len(openWant) || !bytes.Equal(r.Entries[len(r.Entries)-1], openWant[len(openWant)-1]) {
+		t.Fatalf("bk tool read (recovery) of open ledger %d: %d entries, want %d; %v", openID, len(r.Entries), len(openWant), err)
 	}
 
 	// Generating again onto the same cluster overwrites nothing: exit 3.
