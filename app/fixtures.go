@@ -28,7 +28,10 @@ func (e *env) fixturesCommand() *cli.Command {
 				"referencing them by registry version and by PIP-420 and Confluent ids, batches, markers,\n" +
 				"broker entry indexes, checksums, every ManagedLedgerInfo codec and an offloaded ledger.\n" +
 				"The same seed and options always give the same bytes. What was written, and where each\n" +
-				"fault is, goes to DIR/" + fixtures.ManifestFile + ".",
+				"fault is, goes to DIR/" + fixtures.ManifestFile + ".\n" +
+				"Global --metadata zk://... or etcd://... also loads the metadata into that live store; with the\n" +
+				"global --ledgers bk: before the command, the ledgers also go to that ZooKeeper cluster's bookies\n" +
+				"(at the fixture's own ids; the cluster's ledger id generator is then moved past them).",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
 				&cli.Uint64Flag{Name: fxSeed, Value: 1, Usage: "random seed"},
