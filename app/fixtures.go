@@ -12,6 +12,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
 	"github.com/ledgermedic/ledgermedic/report"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // fixturesCommand generates realistic data dirs for tests, demos and drills.
@@ -27,7 +28,10 @@ func (e *env) fixturesCommand() *cli.Command {
 				"referencing them by registry version and by PIP-420 and Confluent ids, batches, markers,\n" +
 				"broker entry indexes, checksums, every ManagedLedgerInfo codec and an offloaded ledger.\n" +
 				"The same seed and options always give the same bytes. What was written, and where each\n" +
-				"fault is, goes to DIR/" + fixtures.ManifestFile + ".",
+				"fault is, goes to DIR/" + fixtures.ManifestFile + ".\n" +
+				"Global --metadata zk://... or etcd://... also loads the metadata into that live store; with the\n" +
+				"global --ledgers bk: before the command, the ledgers also go to that ZooKeeper cluster's bookies\n" +
+				"(at the fixture's own ids; the cluster's ledger id generator is then moved past them).",
 			Flags: []cli.Flag{
 				&cli.StringFlag{Name: flagOut, Required: true, Usage: "new data dir to create (must not exist or be empty)"},
 				&cli.Uint64Flag{Name: fxSeed, Value: 1, Usage: "random seed"},
@@ -96,6 +100,7 @@ type fixturesOptions struct {
 	OutExisted bool // --out was an empty directory (left as one when generate fails)
 	Cluster    fixtures.Options
 	Bookies    fixtures.BookieOptions // Bookies 0: no bookie dirs
+	OnBookies  *store.URL             // the global --ledgers bk:: the ledgers also go to its live bookies
 }
 
 func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
@@ -132,6 +137,10 @@ func parseFixturesOptions(c *cli.Context) (fixturesOptions, error) {
 	if err := checkEmptyDir(o.Out); err != nil {
 		return o, err
 	}
+	var err error
+	if o.OnBookies, err = fixtureBookies(c); err != nil {
+		return o, err
+	}
 	if _, err := os.Stat(o.Out); err == nil {
 		o.OutExisted = true
 	}
@@ -163,7 +172,7 @@ func (e *env) fixturesGenerate(c *cli.Context) error {
 		}
 	}
 	if c.IsSet(flagMetadata) {
-		note, err := e.loadFixture(c, out)
+		note, err := e.loadFixture(c, out, o.OnBookies)
 		if err != nil {
 			return err
 		}
@@ -236,6 +245,30 @@ func writeFixtureBookies(c *cli.Context, out string, opts fixtures.BookieOptions
 	doc.Note("bookie dirs: %s/bookie-1..%d (%d replicas of %d entries, %d bookie faults); manifest %s",
 		dir, opts.Bookies, bm.Replicas, bm.Entries, len(bm.Faults), filepath.Join(dir, fixtures.BookieManifestFile))
 	return nil
+}
+
+// fixtureBookies reads the global --ledgers (fixtures generate's own --ledgers
+// is --ledgers-per-topic): bk: puts the generated ledgers on the live bookies of
+// the --metadata cluster; any other ledger store is another program's files,
+// which ledgermedic never writes.
+func fixtureBookies(c *cli.Context) (*store.URL, error) {
+	s := globalString(c.Lineage()[1], flagLedgers)
+	if s == "" {
+		return nil, nil
+	}
+	u, err := store.ParseLedgersURL(s)
+	if err != nil {
+		return nil, report.BadInput(err)
+	}
+	if u.Scheme != store.SchemeBK || u.Meta != nil {
+		return nil, report.BadInputf("fixtures generate: --ledgers %s: only bk: (the live bookies of the --metadata cluster) "+
+			"is written; without --ledgers the entries stay in OUT/ledgers", u.String())
+	}
+	ms := globalString(c, flagMetadata)
+	if m, err := store.ParseMetadataURL(ms); ms == "" || err != nil || m.Scheme != store.SchemeZK {
+		return nil, report.BadInputf("fixtures generate --ledgers bk: needs --metadata zk://... (the live cluster whose bookies get the ledgers)")
+	}
+	return &u, nil
 }
 
 // checkEmptyDir refuses an --out that exists and holds anything: generating into

@@ -132,7 +132,8 @@ func importInto(ctx context.Context, src, dst *DataDir, rec *ImportRecord, opts 
 // LoadOptions tune LoadNodes.
 type LoadOptions struct {
 	Prefix string
-	Batch  int // nodes per compare-and-set batch (0: 64)
+	Skip   string // a subtree not loaded: this node and every node below it ("" none)
+	Batch  int    // nodes per compare-and-set batch (0: 64)
 }
 
 // LoadNodes creates every node of src (under Prefix) in dst, which must not hold
@@ -158,6 +159,9 @@ func LoadNodes(ctx context.Context, src store.MetadataStore, dst store.NodeBatch
 		return nil
 	}
 	err := src.Walk(ctx, opts.Prefix, func(n store.Node) error {
+		if opts.Skip != "" && (n.Path == opts.Skip || strings.HasPrefix(n.Path, opts.Skip+"/")) {
+			return nil
+		}
 		// A node whose ancestor is in the same batch goes in the next one: a live
 		// store creates missing parents itself, which would collide with the
 		// ancestor's own create.

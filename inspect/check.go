@@ -729,8 +729,12 @@ func (c *checker) checkLedgers(context.Context) error {
 		}
 		probe, lost := c.notOnBookies[id]
 		switch {
-		case lost:
+		case lost && f.refs&refSchema == 0:
 			c.add(notOnBookiesFinding(id, path, f, probe))
+		case lost:
+			// A schema version's ledger: schema-entry-lost already names the
+			// version and its repair, as for a data dir's ledger node without
+			// entries below.
 		case orphan && c.live && f.component == cluster.ComponentSchema:
 			// On a live cluster an unreferenced schema ledger is the expected
 			// leftover of concurrent first puts of one schema: each broker created
