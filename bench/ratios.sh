@@ -82,17 +82,17 @@ section() {
   zkdata)
     run zkdata go test ./formats/zkdisk -run '^$' -bench ZKDataRead -benchtime 5x ;;
   bookie)
-    run bookie go test ./store -run XXX -bench BenchmarkBookie -benchtime 5x ;;
+    run bookie go test ./store/bookie -run XXX -bench BenchmarkBookie -benchtime 5x ;;
   zk-live)
-    run zk-live go test ./store -run '^$' -bench 'BenchmarkZKWalk|BenchmarkZKCompareAndSetNodes' -benchtime 100x ;;
+    run zk-live go test ./store/zk -run '^$' -bench 'BenchmarkZKWalk|BenchmarkZKCompareAndSetNodes' -benchtime 100x ;;
   report)
     fixture
     run report env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./app -run '^$' -bench BenchmarkReport -benchtime 3x -count 2 ;;
   etcd)
-    run etcd go test ./store -run XXX -bench 'EtcdDBRead|EtcdLiveWalk|EtcdCAS' -benchtime 5x ;;
+    run etcd go test ./store/etcddb ./store/etcd -run XXX -bench 'EtcdDBRead|EtcdLiveWalk|EtcdCAS' -benchtime 5x ;;
   verify)
     fixture
-    run verify env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./store -run '^$' -bench VerifyOpen -benchtime 3x -count 3 ;;
+    run verify env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./store/badgerdir -run '^$' -bench VerifyOpen -benchtime 3x -count 3 ;;
   live)
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
     run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;

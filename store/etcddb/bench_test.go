@@ -20,7 +20,7 @@ import (
 )
 
 // Benchmarks of the etcd backends, each beside its physical baseline measured in the
-// same run (docs/benchmarks.md, "etcd backends"): compare ns/op of the pairs.
+// same run (docs/benchmarks.md, "Offline readers of other programs' files" and "Live ZooKeeper and etcd"): compare ns/op of the pairs.
 
 const (
 	benchDBKeys = 200_000
