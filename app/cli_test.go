@@ -53,6 +53,13 @@ func runBinIn(t *testing.T, dir string, args ...string) (string, string, int) {
 	cmd := exec.Command(binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "LEDGERMEDIC_DATA_DIR=")
+	return runCmd(t, cmd)
+}
+
+// runCmd runs cmd and returns stdout, stderr and the exit code; a process that
+// could not start fails the test.
+func runCmd(t *testing.T, cmd *exec.Cmd) (string, string, int) {
+	t.Helper()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -61,7 +68,7 @@ func runBinIn(t *testing.T, dir string, args ...string) (string, string, int) {
 	if errors.As(err, &ee) {
 		code = ee.ExitCode()
 	} else if err != nil {
-		t.Fatalf("run %v: %v", args, err)
+		t.Fatalf("run %v: %v", cmd.Args[1:], err)
 	}
 	return out.String(), errb.String(), code
 }

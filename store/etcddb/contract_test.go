@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -14,40 +13,21 @@ import (
 // etcd bbolt db files (etcd-db:), seeded by writing through a real etcd whose
 // db file the backend then reads.
 
-func openEtcdDBContract(t *testing.T, path string) (store.MetadataBackend, error) {
-	t.Helper()
-	u, err := store.ParseMetadataURL("etcd-db:" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := datadir.OpenMetadata(u, store.Options{ReadOnly: true})
-	if err == nil {
-		t.Cleanup(func() { mb.Close() })
-	}
-	return mb, err
-}
-
-func mustOpenEtcdDBContract(t *testing.T, path string) store.MetadataBackend {
-	t.Helper()
-	mb, err := openEtcdDBContract(t, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mb
-}
-
 func etcdDBUnreachable(t *testing.T) (string, error) {
 	path := filepath.Join(t.TempDir(), "gone", "db")
-	_, err := openEtcdDBContract(t, path)
+	_, err := testutil.OpenMetadata(t, "etcd-db:"+path, readOnly)
 	return path, err
 }
+
+// readOnly: offline readers only read.
+var readOnly = store.Options{ReadOnly: true}
 
 func TestContractEtcdDB(t *testing.T) {
 	storetest.MetadataContract(t, func(t *testing.T, seed []store.Node) storetest.Metadata {
 		srv := testutil.StartEtcd(t)
 		storetest.Seed(t, testutil.MustOpenMetadataURL(t, "etcd:"+srv.Endpoint, false), seed)
 		srv.Stop()
-		return storetest.Metadata{Store: mustOpenEtcdDBContract(t, srv.DBFile()), ReadOnly: true, Unreachable: etcdDBUnreachable}
+		return storetest.Metadata{Store: testutil.MustOpenMetadata(t, "etcd-db:"+srv.DBFile(), readOnly), ReadOnly: true, Unreachable: etcdDBUnreachable}
 	})
 }
 
@@ -76,5 +56,5 @@ func TestEtcdDBEqualsLiveTwin(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(300 * time.Millisecond) // past etcd's 100 ms backend commit
-	storetest.SameTree(t, mustOpenEtcdDBContract(t, srv.DBFile()), live, "")
+	storetest.SameTree(t, testutil.MustOpenMetadata(t, "etcd-db:"+srv.DBFile(), readOnly), live, "")
 }

@@ -90,7 +90,7 @@ func BenchmarkZKWalk(b *testing.B) {
 	srv := testutil.StartZooKeeper(b, testutil.ZKOptions{SnapCount: -1})
 	raw := testutil.ZKClient(b, srv.Addr)
 	paths := zkBenchTree(b, raw)
-	s := zkMustOpen(b, "zk://"+srv.Addr, store.Options{ReadOnly: true, Remote: store.RemoteOptions{Concurrency: zkBenchConc}})
+	s := testutil.MustOpenMetadata(b, "zk://"+srv.Addr, store.Options{ReadOnly: true, Remote: store.RemoteOptions{Concurrency: zkBenchConc}})
 	var walk, bare time.Duration
 	for b.Loop() {
 		t0 := time.Now()
@@ -121,7 +121,7 @@ func BenchmarkZKCompareAndSetNodes(b *testing.B) {
 	const batch = 100
 	srv := testutil.StartZooKeeper(b, testutil.ZKOptions{SnapCount: -1})
 	raw := testutil.ZKClient(b, srv.Addr)
-	s := zkMustOpen(b, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: zkBenchConc}})
+	s := testutil.MustOpenMetadata(b, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: zkBenchConc}})
 	value := make([]byte, 100)
 	var ours, bare []string
 	for _, set := range []string{"ours", "bare"} {

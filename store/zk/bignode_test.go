@@ -24,7 +24,7 @@ func pulsarZK(t *testing.T) *testutil.ZKServer {
 func TestZKBigNodes(t *testing.T) {
 	srv := pulsarZK(t)
 	raw := testutil.ZKClient(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 	big := func(seed byte, n int) []byte { return bytes.Repeat([]byte{seed, seed + 1, seed + 2, seed + 3}, n/4) }
 	v1, v2 := big(1, 5<<20), big(7, 5<<20+12345)
 
@@ -78,13 +78,13 @@ func TestZKBigNodes(t *testing.T) {
 // checked as a URL option.
 func TestZKMaxBufferOption(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{}) // ZooKeeper's default, 0xfffff
-	s := zkMustOpen(t, "zk://"+srv.Addr+"?jute-maxbuffer=1048575", store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr+"?jute-maxbuffer=1048575", store.Options{})
 	_, err := s.CompareAndSetNodes([]store.NodeWrite{{Path: "/n", Value: make([]byte, 1<<20)}})
 	if !errors.Is(err, store.ErrNodeTooBig) || !strings.Contains(err.Error(), "1048575") {
 		t.Fatalf("a 1 MiB node on a 0xfffff server: %v, want ErrNodeTooBig naming the limit", err)
 	}
 	for _, bad := range []string{"x", "0", "-5", "12"} {
-		if _, err := zkOpenURL(t, "zk://"+srv.Addr+"?jute-maxbuffer="+bad, store.Options{}); !errors.Is(err, store.ErrBadURL) {
+		if _, err := testutil.OpenMetadata(t, "zk://"+srv.Addr+"?jute-maxbuffer="+bad, store.Options{}); !errors.Is(err, store.ErrBadURL) {
 			t.Errorf("jute-maxbuffer=%s: %v, want ErrBadURL", bad, err)
 		}
 	}

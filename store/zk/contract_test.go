@@ -4,7 +4,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -14,14 +13,7 @@ import (
 
 func zkUnreachable(t *testing.T) (string, error) {
 	addr := storetest.ClosedAddr(t)
-	u, err := store.ParseMetadataURL("zk://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := datadir.OpenMetadata(u, store.Options{ReadOnly: true, Remote: store.RemoteOptions{Timeout: 1500 * time.Millisecond}})
-	if err == nil {
-		mb.Close()
-	}
+	_, err := testutil.OpenMetadataURL(t, "zk://"+addr, true, 1500*time.Millisecond)
 	return addr, err
 }
 

@@ -21,7 +21,7 @@ func TestZKServerDiesMidWalk(t *testing.T) {
 	for i := range 400 {
 		zkCreateAll(t, raw, "/d/"+strconv.Itoa(i%8)+"/n"+strconv.Itoa(i), []byte("v"))
 	}
-	s, err := zkOpenURL(t, "zk://"+srv.Addr+"?timeout=8s", store.Options{Remote: store.RemoteOptions{Rate: 300}})
+	s, err := testutil.OpenMetadata(t, "zk://"+srv.Addr+"?timeout=8s", store.Options{Remote: store.RemoteOptions{Rate: 300}})
 	if err != nil {
 		t.Fatal(err)
 	}

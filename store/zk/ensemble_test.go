@@ -167,7 +167,7 @@ func TestZKVerifyReadsNotStale(t *testing.T) {
 	const lag = 400 * time.Millisecond
 	e := startLagEnsemble(t, lag)
 	writeHost := e.addrs[1]
-	s := zkMustOpen(t, "zk://"+writeHost, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+writeHost, store.Options{})
 	zkstore.ZKReadHostsForTest(s, []string{e.addrs[0]})
 	if active, _, _ := zkstore.ZKReadStatsForTest(s); !active {
 		t.Fatalf("no read session on the lagging follower: %v", s.Source().Notes)

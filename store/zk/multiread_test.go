@@ -34,7 +34,7 @@ func TestZKMultiReadWalkAndGetNodes(t *testing.T) {
 	zkCreateAll(t, raw, "/root/ml/t-1", nil) // sorts between /root/ml/t and its children
 	for _, tc := range []struct{ url, chroot string }{{"zk://" + srv.Addr, ""}, {"zk://" + srv.Addr + "/root", "/root"}} {
 		t.Run(tc.url, func(t *testing.T) {
-			s := zkMustOpen(t, tc.url, store.Options{})
+			s := testutil.MustOpenMetadata(t, tc.url, store.Options{})
 			if active, _, _ := zkstore.ZKReadStatsForTest(s); !active {
 				t.Fatalf("no multiRead session: %v", s.Source().Notes)
 			}
@@ -99,7 +99,7 @@ func TestZKMultiReadSyncAfterWrite(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
 	zkCreateAll(t, raw, "/w/a", []byte("0"))
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 	nb := s.(store.NodeBatcher)
 	syncs := func() int64 { _, _, n := zkstore.ZKReadStatsForTest(s); return n }
 	for i, w := range []store.NodeWrite{
@@ -144,7 +144,7 @@ func TestZKMultiReadDigest(t *testing.T) {
 	if _, err := raw.Create("/d/secret", []byte("s"), 0, zk.DigestACL(zk.PermAll, "ops", "s3cret")); err != nil {
 		t.Fatal(err)
 	}
-	s := zkMustOpen(t, "zk://"+srv.Addr+"?digest=ops:s3cret", store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr+"?digest=ops:s3cret", store.Options{})
 	if active, _, _ := zkstore.ZKReadStatsForTest(s); !active {
 		t.Fatalf("no multiRead session with digest auth: %v", s.Source().Notes)
 	}
@@ -155,12 +155,12 @@ func TestZKMultiReadDigest(t *testing.T) {
 	if got := zkWalkAll(t, s, "/d/", ""); len(got) != 1 || string(got[0].Value) != "s" {
 		t.Errorf("walk with the digest: %+v", got)
 	}
-	anon := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	anon := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 	_, err = anon.(store.NodeBatcher).GetNodes([]string{"/d", "/d/secret"})
 	if !errors.Is(err, zk.ErrNoAuth) || !strings.Contains(err.Error(), `"/d/secret"`) || strings.Contains(err.Error(), `"/d"`) {
 		t.Errorf("without the digest: %v", err)
 	}
-	bad, err := zkOpenURL(t, "zk://"+srv.Addr+"?digest=ops:wrong", store.Options{})
+	bad, err := testutil.OpenMetadata(t, "zk://"+srv.Addr+"?digest=ops:wrong", store.Options{})
 	if err == nil {
 		defer bad.Close()
 		if active, _, _ := zkstore.ZKReadStatsForTest(bad); active {
@@ -213,7 +213,7 @@ func TestZKMultiReadFallback(t *testing.T) {
 	for i := range 30 {
 		zkCreateAll(t, raw, fmt.Sprintf("/f/%02d", i), []byte{byte(i)})
 	}
-	s := zkMustOpen(t, "zk://"+firstOnlyProxy(t, srv.Addr), store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+firstOnlyProxy(t, srv.Addr), store.Options{})
 	if active, _, _ := zkstore.ZKReadStatsForTest(s); active {
 		t.Fatal("a read session through a proxy that cuts it")
 	}
@@ -263,7 +263,7 @@ func TestZKMultiReadRateCap(t *testing.T) {
 		zkCreateAll(t, raw, p, []byte("x"))
 		ps = append(ps, p)
 	}
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Rate: 40}})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Rate: 40}})
 	if active, _, _ := zkstore.ZKReadStatsForTest(s); !active {
 		t.Fatal("no multiRead session")
 	}
@@ -318,7 +318,7 @@ func TestZKMultiReadRefused(t *testing.T) {
 	raw := testutil.ZKClient(t, srv.Addr)
 	zkCreateAll(t, raw, "/old/a", []byte("a"))
 	addr, conns := refuseMultiReadProxy(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+addr, store.Options{})
 	if active, _, _ := zkstore.ZKReadStatsForTest(s); active {
 		t.Fatal("a multiRead session on a server that refuses multiRead")
 	}

@@ -23,7 +23,7 @@ func TestZKWalkOrderAndPrefixes(t *testing.T) {
 	}
 	all := withAncestors(zkTricky)
 	for _, conc := range []int{1, 16} {
-		s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: conc}})
+		s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: conc}})
 		for _, tc := range []struct{ prefix, start string }{
 			{"", ""}, {"/", ""}, {"/t", ""}, {"/t/", ""}, {"/t-", ""}, {"/t/x", ""},
 			{"/managed-ledgers/acme/ord", ""}, {"/managed-ledgers/acme/orders/persistent/orders", ""},
@@ -45,7 +45,7 @@ func TestZKWalkOrderAndPrefixes(t *testing.T) {
 		}
 	}
 	// ZooKeeper's own subtree only when asked for.
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 	if got := paths(zkWalkAll(t, s, "/zookeeper", "")); len(got) == 0 || got[0] != "/zookeeper" || !slices.Contains(got, "/zookeeper/quota") {
 		t.Errorf("walk /zookeeper = %q", got)
 	}
@@ -95,7 +95,7 @@ func TestZKWalkDeepSubtreeBehindAFullWindow(t *testing.T) {
 		all = append(all, fmt.Sprintf("/b/n%05d", i))
 	}
 	zkCreateMany(t, raw, all, []byte("v"))
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 	before := zkReceived(t, srv.Addr)
 	got := paths(zkWalkAll(t, s, "", ""))
 	requests := zkReceived(t, srv.Addr) - before - 1 // not our srvr
@@ -111,7 +111,7 @@ func TestZKWalkDeepSubtreeBehindAFullWindow(t *testing.T) {
 	// Without multiRead (a proxy cuts the read session) a read is a request of
 	// its own, and past a full window the head goes with up to the concurrency
 	// of them: the same nodes, in the same order.
-	fb := zkMustOpen(t, "zk://"+firstOnlyProxy(t, srv.Addr), store.Options{})
+	fb := testutil.MustOpenMetadata(t, "zk://"+firstOnlyProxy(t, srv.Addr), store.Options{})
 	if active, _, _ := zkstore.ZKReadStatsForTest(fb); active {
 		t.Fatal("a read session through a proxy that cuts it")
 	}
@@ -125,7 +125,7 @@ func TestZKWalkDeepSubtreeBehindAFullWindow(t *testing.T) {
 func TestZKWalkRandomTrees(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: 4}})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Concurrency: 4}})
 	names := []string{"a", "a-", "a.b", "a0", "ab", "b", " ", "a-b", "~"}
 	rng := rand.New(rand.NewPCG(7, 11))
 	var leaves []string
@@ -164,7 +164,7 @@ func TestZKChroot(t *testing.T) {
 	raw := testutil.ZKClient(t, srv.Addr)
 	zkCreateAll(t, raw, "/pulsar/managed-ledgers/a", []byte("a"))
 	zkCreateAll(t, raw, "/pulsar-other/x", []byte("x"))
-	s := zkMustOpen(t, "zk:"+srv.Addr+"/pulsar", store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk:"+srv.Addr+"/pulsar", store.Options{})
 	if got, want := paths(zkWalkAll(t, s, "/", "")), []string{"/managed-ledgers", "/managed-ledgers/a"}; !slices.Equal(got, want) {
 		t.Errorf("walk in chroot = %q, want %q", got, want)
 	}
@@ -182,7 +182,7 @@ func TestZKChroot(t *testing.T) {
 		t.Error("a write through the chroot landed outside it")
 	}
 
-	_, err = zkOpenURL(t, "zk://"+srv.Addr+"/missing/root", store.Options{})
+	_, err = testutil.OpenMetadata(t, "zk://"+srv.Addr+"/missing/root", store.Options{})
 	if !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "chroot /missing/root does not exist") {
 		t.Errorf("missing chroot: %v", err)
 	}

@@ -15,7 +15,6 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	zkstore "github.com/ledgermedic/ledgermedic/store/zk"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -28,29 +27,6 @@ func joinPath(parent, name string) string {
 		return "/" + name
 	}
 	return parent + "/" + name
-}
-
-// zkOpenURL opens the backend through the one dispatch point.
-func zkOpenURL(t testing.TB, raw string, opts store.Options) (store.MetadataBackend, error) {
-	t.Helper()
-	u, err := store.ParseMetadataURL(raw)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := datadir.OpenMetadata(u, opts)
-	if err == nil {
-		t.Cleanup(func() { mb.Close() })
-	}
-	return mb, err
-}
-
-func zkMustOpen(t testing.TB, raw string, opts store.Options) store.MetadataBackend {
-	t.Helper()
-	mb, err := zkOpenURL(t, raw, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mb
 }
 
 // zkCreateAll creates path and its missing ancestors (empty, persistent) with raw.
@@ -162,7 +138,7 @@ func withAncestors(ps []string) []string {
 func TestZKVersionsAndCAS(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
 
 	if _, err := s.Get("/a"); !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), `"/a"`) {
 		t.Fatalf("get absent = %v", err)
@@ -272,7 +248,7 @@ func TestZKBatchTooBig(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
 	// The test server runs with ZooKeeper's default jute.maxbuffer.
-	s := zkMustOpen(t, "zk://"+srv.Addr+"?jute-maxbuffer=0xfffff", store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr+"?jute-maxbuffer=0xfffff", store.Options{})
 	big := make([]byte, 400_000)
 	var writes []store.NodeWrite
 	for i := range 3 {
@@ -298,7 +274,7 @@ func TestZKReadOnly(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
 	zkCreateAll(t, raw, "/a", []byte("a"))
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{ReadOnly: true})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{ReadOnly: true})
 	if !s.Source().ReadOnly {
 		t.Error("source not read-only")
 	}
@@ -343,7 +319,7 @@ func TestZKDigestAuth(t *testing.T) {
 		{"no digest", "zk://" + srv.Addr, store.RemoteOptions{}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := zkMustOpen(t, tc.url, store.Options{Remote: tc.opts})
+			s := testutil.MustOpenMetadata(t, tc.url, store.Options{Remote: tc.opts})
 			if strings.Contains(s.Source().URL, "s3cret") || strings.Contains(s.Source().URL, "wrong") {
 				t.Errorf("source URL shows the password: %s", s.Source().URL)
 			}
@@ -365,7 +341,7 @@ func TestZKDigestAuth(t *testing.T) {
 			}
 		})
 	}
-	if _, err := zkOpenURL(t, "zk://"+srv.Addr+"?digest=nocolon", store.Options{}); !errors.Is(err, store.ErrBadURL) {
+	if _, err := testutil.OpenMetadata(t, "zk://"+srv.Addr+"?digest=nocolon", store.Options{}); !errors.Is(err, store.ErrBadURL) {
 		t.Errorf("digest without a colon = %v", err)
 	}
 }
@@ -378,7 +354,7 @@ func TestZKUnreachable(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close() // nothing listens there now
 	start := time.Now()
-	_, err = zkOpenURL(t, "zk://"+addr, store.Options{Remote: store.RemoteOptions{Timeout: 1500 * time.Millisecond}})
+	_, err = testutil.OpenMetadata(t, "zk://"+addr, store.Options{Remote: store.RemoteOptions{Timeout: 1500 * time.Millisecond}})
 	took := time.Since(start)
 	if err == nil || !strings.Contains(err.Error(), addr) || !strings.Contains(err.Error(), "no server answered") {
 		t.Errorf("unreachable = %v", err)
@@ -386,7 +362,7 @@ func TestZKUnreachable(t *testing.T) {
 	if took > 4*time.Second {
 		t.Errorf("unreachable took %v with a 1.5 s timeout", took)
 	}
-	if _, err := zkOpenURL(t, "zk://"+addr+"?session-timeout=soon", store.Options{}); !errors.Is(err, store.ErrBadURL) {
+	if _, err := testutil.OpenMetadata(t, "zk://"+addr+"?session-timeout=soon", store.Options{}); !errors.Is(err, store.ErrBadURL) {
 		t.Errorf("bad session-timeout = %v", err)
 	}
 }
@@ -395,7 +371,7 @@ func TestZKSource(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
 	zkCreateAll(t, raw, "/a", nil)
-	s := zkMustOpen(t, "zk://"+srv.Addr+"?digest=u:p&session-timeout=6s", store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr+"?digest=u:p&session-timeout=6s", store.Options{})
 	src := s.Source()
 	if src.Kind != store.SchemeZK || src.ReadOnly || src.Zxid <= 0 || strings.Contains(src.URL, "u:p") || !strings.Contains(src.URL, srv.Addr) {
 		t.Errorf("source = %+v", src)
@@ -413,7 +389,7 @@ func TestZKRateCap(t *testing.T) {
 	for i := range 20 {
 		zkCreateAll(t, raw, fmt.Sprintf("/r/%02d", i), []byte("x"))
 	}
-	s := zkMustOpen(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Rate: 40, Concurrency: 16}})
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{Remote: store.RemoteOptions{Rate: 40, Concurrency: 16}})
 	start := time.Now()
 	got := zkWalkAll(t, s, "/r/", "")
 	if took := time.Since(start); len(got) != 20 || took < 350*time.Millisecond {
@@ -507,7 +483,7 @@ func TestZKOutcomeUnknown(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
 	proxy := startDropProxy(t, srv.Addr)
-	s := zkMustOpen(t, "zk://"+proxy.addr, store.Options{})
+	s := testutil.MustOpenMetadata(t, "zk://"+proxy.addr, store.Options{})
 	for _, p := range []string{"/o/a", "/o/b"} {
 		zkCreateAll(t, raw, p, []byte("before"))
 	}

@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -13,40 +12,21 @@ import (
 // ZooKeeper dataDirs (zk-data:), seeded by writing through a real ZooKeeper
 // whose files the backend then reads.
 
-func openZKDataContract(t *testing.T, dir string) (store.MetadataBackend, error) {
-	t.Helper()
-	u, err := store.ParseMetadataURL("zk-data:" + dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mb, err := datadir.OpenMetadata(u, store.Options{ReadOnly: true})
-	if err == nil {
-		t.Cleanup(func() { mb.Close() })
-	}
-	return mb, err
-}
-
-func mustOpenZKDataContract(t *testing.T, dir string) store.MetadataBackend {
-	t.Helper()
-	mb, err := openZKDataContract(t, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return mb
-}
-
 func zkDataUnreachable(t *testing.T) (string, error) {
 	dir := filepath.Join(t.TempDir(), "gone")
-	_, err := openZKDataContract(t, dir)
+	_, err := testutil.OpenMetadata(t, "zk-data:"+dir, readOnly)
 	return dir, err
 }
+
+// readOnly: offline readers only read.
+var readOnly = store.Options{ReadOnly: true}
 
 func TestContractZKData(t *testing.T) {
 	storetest.MetadataContract(t, func(t *testing.T, seed []store.Node) storetest.Metadata {
 		srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 		storetest.Seed(t, testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, false), seed)
 		srv.Stop()
-		return storetest.Metadata{Store: mustOpenZKDataContract(t, srv.DataDir), ReadOnly: true, Unreachable: zkDataUnreachable}
+		return storetest.Metadata{Store: testutil.MustOpenMetadata(t, "zk-data:"+srv.DataDir, readOnly), ReadOnly: true, Unreachable: zkDataUnreachable}
 	})
 }
 
@@ -75,8 +55,8 @@ func TestZKDataEqualsLiveTwin(t *testing.T) {
 	if err := live.CompareAndDelete(gone, v); err != nil {
 		t.Fatal(err)
 	}
-	storetest.SameTree(t, mustOpenZKDataContract(t, srv.DataDir), live, "")
+	storetest.SameTree(t, testutil.MustOpenMetadata(t, "zk-data:"+srv.DataDir, readOnly), live, "")
 	srv.Stop()
 	srv.Restart()
-	storetest.SameTree(t, mustOpenZKDataContract(t, srv.DataDir), testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, true), "")
+	storetest.SameTree(t, testutil.MustOpenMetadata(t, "zk-data:"+srv.DataDir, readOnly), testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, true), "")
 }
