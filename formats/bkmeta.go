@@ -76,6 +76,16 @@ func readLedgerMetadataHeader(b []byte) (version, off int, err error) {
 	return 0, 0, fmt.Errorf("ledger metadata: offset %d: no newline within %d bytes after the version key", start, maxVersionDigits)
 }
 
+// OpenedLedgerMetadata is m as a writer first creates it: OPEN, lastEntryId -1,
+// length 0 (the Java client's invariant for an open ledger, LedgerMetadataImpl).
+func OpenedLedgerMetadata(m *bkpb.LedgerMetadataFormat) *bkpb.LedgerMetadataFormat {
+	o := proto.Clone(m).(*bkpb.LedgerMetadataFormat)
+	o.State = bkpb.LedgerMetadataFormat_OPEN.Enum()
+	o.LastEntryId = proto.Int64(-1)
+	o.Length = proto.Int64(0)
+	return o
+}
+
 // EncodeLedgerMetadata writes m in format version 3, as BookKeeper does.
 func EncodeLedgerMetadata(m *bkpb.LedgerMetadataFormat) ([]byte, error) {
 	body, err := marshal.Marshal(m)

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/bkpb"
 	"github.com/ledgermedic/ledgermedic/mutate"
@@ -139,7 +137,7 @@ func (u *ledgerUniverse) ledgerItems(key string, id int64, entry []byte, what st
 	if err != nil {
 		return nil, err
 	}
-	open := openOf(closed)
+	open := formats.OpenedLedgerMetadata(closed)
 	openBytes, err := formats.EncodeLedgerMetadata(open)
 	if err != nil {
 		return nil, err
@@ -190,16 +188,6 @@ func (u *ledgerUniverse) liveSchemaLedgerMetadata(key string, length, ctimeMilli
 		return nil, err
 	}
 	return schemaLedgerMetadata(key, members, ensemble, write, ack, digest, length, ctimeMillis), nil
-}
-
-// openOf is md as first created: OPEN, lastEntryId -1, length 0 (the Java
-// client's invariant for an open ledger, LedgerMetadataImpl).
-func openOf(md *bkpb.LedgerMetadataFormat) *bkpb.LedgerMetadataFormat {
-	o := proto.Clone(md).(*bkpb.LedgerMetadataFormat)
-	o.State = bkpb.LedgerMetadataFormat_OPEN.Enum()
-	o.LastEntryId = ptr(int64(-1))
-	o.Length = ptr(int64(0))
-	return o
 }
 
 // liveNotes say where the new ledgers go and where their ids come from.
