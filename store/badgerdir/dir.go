@@ -145,6 +145,11 @@ func (d *Dir) tableDirs() []string {
 // Create makes a new, empty, writable data dir at path. path may exist (holding, say,
 // a journal) but must not already hold either database.
 func Create(path string) (*Dir, error) {
+	return create(path)
+}
+
+// create is Create with adjusted options (CreateLoader's).
+func create(path string, adjust ...func(badger.Options) badger.Options) (*Dir, error) {
 	for _, name := range []string{MetadataDirName, LedgersDirName} {
 		p := filepath.Join(path, name)
 		if _, err := os.Lstat(p); err == nil {
@@ -156,10 +161,10 @@ func Create(path string) (*Dir, error) {
 	}
 	d := &Dir{Path: path}
 	var err error
-	if d.meta, err = OpenDB(filepath.Join(path, MetadataDirName), false); err != nil {
+	if d.meta, err = OpenDB(filepath.Join(path, MetadataDirName), false, adjust...); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", path, err)
 	}
-	if d.ledgers, err = OpenDB(filepath.Join(path, LedgersDirName), false); err != nil {
+	if d.ledgers, err = OpenDB(filepath.Join(path, LedgersDirName), false, adjust...); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("create data dir %s: %w", path, err)
 	}

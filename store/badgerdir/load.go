@@ -1,0 +1,693 @@
+package badgerdir
+
+import (
+	"bufio"
+	"bytes"
+	"cmp"
+	"container/heap"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	badger "github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/dgraph-io/ristretto/v2/z"
+)
+
+// Loader fills the two databases of a new data dir from writes in any order
+// (fixtures generate), in memory that does not grow with what it is given.
+//
+// A WriteBatch (BulkWriter) sends every write through memtables, level-0
+// tables and compactions, whose table builders grow in number and size with
+// the database: 100,000 topics of fixture peaked at 574 MB, and a million
+// would have taken some 45 minutes. The Loader sorts instead (an external
+// merge sort): each database's writes fill a buffer that, when full, is sorted
+// and written to a run file beside the databases while the next one fills.
+// Commit merges the runs (in rounds of loadMaxFanIn at most) and hands the
+// keys, in order, to Badger's StreamWriter, which writes each table once, at
+// the last level, with no memtable, write-ahead log or compaction.
+//
+// Its memory: two sort buffers per database while loading (loadBufferSize),
+// and while committing a read buffer per run (loadRunReadBuffer) and the
+// StreamWriter's table builders (paced: loadTablesInFlight). Commit writes the
+// databases one after the other, so only one of them holds these at a time.
+//
+// The last write to a key decides whether it is stored and with which value:
+// a deleted key is absent (no tombstone is stored). Every key gets version 1.
+type Loader struct {
+	dir     *Dir
+	scratch string // the run files' folder, removed by Close
+	meta    *sorter
+	ledgers *sorter
+	key     []byte // reused to build keys
+	state   loaderState
+}
+
+type loaderState int
+
+const (
+	loading   loaderState = iota
+	committed             // Commit succeeded: no more writes
+	failed                // a write or Commit failed: the loader is unusable
+)
+
+const (
+	// loadBufferSize is one sort buffer: keys, values and sortRecSize bytes
+	// of index per write. Each database has two (one filling, one being
+	// written as a run). A million-topic fixture writes some 3 GB in all,
+	// about 190 runs per database.
+	loadBufferSize = 16 << 20
+	// loadMaxFanIn bounds the runs merged at once, and so the read buffers of
+	// a merge (16 MB at most). More runs are first merged in groups into
+	// fewer, longer ones.
+	loadMaxFanIn = 256
+	// loadRunReadBuffer is the read buffer of each run in a merge.
+	loadRunReadBuffer = 64 << 10
+	// loadTableSize is the size of the tables the Loader writes (all at the
+	// last level, compressed). A table builder holds the table's blocks
+	// uncompressed and compressed, in buffers that double (about 28 MB for
+	// 2 MB tables of fixture data, which Snappy shrinks about threefold).
+	loadTableSize = 2 << 20
+	// loadWriteBatch is how many bytes of sorted keys and values go to the
+	// StreamWriter at a time; it copies them, and queues up to three batches.
+	loadWriteBatch = 1 << 20
+	// loadMemTableSize: the Loader writes no memtable, but Badger allocates
+	// one at open and again in StreamWriter.Prepare.
+	loadMemTableSize = 1 << 20
+	// loadScratchDir is the run files' folder inside the data dir.
+	loadScratchDir = ".load"
+	// maxKeySize is Badger's key size limit (txn.go: maxKeySize).
+	maxKeySize = 65000
+)
+
+// loadOptions adjust badgerOptions for a database a Loader fills: one table
+// size at every level (Badger's StreamWriter otherwise multiplies the base size
+// by TableSizeMultiplier for each level down to the last, where it writes: a
+// table builder of 64 MB), no compactors (it compacts nothing), and a small
+// memtable, which the value threshold must fit (sessionValueThreshold: values
+// from 150 KB up go to the value log).
+func loadOptions(opts badger.Options) badger.Options {
+	opts = opts.WithBaseTableSize(loadTableSize).
+		WithNumCompactors(0).
+		WithMemTableSize(memTableSize(opts.Dir, loadMemTableSize))
+	opts.TableSizeMultiplier = 1 // no With method in Badger v4
+	return opts.WithValueThreshold(sessionValueThreshold(opts.MemTableSize))
+}
+
+// CreateLoader makes a new data dir at path, as Create does, and returns a
+// Loader that fills it. Call Commit after the last write, then Close.
+func CreateLoader(path string) (*Loader, error) {
+	d, err := create(path, loadOptions)
+	if err != nil {
+		return nil, err
+	}
+	scratch := filepath.Join(path, loadScratchDir)
+	if err := os.Mkdir(scratch, 0o700); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("create data dir %s: %w", path, err)
+	}
+	return &Loader{dir: d, scratch: scratch,
+		meta:    &sorter{dir: scratch, name: MetadataDirName},
+		ledgers: &sorter{dir: scratch, name: LedgersDirName},
+	}, nil
+}
+
+// PutNode writes a metadata node. value is copied.
+func (l *Loader) PutNode(path string, value []byte) error {
+	l.key = append(l.key[:0], path...)
+	if err := l.add(l.meta, l.key, value, false); err != nil {
+		return fmt.Errorf("load metadata node %q: %w", path, err)
+	}
+	return nil
+}
+
+// PutEntry writes a ledger entry. value is copied.
+func (l *Loader) PutEntry(ledgerID, entryID int64, value []byte) error {
+	l.key = appendEntryKey(l.key[:0], ledgerID, entryID)
+	if err := l.add(l.ledgers, l.key, value, false); err != nil {
+		return fmt.Errorf("load ledger %d entry %d: %w", ledgerID, entryID, err)
+	}
+	return nil
+}
+
+// DeleteNode deletes a metadata node written before (absent nodes are fine).
+func (l *Loader) DeleteNode(path string) error {
+	l.key = append(l.key[:0], path...)
+	if err := l.add(l.meta, l.key, nil, true); err != nil {
+		return fmt.Errorf("load: delete metadata node %q: %w", path, err)
+	}
+	return nil
+}
+
+// DeleteEntry deletes a ledger entry written before (absent entries are fine).
+func (l *Loader) DeleteEntry(ledgerID, entryID int64) error {
+	l.key = appendEntryKey(l.key[:0], ledgerID, entryID)
+	if err := l.add(l.ledgers, l.key, nil, true); err != nil {
+		return fmt.Errorf("load: delete ledger %d entry %d: %w", ledgerID, entryID, err)
+	}
+	return nil
+}
+
+// errLoaderDone: a write after Commit, or after a failure.
+var errLoaderDone = errors.New("the loader has committed or failed")
+
+func (l *Loader) add(s *sorter, key, value []byte, del bool) error {
+	if l.state != loading {
+		return errLoaderDone
+	}
+	switch {
+	case len(key) == 0:
+		return errors.New("empty key")
+	case len(key) > maxKeySize:
+		return fmt.Errorf("key of %d bytes exceeds Badger's limit of %d", len(key), maxKeySize)
+	case uint64(len(value)) > maxValueSize:
+		return fmt.Errorf("value of %d bytes exceeds the limit of %d", len(value), maxValueSize)
+	}
+	if err := s.add(key, value, del); err != nil {
+		l.state = failed
+		return err
+	}
+	return nil
+}
+
+// maxValueSize: a value's length fits in a sortRec (and Badger's value log
+// takes no more than a file of 2 GB).
+const maxValueSize = 1<<31 - 1
+
+// Commit writes everything into the databases. The Loader takes no writes
+// after it.
+func (l *Loader) Commit() error {
+	if l.state != loading {
+		return errLoaderDone
+	}
+	l.state = failed
+	// Both sorters write their last runs at once; then no sort buffer is needed.
+	for _, s := range []*sorter{l.meta, l.ledgers} {
+		if err := s.spill(); err != nil {
+			return s.fail(err)
+		}
+	}
+	for _, s := range []*sorter{l.meta, l.ledgers} {
+		if err := s.waitSpill(); err != nil {
+			return s.fail(err)
+		}
+		s.buf, s.spare = nil, nil
+	}
+	// The tables are written through shared mappings, whose pages would stay
+	// resident until Close: the trimmer pages them out as they grow, in its
+	// reclaim mode (trim.go), which stays safe should Badger unmap a table.
+	reclaim := startTrimmer([]string{filepath.Join(l.dir.Path, MetadataDirName), filepath.Join(l.dir.Path, LedgersDirName)}, true)
+	defer reclaim.Stop()
+	for _, db := range []struct {
+		s  *sorter
+		db *badger.DB
+	}{{l.meta, l.dir.meta}, {l.ledgers, l.dir.ledgers}} {
+		if err := db.s.writeTo(db.db); err != nil {
+			return fmt.Errorf("write %s: %w", filepath.Join(l.dir.Path, db.s.name), err)
+		}
+	}
+	l.state = committed
+	return nil
+}
+
+// Close removes the run files and closes the databases. Without a Commit,
+// nothing written is in them.
+func (l *Loader) Close() error {
+	var errs []error
+	for _, s := range []*sorter{l.meta, l.ledgers} {
+		s.waitSpill() // its error was reported, or Commit was not called
+	}
+	if err := os.RemoveAll(l.scratch); err != nil {
+		errs = append(errs, err)
+	}
+	if err := l.dir.Close(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// sorter sorts one database's writes: a buffer in memory, full buffers
+// sorted and written to run files, one at a time in the background.
+type sorter struct {
+	dir, name string
+	buf       *sortBuf // nil until the first write
+	spare     *sortBuf // a written buffer, for reuse
+	pending   *sortBuf // being written
+	spilled   chan error
+	runs      []string // oldest first
+	made      int      // run files made, for their names
+}
+
+// sortBuf holds writes: their keys and values back to back in data, and an
+// index of them in recs.
+type sortBuf struct {
+	data []byte
+	recs []sortRec
+}
+
+// sortRec is one write in a sortBuf: the key at data[off:off+klen], the value
+// right after it. off grows with each write, so it orders the writes.
+type sortRec struct {
+	off        int
+	klen, vlen uint32
+	del        bool
+}
+
+const sortRecSize = 24 // unsafe.Sizeof(sortRec{}) on 64-bit platforms
+
+// newSortBuf allocates the buffer's bytes at once, so that appending never
+// copies them (or leaves the buffer with room for twice what it holds).
+func newSortBuf() *sortBuf { return &sortBuf{data: make([]byte, 0, loadBufferSize)} }
+
+func (b *sortBuf) size() int { return len(b.data) + len(b.recs)*sortRecSize }
+
+func (b *sortBuf) key(r sortRec) []byte { return b.data[r.off : r.off+int(r.klen)] }
+
+func (b *sortBuf) value(r sortRec) []byte {
+	start := r.off + int(r.klen)
+	return b.data[start : start+int(r.vlen)]
+}
+
+func (b *sortBuf) reset() {
+	b.data, b.recs = b.data[:0], b.recs[:0]
+}
+
+func (s *sorter) add(key, value []byte, del bool) error {
+	if s.buf == nil {
+		s.buf = newSortBuf()
+	}
+	if len(s.buf.recs) > 0 && s.buf.size()+len(key)+len(value)+sortRecSize > loadBufferSize {
+		if err := s.spill(); err != nil {
+			return s.fail(err)
+		}
+		if s.buf = s.spare; s.buf == nil {
+			s.buf = newSortBuf()
+		}
+		s.spare = nil
+	}
+	b := s.buf
+	b.recs = append(b.recs, sortRec{off: len(b.data), klen: uint32(len(key)), vlen: uint32(len(value)), del: del})
+	b.data = append(append(b.data, key...), value...)
+	return nil
+}
+
+// fail names the database in err.
+func (s *sorter) fail(err error) error { return fmt.Errorf("sort %s writes: %w", s.name, err) }
+
+// spill hands the buffer (if it holds anything) to a goroutine that writes it
+// as a run, after the previous run is written; the sorter has no buffer after it.
+func (s *sorter) spill() error {
+	if err := s.waitSpill(); err != nil {
+		return err
+	}
+	if s.buf == nil || len(s.buf.recs) == 0 {
+		return nil
+	}
+	path := s.newRun()
+	s.runs = append(s.runs, path)
+	s.pending, s.buf = s.buf, nil
+	s.spilled = make(chan error, 1)
+	go func(b *sortBuf) { s.spilled <- writeRun(path, b) }(s.pending)
+	return nil
+}
+
+func (s *sorter) newRun() string {
+	s.made++
+	return filepath.Join(s.dir, fmt.Sprintf("%s-%06d", s.name, s.made))
+}
+
+// waitSpill waits for the run being written, if any, and returns its error.
+func (s *sorter) waitSpill() error {
+	if s.pending == nil {
+		return nil
+	}
+	err := <-s.spilled
+	s.pending.reset()
+	s.spare, s.pending = s.pending, nil
+	return err
+}
+
+// sortWrites sorts b's writes by key, the later write of a key last, and
+// keeps only the last write of each key.
+func (b *sortBuf) sortWrites() {
+	slices.SortFunc(b.recs, func(x, y sortRec) int {
+		if c := bytes.Compare(b.key(x), b.key(y)); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.off, y.off)
+	})
+	out := b.recs[:0]
+	for i, r := range b.recs {
+		if i+1 < len(b.recs) && bytes.Equal(b.key(r), b.key(b.recs[i+1])) {
+			continue
+		}
+		out = append(out, r)
+	}
+	b.recs = out
+}
+
+// writeRun sorts b and writes it to a new run file at path.
+func writeRun(path string, b *sortBuf) error {
+	b.sortWrites()
+	w, err := createRun(path)
+	if err != nil {
+		return err
+	}
+	for _, r := range b.recs {
+		w.add(b.key(r), b.value(r), r.del)
+	}
+	return w.close()
+}
+
+// A run file holds writes in key order, each: uvarint key length, uvarint
+// value length << 1 | deleted, key, value.
+type runWriter struct {
+	path string
+	f    *os.File
+	w    *bufio.Writer
+	head [2 * binary.MaxVarintLen64]byte
+}
+
+func createRun(path string) (*runWriter, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	return &runWriter{path: path, f: f, w: bufio.NewWriterSize(f, loadRunReadBuffer)}, nil
+}
+
+// add appends a write; errors stick in the bufio.Writer until close.
+func (w *runWriter) add(key, value []byte, del bool) {
+	flag := uint64(len(value)) << 1
+	if del {
+		flag |= 1
+	}
+	n := binary.PutUvarint(w.head[:], uint64(len(key)))
+	n += binary.PutUvarint(w.head[n:], flag)
+	w.w.Write(w.head[:n])
+	w.w.Write(key)
+	w.w.Write(value)
+}
+
+func (w *runWriter) close() error {
+	err := w.w.Flush()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write run %s: %w", w.path, err)
+	}
+	return nil
+}
+
+// writeTo merges the runs, all written, into db, which must be empty,
+// through a StreamWriter, and removes them.
+func (s *sorter) writeTo(db *badger.DB) error {
+	for len(s.runs) > loadMaxFanIn {
+		if err := s.mergeGroups(); err != nil {
+			return err
+		}
+	}
+	m, err := openMerge(s.runs)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	sw := db.NewStreamWriter()
+	if err := sw.Prepare(); err != nil {
+		sw.Cancel()
+		return err
+	}
+	st := &streamSink{sw: sw, db: db, buf: z.NewBuffer(loadWriteBatch+loadWriteBatch/4, "badgerdir.Loader"), kv: &pb.KV{Version: 1}}
+	defer st.buf.Release()
+	if err := m.each(false, st.add); err != nil {
+		sw.Cancel()
+		return err
+	}
+	if err := sw.Write(st.buf); err != nil {
+		sw.Cancel()
+		return err
+	}
+	if err := sw.Flush(); err != nil {
+		return err
+	}
+	for _, path := range s.runs {
+		os.Remove(path)
+	}
+	s.runs = nil
+	return nil
+}
+
+// mergeGroups merges the runs, loadMaxFanIn at a time, into fewer runs, in
+// the same order. Deletes are kept, except in the group of the oldest run,
+// before which nothing was written.
+func (s *sorter) mergeGroups() error {
+	var merged []string
+	for start := 0; start < len(s.runs); start += loadMaxFanIn {
+		group := s.runs[start:min(start+loadMaxFanIn, len(s.runs))]
+		path := s.newRun()
+		if err := mergeRuns(group, path, start > 0); err != nil {
+			return err
+		}
+		for _, p := range group {
+			os.Remove(p)
+		}
+		merged = append(merged, path)
+	}
+	s.runs = merged
+	return nil
+}
+
+func mergeRuns(runs []string, path string, keepDeletes bool) error {
+	m, err := openMerge(runs)
+	if err != nil {
+		return err
+	}
+	defer m.close()
+	w, err := createRun(path)
+	if err != nil {
+		return err
+	}
+	err = m.each(keepDeletes, func(key, value []byte, del bool) error {
+		w.add(key, value, del)
+		return nil
+	})
+	if cerr := w.close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// runSource reads one run file.
+type runSource struct {
+	path  string
+	f     *os.File
+	r     *bufio.Reader
+	age   int // the run's place, oldest first: of two writes of a key, the younger counts
+	k, v  []byte
+	del   bool
+	fault error
+}
+
+func openRun(path string, age int) (*runSource, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	return &runSource{path: path, f: f, r: bufio.NewReaderSize(f, loadRunReadBuffer), age: age}, nil
+}
+
+// next reads the next write; false at the end of the run or on an error
+// (then in fault).
+func (s *runSource) next() bool {
+	klen, err := binary.ReadUvarint(s.r)
+	if errors.Is(err, io.EOF) {
+		return false
+	}
+	var flag uint64
+	if err == nil {
+		flag, err = binary.ReadUvarint(s.r)
+	}
+	if err == nil && (klen > maxKeySize || flag>>1 > maxValueSize) {
+		err = fmt.Errorf("a write of %d + %d bytes", klen, flag>>1)
+	}
+	if err == nil {
+		s.k = slices.Grow(s.k[:0], int(klen))[:klen]
+		s.v = slices.Grow(s.v[:0], int(flag>>1))[:flag>>1]
+		s.del = flag&1 == 1
+		if _, err = io.ReadFull(s.r, s.k); err == nil {
+			_, err = io.ReadFull(s.r, s.v)
+		}
+	}
+	if err != nil {
+		s.fault = fmt.Errorf("read run %s: %w", s.path, err)
+		return false
+	}
+	return true
+}
+
+// merge is a heap of runs by their current key, the youngest first among
+// equal keys.
+type merge struct {
+	runs []*runSource // all of them, to close
+	h    []*runSource
+}
+
+func (m *merge) Len() int { return len(m.h) }
+func (m *merge) Less(i, j int) bool {
+	if c := bytes.Compare(m.h[i].k, m.h[j].k); c != 0 {
+		return c < 0
+	}
+	return m.h[i].age > m.h[j].age
+}
+func (m *merge) Swap(i, j int) { m.h[i], m.h[j] = m.h[j], m.h[i] }
+func (m *merge) Push(x any)    { m.h = append(m.h, x.(*runSource)) }
+func (m *merge) Pop() any {
+	x := m.h[len(m.h)-1]
+	m.h = m.h[:len(m.h)-1]
+	return x
+}
+
+// openMerge opens the runs (oldest first) and reads the first write of each.
+func openMerge(paths []string) (*merge, error) {
+	m := &merge{}
+	for i, path := range paths {
+		r, err := openRun(path, i)
+		if err != nil {
+			m.close()
+			return nil, err
+		}
+		m.runs = append(m.runs, r)
+		if r.next() {
+			m.h = append(m.h, r)
+		} else if r.fault != nil {
+			m.close()
+			return nil, r.fault
+		}
+	}
+	heap.Init(m)
+	return m, nil
+}
+
+func (m *merge) close() {
+	for _, r := range m.runs {
+		r.f.Close()
+	}
+}
+
+// advance moves the run at the top to its next write, or off the heap.
+func (m *merge) advance() error {
+	top := m.h[0]
+	if top.next() {
+		heap.Fix(m, 0)
+		return nil
+	}
+	heap.Pop(m)
+	return top.fault
+}
+
+// each calls fn with the last write of every key, in key order; deleted keys
+// are left out unless keepDeletes. key and value are valid during fn only.
+func (m *merge) each(keepDeletes bool, fn func(key, value []byte, del bool) error) error {
+	var cur []byte
+	for m.Len() > 0 {
+		top := m.h[0]
+		cur = append(cur[:0], top.k...)
+		if !top.del || keepDeletes {
+			if err := fn(cur, top.v, top.del); err != nil {
+				return err
+			}
+		}
+		// The older writes of the key are superseded.
+		if err := m.advance(); err != nil {
+			return err
+		}
+		for m.Len() > 0 && bytes.Equal(m.h[0].k, cur) {
+			if err := m.advance(); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// streamSink hands the merged keys to a StreamWriter in batches.
+type streamSink struct {
+	sw   *badger.StreamWriter
+	db   *badger.DB
+	buf  *z.Buffer
+	kv   *pb.KV
+	last []byte
+	sent uint64 // keys handed to the StreamWriter
+}
+
+func (st *streamSink) add(key, value []byte, _ bool) error {
+	if st.sent > 0 && bytes.Compare(key, st.last) <= 0 {
+		// The StreamWriter would panic, in its own goroutine.
+		return fmt.Errorf("merge out of order at key %q after %q", key, st.last)
+	}
+	st.kv.Key, st.kv.Value = key, value
+	badger.KVToBuffer(st.kv, st.buf)
+	st.last = append(st.last[:0], key...)
+	st.sent++
+	if st.buf.LenNoPadding() < loadWriteBatch {
+		return nil
+	}
+	if err := st.sw.Write(st.buf); err != nil {
+		return err
+	}
+	st.buf.Reset()
+	st.pace()
+	return nil
+}
+
+// Pacing. The StreamWriter hands each full table builder to a goroutine that
+// writes the table out, up to 16 at a time, and starts the next builder at
+// once; when writing tables out falls behind the merge (a slow or shared
+// disk), the builders in flight, and Badger's pool that keeps their buffers
+// for reuse, grow to 16 tables' worth. So the merge waits while more keys
+// than loadTablesInFlight of the fullest table written so far have been sent
+// but are not yet in a table.
+const (
+	loadTablesInFlight = 2
+	loadPacePoll       = 2 * time.Millisecond
+	// loadPaceStall: how long the merge waits while no table is written at
+	// all before it goes on regardless: were the builder being filled to hold
+	// more keys than loadTablesInFlight tables so far (much smaller values than
+	// before), no table would be written while it waits.
+	loadPaceStall = time.Second
+)
+
+// pace waits until the tables written catch up with the keys sent (see above).
+func (st *streamSink) pace() {
+	var lastWritten uint64
+	var waited time.Duration
+	for {
+		written, most := writtenKeys(st.db)
+		if most == 0 || st.sent-written <= loadTablesInFlight*most {
+			return
+		}
+		if written != lastWritten {
+			lastWritten, waited = written, 0
+		}
+		if waited >= loadPaceStall {
+			return
+		}
+		time.Sleep(loadPacePoll)
+		waited += loadPacePoll
+	}
+}
+
+// writtenKeys returns the keys in db's tables and the most any one table holds.
+func writtenKeys(db *badger.DB) (keys, most uint64) {
+	for _, t := range db.Tables() {
+		keys += uint64(t.KeyCount)
+		most = max(most, uint64(t.KeyCount))
+	}
+	return keys, most
+}
