@@ -69,10 +69,13 @@ const (
 	// loadRunReadBuffer is the read buffer of each run in a merge.
 	loadRunReadBuffer = 64 << 10
 	// loadTableSize is the size of the tables the Loader writes (all at the
-	// last level, compressed). A table builder holds the table's blocks
-	// uncompressed and compressed, in buffers that double (about 28 MB for
-	// 2 MB tables of fixture data, which Snappy shrinks about threefold).
-	loadTableSize = 2 << 20
+	// last level), compressed. A table builder holds the table's blocks
+	// uncompressed and a compressed copy of each, in buffers that start at
+	// twice the table size and double: for fixture data, which Snappy shrinks
+	// about threefold, some 14 times the table size. So the tables are small,
+	// as a session's (sessionTableSize): a million-topic fixture has about
+	// 2,000 of 1 MB.
+	loadTableSize = 1 << 20
 	// loadWriteBatch is how many bytes of sorted keys and values go to the
 	// StreamWriter at a time; it copies them, and queues up to three batches.
 	loadWriteBatch = 1 << 20
@@ -91,18 +94,43 @@ const (
 // table builder of 64 MB), no compactors (it compacts nothing), and a small
 // memtable, which the value threshold must fit (sessionValueThreshold: values
 // from 150 KB up go to the value log).
-func loadOptions(opts badger.Options) badger.Options {
-	opts = opts.WithBaseTableSize(loadTableSize).
+func loadOptions(opts badger.Options, tableSize int64) badger.Options {
+	opts = opts.WithBaseTableSize(tableSize).
 		WithNumCompactors(0).
+		WithBlockCacheSize(sessionCacheSize).
+		WithIndexCacheSize(sessionCacheSize).
 		WithMemTableSize(memTableSize(opts.Dir, loadMemTableSize))
 	opts.TableSizeMultiplier = 1 // no With method in Badger v4
 	return opts.WithValueThreshold(sessionValueThreshold(opts.MemTableSize))
 }
 
+// LoaderOptions size a Loader; a zero field takes the default. Tests make them
+// small, to have a little data spill to many runs merged in several rounds.
+type LoaderOptions struct {
+	BufferSize int   // bytes of one sort buffer (loadBufferSize)
+	MaxFanIn   int   // runs merged at once, at least 2 (loadMaxFanIn)
+	TableSize  int64 // bytes of one table, compressed (loadTableSize)
+}
+
+func (o LoaderOptions) withDefaults() LoaderOptions {
+	if o.BufferSize <= 0 {
+		o.BufferSize = loadBufferSize
+	}
+	if o.MaxFanIn <= 0 {
+		o.MaxFanIn = loadMaxFanIn
+	}
+	o.MaxFanIn = max(o.MaxFanIn, 2)
+	if o.TableSize <= 0 {
+		o.TableSize = loadTableSize
+	}
+	return o
+}
+
 // CreateLoader makes a new data dir at path, as Create does, and returns a
 // Loader that fills it. Call Commit after the last write, then Close.
-func CreateLoader(path string) (*Loader, error) {
-	d, err := create(path, loadOptions)
+func CreateLoader(path string, opts LoaderOptions) (*Loader, error) {
+	opts = opts.withDefaults()
+	d, err := create(path, func(bo badger.Options) badger.Options { return loadOptions(bo, opts.TableSize) })
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +140,8 @@ func CreateLoader(path string) (*Loader, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", path, err)
 	}
 	return &Loader{dir: d, scratch: scratch,
-		meta:    &sorter{dir: scratch, name: MetadataDirName},
-		ledgers: &sorter{dir: scratch, name: LedgersDirName},
+		meta:    &sorter{dir: scratch, name: MetadataDirName, opts: opts},
+		ledgers: &sorter{dir: scratch, name: LedgersDirName, opts: opts},
 	}, nil
 }
 
@@ -199,20 +227,39 @@ func (l *Loader) Commit() error {
 		s.buf, s.spare = nil, nil
 	}
 	// The tables are written through shared mappings, whose pages would stay
-	// resident until Close: the trimmer pages them out as they grow, in its
-	// reclaim mode (trim.go), which stays safe should Badger unmap a table.
-	reclaim := startTrimmer([]string{filepath.Join(l.dir.Path, MetadataDirName), filepath.Join(l.dir.Path, LedgersDirName)}, true)
-	defer reclaim.Stop()
+	// resident until the database closes (a million topics: 2 GB of tables).
+	// The trimmer drops them from the process (trim.go) as they grow: a
+	// StreamWriter unmaps no table while it writes (it compacts nothing), as
+	// in a session, and closeDB holds mappingsMu. Its reclaim mode would also
+	// take the pages from the page cache, and reading back a table Badger is
+	// still writing then went to the disk.
+	trimmer := startTrimmer([]string{filepath.Join(l.dir.Path, MetadataDirName), filepath.Join(l.dir.Path, LedgersDirName)}, false)
+	defer trimmer.Stop()
 	for _, db := range []struct {
 		s  *sorter
-		db *badger.DB
-	}{{l.meta, l.dir.meta}, {l.ledgers, l.dir.ledgers}} {
-		if err := db.s.writeTo(db.db); err != nil {
-			return fmt.Errorf("write %s: %w", filepath.Join(l.dir.Path, db.s.name), err)
+		db **badger.DB
+	}{{l.meta, &l.dir.meta}, {l.ledgers, &l.dir.ledgers}} {
+		path := filepath.Join(l.dir.Path, db.s.name)
+		if err := db.s.writeTo(*db.db); err != nil {
+			return fmt.Errorf("write %s: %w", path, err)
+		}
+		// Closing it now frees what Badger keeps for reuse (its pool of
+		// table builders' buffers) before the next database is written.
+		if err := closeDB(db.db); err != nil {
+			return fmt.Errorf("close %s: %w", path, err)
 		}
 	}
 	l.state = committed
 	return nil
+}
+
+// closeDB closes *db and sets it to nil (Dir.Close skips it then).
+func closeDB(db **badger.DB) error {
+	mappingsMu.Lock()
+	defer mappingsMu.Unlock()
+	err := (*db).Close()
+	*db = nil
+	return err
 }
 
 // Close removes the run files and closes the databases. Without a Commit,
@@ -235,6 +282,7 @@ func (l *Loader) Close() error {
 // sorted and written to run files, one at a time in the background.
 type sorter struct {
 	dir, name string
+	opts      LoaderOptions
 	buf       *sortBuf // nil until the first write
 	spare     *sortBuf // a written buffer, for reuse
 	pending   *sortBuf // being written
@@ -262,7 +310,7 @@ const sortRecSize = 24 // unsafe.Sizeof(sortRec{}) on 64-bit platforms
 
 // newSortBuf allocates the buffer's bytes at once, so that appending never
 // copies them (or leaves the buffer with room for twice what it holds).
-func newSortBuf() *sortBuf { return &sortBuf{data: make([]byte, 0, loadBufferSize)} }
+func newSortBuf(size int) *sortBuf { return &sortBuf{data: make([]byte, 0, size)} }
 
 func (b *sortBuf) size() int { return len(b.data) + len(b.recs)*sortRecSize }
 
@@ -279,14 +327,14 @@ func (b *sortBuf) reset() {
 
 func (s *sorter) add(key, value []byte, del bool) error {
 	if s.buf == nil {
-		s.buf = newSortBuf()
+		s.buf = newSortBuf(s.opts.BufferSize)
 	}
-	if len(s.buf.recs) > 0 && s.buf.size()+len(key)+len(value)+sortRecSize > loadBufferSize {
+	if len(s.buf.recs) > 0 && s.buf.size()+len(key)+len(value)+sortRecSize > s.opts.BufferSize {
 		if err := s.spill(); err != nil {
 			return s.fail(err)
 		}
 		if s.buf = s.spare; s.buf == nil {
-			s.buf = newSortBuf()
+			s.buf = newSortBuf(s.opts.BufferSize)
 		}
 		s.spare = nil
 	}
@@ -408,7 +456,7 @@ func (w *runWriter) close() error {
 // writeTo merges the runs, all written, into db, which must be empty,
 // through a StreamWriter, and removes them.
 func (s *sorter) writeTo(db *badger.DB) error {
-	for len(s.runs) > loadMaxFanIn {
+	for len(s.runs) > s.opts.MaxFanIn {
 		if err := s.mergeGroups(); err != nil {
 			return err
 		}
@@ -443,13 +491,13 @@ func (s *sorter) writeTo(db *badger.DB) error {
 	return nil
 }
 
-// mergeGroups merges the runs, loadMaxFanIn at a time, into fewer runs, in
-// the same order. Deletes are kept, except in the group of the oldest run,
-// before which nothing was written.
+// mergeGroups merges the runs, MaxFanIn at a time, into fewer runs, in the
+// same order. Deletes are kept, except in the group of the oldest run, before
+// which nothing was written.
 func (s *sorter) mergeGroups() error {
 	var merged []string
-	for start := 0; start < len(s.runs); start += loadMaxFanIn {
-		group := s.runs[start:min(start+loadMaxFanIn, len(s.runs))]
+	for start := 0; start < len(s.runs); start += s.opts.MaxFanIn {
+		group := s.runs[start:min(start+s.opts.MaxFanIn, len(s.runs))]
 		path := s.newRun()
 		if err := mergeRuns(group, path, start > 0); err != nil {
 			return err
@@ -623,53 +671,79 @@ type streamSink struct {
 	buf  *z.Buffer
 	kv   *pb.KV
 	last []byte
-	sent uint64 // keys handed to the StreamWriter
+	// sent counts the keys and their bytes (keys and values) handed to the
+	// StreamWriter; marks holds sent as it was after each batch, from the
+	// last batch known to be in the tables on.
+	sent  sentMark
+	marks []sentMark
 }
 
+type sentMark struct{ keys, bytes uint64 }
+
 func (st *streamSink) add(key, value []byte, _ bool) error {
-	if st.sent > 0 && bytes.Compare(key, st.last) <= 0 {
+	if st.sent.keys > 0 && bytes.Compare(key, st.last) <= 0 {
 		// The StreamWriter would panic, in its own goroutine.
 		return fmt.Errorf("merge out of order at key %q after %q", key, st.last)
 	}
 	st.kv.Key, st.kv.Value = key, value
 	badger.KVToBuffer(st.kv, st.buf)
 	st.last = append(st.last[:0], key...)
-	st.sent++
+	st.sent.keys++
+	st.sent.bytes += uint64(len(key) + len(value))
 	if st.buf.LenNoPadding() < loadWriteBatch {
 		return nil
 	}
+	return st.flush()
+}
+
+// flush writes the batch and paces the merge.
+func (st *streamSink) flush() error {
 	if err := st.sw.Write(st.buf); err != nil {
 		return err
 	}
 	st.buf.Reset()
+	st.marks = append(st.marks, st.sent)
 	st.pace()
 	return nil
 }
 
 // Pacing. The StreamWriter hands each full table builder to a goroutine that
 // writes the table out, up to 16 at a time, and starts the next builder at
-// once; when writing tables out falls behind the merge (a slow or shared
-// disk), the builders in flight, and Badger's pool that keeps their buffers
-// for reuse, grow to 16 tables' worth. So the merge waits while more keys
-// than loadTablesInFlight of the fullest table written so far have been sent
-// but are not yet in a table.
+// once. When writing tables falls behind the merge (a slow or shared disk),
+// the builders in flight pile up, and Badger's pool keeps their buffers for
+// reuse: committing a 100,000-topic fixture took 130 MB of builders. So the
+// merge waits while the bytes sent but not yet in a table exceed
+// loadTablesInFlight tables' worth (the bytes of the tables written so far,
+// over their number) plus loadPaceSlack (the batches queued in the
+// StreamWriter, and those the count of what is in the tables misses).
 const (
 	loadTablesInFlight = 2
+	loadPaceSlack      = 4 * loadWriteBatch
 	loadPacePoll       = 2 * time.Millisecond
 	// loadPaceStall: how long the merge waits while no table is written at
-	// all before it goes on regardless: were the builder being filled to hold
-	// more keys than loadTablesInFlight tables so far (much smaller values than
-	// before), no table would be written while it waits.
+	// all before it goes on regardless: a builder being filled with more than
+	// the tables' worth above (values that compress much better than those
+	// before) would otherwise wait for itself.
 	loadPaceStall = time.Second
 )
 
-// pace waits until the tables written catch up with the keys sent (see above).
+// pace waits until the tables written catch up with what was sent (see above).
 func (st *streamSink) pace() {
 	var lastWritten uint64
 	var waited time.Duration
 	for {
-		written, most := writtenKeys(st.db)
-		if most == 0 || st.sent-written <= loadTablesInFlight*most {
+		written, tables := writtenKeys(st.db)
+		// The last batch all of whose keys are in tables, and the bytes up to it.
+		i := 0
+		for i+1 < len(st.marks) && st.marks[i+1].keys <= written {
+			i++
+		}
+		st.marks = st.marks[i:]
+		base := st.marks[0]
+		if base.keys > written {
+			base = sentMark{}
+		}
+		if tables == 0 || st.sent.bytes-base.bytes <= loadTablesInFlight*base.bytes/tables+loadPaceSlack {
 			return
 		}
 		if written != lastWritten {
@@ -683,11 +757,11 @@ func (st *streamSink) pace() {
 	}
 }
 
-// writtenKeys returns the keys in db's tables and the most any one table holds.
-func writtenKeys(db *badger.DB) (keys, most uint64) {
+// writtenKeys returns the keys in db's tables, and the number of tables.
+func writtenKeys(db *badger.DB) (keys, tables uint64) {
 	for _, t := range db.Tables() {
 		keys += uint64(t.KeyCount)
-		most = max(most, uint64(t.KeyCount))
+		tables++
 	}
-	return keys, most
+	return keys, tables
 }

@@ -5,6 +5,7 @@ package rusage
 import (
 	"bytes"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -50,3 +51,20 @@ func PIDCPU(pid int) time.Duration {
 
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.
 const clockTick = 10 * time.Millisecond
+
+// PeakRSS is the peak resident set size, in bytes, of a child process that has
+// exited (its ru_maxrss, from wait4), or 0 when the platform does not say.
+// Tests run the same work at two sizes in child processes and compare their peaks.
+func PeakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	ru, ok := ps.SysUsage().(*syscall.Rusage)
+	if !ok || ru == nil {
+		return 0
+	}
+	if runtime.GOOS == "darwin" {
+		return ru.Maxrss // bytes there; kilobytes on Linux and the BSDs
+	}
+	return ru.Maxrss << 10
+}

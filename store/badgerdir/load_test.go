@@ -1,0 +1,234 @@
+package badgerdir
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/store"
+)
+
+// loaderModel is what a Loader must leave in the data dir: the last write of
+// every key, deleted keys absent.
+type loaderModel struct {
+	nodes   map[string][]byte
+	entries map[[2]int64][]byte
+}
+
+// loadRandom makes n random writes through l and into the model: nodes and
+// entries in no order, overwrites, deletes of written and unwritten keys, and
+// now and then a value past the value-log threshold.
+func loadRandom(t *testing.T, l *Loader, m *loaderModel, r *rand.Rand, n int) {
+	t.Helper()
+	value := func() []byte {
+		size := r.IntN(300)
+		if r.IntN(500) == 0 {
+			size = 200 << 10 // to the value log (loadOptions)
+		}
+		v := make([]byte, size)
+		for i := range v {
+			v[i] = byte(r.IntN(256))
+		}
+		return v
+	}
+	for range n {
+		del := r.IntN(6) == 0
+		if r.IntN(2) == 0 {
+			path := fmt.Sprintf("/n/%d/%d", r.IntN(40), r.IntN(300))
+			if del {
+				if err := l.DeleteNode(path); err != nil {
+					t.Fatal(err)
+				}
+				delete(m.nodes, path)
+				continue
+			}
+			v := value()
+			if err := l.PutNode(path, v); err != nil {
+				t.Fatal(err)
+			}
+			m.nodes[path] = v
+			continue
+		}
+		k := [2]int64{int64(r.IntN(200)), int64(r.IntN(50))}
+		if del {
+			if err := l.DeleteEntry(k[0], k[1]); err != nil {
+				t.Fatal(err)
+			}
+			delete(m.entries, k)
+			continue
+		}
+		v := value()
+		if err := l.PutEntry(k[0], k[1], v); err != nil {
+			t.Fatal(err)
+		}
+		m.entries[k] = v
+	}
+}
+
+// checkLoaded opens dir read-only and compares it with the model, in key order.
+func checkLoaded(t *testing.T, dir string, m *loaderModel) {
+	t.Helper()
+	d := mustOpen(t, dir, store.Options{ReadOnly: true})
+	nodes := 0
+	err := d.Metadata.Walk(context.Background(), "", func(n store.Node) error {
+		want, ok := m.nodes[n.Path]
+		if !ok || !bytes.Equal(n.Value, want) || n.Version != 1 {
+			return fmt.Errorf("node %s: %d bytes, version %d; want present %v, %d bytes, version 1", n.Path, len(n.Value), n.Version, ok, len(want))
+		}
+		nodes++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nodes != len(m.nodes) {
+		t.Errorf("%d nodes stored, want %d", nodes, len(m.nodes))
+	}
+	entries := 0
+	err = d.RawLedgerIteration(context.Background(), func(k, v []byte) error {
+		l, e, err := ParseEntryKey(k)
+		if err != nil {
+			return err
+		}
+		if want, ok := m.entries[[2]int64{l, e}]; !ok || !bytes.Equal(v, want) {
+			return fmt.Errorf("ledger %d entry %d: %d bytes; want present %v, %d bytes", l, e, len(v), ok, len(want))
+		}
+		entries++
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if entries != len(m.entries) {
+		t.Errorf("%d entries stored, want %d", entries, len(m.entries))
+	}
+}
+
+// TestLoaderModel: whatever the order of the writes, the data dir holds the
+// last write of each key. Small buffers spill the writes to many runs, merged
+// in several rounds, so a key's writes and deletes fall in different runs and
+// groups of runs.
+func TestLoaderModel(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		opts LoaderOptions
+		n    int
+	}{
+		{"one buffer", LoaderOptions{}, 3000},
+		{"runs", LoaderOptions{BufferSize: 16 << 10}, 6000},
+		{"merge rounds", LoaderOptions{BufferSize: 4 << 10, MaxFanIn: 3}, 6000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			l, err := CreateLoader(dir, c.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
+			loadRandom(t, l, m, rand.New(rand.NewPCG(1, uint64(c.n))), c.n)
+			runs := l.meta.made
+			if err := l.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			if c.opts.BufferSize > 0 && runs < 10 {
+				t.Errorf("%d metadata runs before the commit; the test wants many", runs)
+			}
+			// The commit writes one more run, the last buffer; a merge round more.
+			if c.opts.MaxFanIn > 0 && l.meta.made <= runs+1 {
+				t.Errorf("no merge round: %d metadata runs made in all, %d before the commit", l.meta.made, runs)
+			}
+			if err := l.PutNode("/late", nil); !errors.Is(err, errLoaderDone) {
+				t.Errorf("PutNode after Commit: %v, want errLoaderDone", err)
+			}
+			if err := l.Close(); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := os.Stat(filepath.Join(dir, loadScratchDir)); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("run files left: %v", err)
+			}
+			checkLoaded(t, dir, m)
+		})
+	}
+}
+
+// TestLoaderTables: a database of many tables, each at the last level, in key
+// order and not overlapping, written through the paced StreamWriter.
+func TestLoaderTables(t *testing.T) {
+	dir := t.TempDir()
+	l, err := CreateLoader(dir, LoaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
+	r := rand.New(rand.NewPCG(2, 2))
+	// 12 MB that do not compress: 12 tables or more.
+	for i := range 3000 {
+		v := make([]byte, 4096)
+		for j := range v {
+			v[j] = byte(r.IntN(256))
+		}
+		id := int64(r.IntN(3000))*10 + int64(i%10)
+		if err := l.PutEntry(id, int64(i), v); err != nil {
+			t.Fatal(err)
+		}
+		m.entries[[2]int64{id, int64(i)}] = v
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tables := mustOpen(t, dir, store.Options{ReadOnly: true}).ledgers.Tables()
+	if len(tables) < 5 {
+		t.Fatalf("%d tables", len(tables))
+	}
+	for i, tb := range tables {
+		if tb.Level != tables[0].Level || tb.Level == 0 {
+			t.Errorf("table %d at level %d, table 0 at %d", tb.ID, tb.Level, tables[0].Level)
+		}
+		if i > 0 && bytes.Compare(tables[i-1].Right, tb.Left) >= 0 {
+			t.Errorf("table %d overlaps the one before", tb.ID)
+		}
+	}
+	checkLoaded(t, dir, m)
+}
+
+// TestLoaderRefuses: bad keys, values and writes after a failure or a
+// commit fail without reaching the data dir; a commit of nothing leaves two
+// empty databases.
+func TestLoaderRefuses(t *testing.T) {
+	dir := t.TempDir()
+	l, err := CreateLoader(dir, LoaderOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, err := range map[string]error{
+		"empty path":   l.PutNode("", []byte("x")),
+		"long path":    l.PutNode("/"+strings.Repeat("a", maxKeySize), []byte("x")),
+		"delete empty": l.DeleteNode(""),
+	} {
+		if err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+	if err := l.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Commit(); !errors.Is(err, errLoaderDone) {
+		t.Errorf("second Commit: %v", err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	checkLoaded(t, dir, &loaderModel{})
+	if _, err := CreateLoader(dir, LoaderOptions{}); !errors.Is(err, os.ErrExist) {
+		t.Errorf("CreateLoader on a data dir: %v, want ErrExist", err)
+	}
+}
