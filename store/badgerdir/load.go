@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 	"time"
 
 	badger "github.com/dgraph-io/badger/v4"
@@ -34,8 +35,8 @@ import (
 //
 // Its memory: two sort buffers per database while loading (loadBufferSize),
 // and while committing a read buffer per run (loadRunReadBuffer) and the
-// StreamWriter's table builders (paced: loadTablesInFlight). Commit writes the
-// databases one after the other, so only one of them holds these at a time.
+// StreamWriter's table builders (paced: loadTablesInFlight), for each of the
+// two databases, which Commit writes at once.
 //
 // The last write to a key decides whether it is stored and with which value:
 // a deleted key is absent (no tombstone is stored). Every key gets version 1.
@@ -235,19 +236,30 @@ func (l *Loader) Commit() error {
 	// still writing then went to the disk.
 	trimmer := startTrimmer([]string{filepath.Join(l.dir.Path, MetadataDirName), filepath.Join(l.dir.Path, LedgersDirName)}, false)
 	defer trimmer.Stop()
-	for _, db := range []struct {
+	// The two databases are written at once, each by its own goroutine (and
+	// Badger's): this is most of the work left, and there are cores for it.
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, db := range []struct {
 		s  *sorter
 		db **badger.DB
 	}{{l.meta, &l.dir.meta}, {l.ledgers, &l.dir.ledgers}} {
-		path := filepath.Join(l.dir.Path, db.s.name)
-		if err := db.s.writeTo(*db.db); err != nil {
-			return fmt.Errorf("write %s: %w", path, err)
-		}
-		// Closing it now frees what Badger keeps for reuse (its pool of
-		// table builders' buffers) before the next database is written.
-		if err := closeDB(db.db); err != nil {
-			return fmt.Errorf("close %s: %w", path, err)
-		}
+		wg.Go(func() {
+			path := filepath.Join(l.dir.Path, db.s.name)
+			if err := db.s.writeTo(*db.db); err != nil {
+				errs[i] = fmt.Errorf("write %s: %w", path, err)
+				return
+			}
+			// Closing it now frees what Badger keeps for reuse (its pool of
+			// table builders' buffers) while the other one is written.
+			if err := closeDB(db.db); err != nil {
+				errs[i] = fmt.Errorf("close %s: %w", path, err)
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
 	l.state = committed
 	return nil
