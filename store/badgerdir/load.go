@@ -208,9 +208,14 @@ func (l *Loader) add(s *sorter, key, value []byte, del bool) error {
 // takes no more than a file of 2 GB).
 const maxValueSize = 1<<31 - 1
 
+// Writes is the number of writes (puts and deletes) the Loader took.
+func (l *Loader) Writes() int64 { return l.meta.writes + l.ledgers.writes }
+
 // Commit writes everything into the databases. The Loader takes no writes
-// after it.
-func (l *Loader) Commit() error {
+// after it. progress (nil: none) is told of the writes merged as they are, from
+// two goroutines at once; writes merged in an earlier round (more runs than
+// MaxFanIn) are not counted, so the count may end short of Writes.
+func (l *Loader) Commit(progress func(n int64)) error {
 	if l.state != loading {
 		return errLoaderDone
 	}
@@ -246,7 +251,7 @@ func (l *Loader) Commit() error {
 	}{{l.meta, &l.dir.meta}, {l.ledgers, &l.dir.ledgers}} {
 		wg.Go(func() {
 			path := filepath.Join(l.dir.Path, db.s.name)
-			if err := db.s.writeTo(*db.db); err != nil {
+			if err := db.s.writeTo(*db.db, progress); err != nil {
 				errs[i] = fmt.Errorf("write %s: %w", path, err)
 				return
 			}
@@ -301,6 +306,7 @@ type sorter struct {
 	spilled   chan error
 	runs      []string // oldest first
 	made      int      // run files made, for their names
+	writes    int64    // writes added
 }
 
 // sortBuf holds writes: their keys and values back to back in data, and an
@@ -350,6 +356,7 @@ func (s *sorter) add(key, value []byte, del bool) error {
 		}
 		s.spare = nil
 	}
+	s.writes++
 	b := s.buf
 	b.recs = append(b.recs, sortRec{off: len(b.data), klen: uint32(len(key)), vlen: uint32(len(value)), del: del})
 	b.data = append(append(b.data, key...), value...)
@@ -467,7 +474,7 @@ func (w *runWriter) close() error {
 
 // writeTo merges the runs, all written, into db, which must be empty,
 // through a StreamWriter, and removes them.
-func (s *sorter) writeTo(db *badger.DB) error {
+func (s *sorter) writeTo(db *badger.DB, progress func(n int64)) error {
 	for len(s.runs) > s.opts.MaxFanIn {
 		if err := s.mergeGroups(); err != nil {
 			return err
@@ -478,6 +485,7 @@ func (s *sorter) writeTo(db *badger.DB) error {
 		return err
 	}
 	defer m.close()
+	m.progress = progress
 	sw := db.NewStreamWriter()
 	if err := sw.Prepare(); err != nil {
 		sw.Cancel()
@@ -596,6 +604,9 @@ func (s *runSource) next() bool {
 type merge struct {
 	runs []*runSource // all of them, to close
 	h    []*runSource
+	// progress, when set, is told of the writes read, now and then.
+	progress func(n int64)
+	read     int64 // writes read since progress was last told
 }
 
 func (m *merge) Len() int { return len(m.h) }
@@ -642,6 +653,10 @@ func (m *merge) close() {
 
 // advance moves the run at the top to its next write, or off the heap.
 func (m *merge) advance() error {
+	if m.read++; m.progress != nil && m.read == loadProgressEvery {
+		m.progress(m.read)
+		m.read = 0
+	}
 	top := m.h[0]
 	if top.next() {
 		heap.Fix(m, 0)
@@ -673,8 +688,14 @@ func (m *merge) each(keepDeletes bool, fn func(key, value []byte, del bool) erro
 			}
 		}
 	}
+	if m.progress != nil {
+		m.progress(m.read)
+	}
 	return nil
 }
+
+// loadProgressEvery is how many writes a merge reads between progress reports.
+const loadProgressEvery = 1 << 16
 
 // streamSink hands the merged keys to a StreamWriter in batches.
 type streamSink struct {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/store"
@@ -133,8 +134,14 @@ func TestLoaderModel(t *testing.T) {
 			m := &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
 			loadRandom(t, l, m, rand.New(rand.NewPCG(1, uint64(c.n))), c.n)
 			runs := l.meta.made
-			if err := l.Commit(); err != nil {
+			var merged atomic.Int64
+			if err := l.Commit(func(n int64) { merged.Add(n) }); err != nil {
 				t.Fatal(err)
+			}
+			// Superseded writes in one buffer, and writes merged in an earlier
+			// round, are not counted.
+			if n := merged.Load(); n < int64(len(m.nodes)+len(m.entries)) || n > l.Writes() || l.Writes() != int64(c.n) {
+				t.Errorf("progress counted %d writes merged; %d written, %d keys stored", n, l.Writes(), len(m.nodes)+len(m.entries))
 			}
 			if c.opts.BufferSize > 0 && runs < 10 {
 				t.Errorf("%d metadata runs before the commit; the test wants many", runs)
@@ -179,7 +186,7 @@ func TestLoaderTables(t *testing.T) {
 		}
 		m.entries[[2]int64{id, int64(i)}] = v
 	}
-	if err := l.Commit(); err != nil {
+	if err := l.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := l.Close(); err != nil {
@@ -218,10 +225,10 @@ func TestLoaderRefuses(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if err := l.Commit(); err != nil {
+	if err := l.Commit(nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Commit(); !errors.Is(err, errLoaderDone) {
+	if err := l.Commit(nil); !errors.Is(err, errLoaderDone) {
 		t.Errorf("second Commit: %v", err)
 	}
 	if err := l.Close(); err != nil {
