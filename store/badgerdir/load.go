@@ -77,9 +77,6 @@ const (
 	// as a session's (sessionTableSize): a million-topic fixture has about
 	// 2,000 of 1 MB.
 	loadTableSize = 1 << 20
-	// loadWriteBatch is how many bytes of sorted keys and values go to the
-	// StreamWriter at a time; it copies them, and queues up to three batches.
-	loadWriteBatch = 1 << 20
 	// loadMemTableSize: the Loader writes no memtable, but Badger allocates
 	// one at open and again in StreamWriter.Prepare.
 	loadMemTableSize = 1 << 20
@@ -491,7 +488,8 @@ func (s *sorter) writeTo(db *badger.DB, progress func(n int64)) error {
 		sw.Cancel()
 		return err
 	}
-	st := &streamSink{sw: sw, db: db, buf: z.NewBuffer(loadWriteBatch+loadWriteBatch/4, "badgerdir.Loader"), kv: &pb.KV{Version: 1}}
+	batch := max(int(s.opts.TableSize/4), 16<<10)
+	st := &streamSink{sw: sw, db: db, batch: batch, buf: z.NewBuffer(batch+batch/4, "badgerdir.Loader"), kv: &pb.KV{Version: 1}}
 	defer st.buf.Release()
 	if err := m.each(false, st.add); err != nil {
 		sw.Cancel()
@@ -697,18 +695,23 @@ func (m *merge) each(keepDeletes bool, fn func(key, value []byte, del bool) erro
 // loadProgressEvery is how many writes a merge reads between progress reports.
 const loadProgressEvery = 1 << 16
 
-// streamSink hands the merged keys to a StreamWriter in batches.
+// streamSink hands the merged keys to a StreamWriter in batches of a quarter
+// table (the StreamWriter copies them, and queues up to three).
 type streamSink struct {
-	sw   *badger.StreamWriter
-	db   *badger.DB
-	buf  *z.Buffer
-	kv   *pb.KV
-	last []byte
+	sw    *badger.StreamWriter
+	db    *badger.DB
+	batch int
+	buf   *z.Buffer
+	kv    *pb.KV
+	last  []byte
 	// sent counts the keys and their bytes (keys and values) handed to the
 	// StreamWriter; marks holds sent as it was after each batch, from the
-	// last batch known to be in the tables on.
-	sent  sentMark
-	marks []sentMark
+	// last batch known to be in the tables on; written is that last batch,
+	// and tables the number of tables then.
+	sent    sentMark
+	marks   []sentMark
+	written sentMark
+	tables  uint64
 }
 
 type sentMark struct{ keys, bytes uint64 }
@@ -723,7 +726,7 @@ func (st *streamSink) add(key, value []byte, _ bool) error {
 	st.last = append(st.last[:0], key...)
 	st.sent.keys++
 	st.sent.bytes += uint64(len(key) + len(value))
-	if st.buf.LenNoPadding() < loadWriteBatch {
+	if st.buf.LenNoPadding() < st.batch {
 		return nil
 	}
 	return st.flush()
@@ -747,11 +750,10 @@ func (st *streamSink) flush() error {
 // reuse: committing a 100,000-topic fixture took 130 MB of builders. So the
 // merge waits while the bytes sent but not yet in a table exceed
 // loadTablesInFlight tables' worth (the bytes of the tables written so far,
-// over their number) plus loadPaceSlack (the batches queued in the
-// StreamWriter, and those the count of what is in the tables misses).
+// over their number) and four batches (those queued in the StreamWriter, and
+// the one the count of what is in the tables misses).
 const (
 	loadTablesInFlight = 2
-	loadPaceSlack      = 4 * loadWriteBatch
 	loadPacePoll       = 2 * time.Millisecond
 	// loadPaceStall: how long the merge waits while no table is written at
 	// all before it goes on regardless: a builder being filled with more than
@@ -761,26 +763,18 @@ const (
 )
 
 // pace waits until the tables written catch up with what was sent (see above).
+// What it knows to be written only grows, so it asks Badger only when that is
+// not enough.
 func (st *streamSink) pace() {
-	var lastWritten uint64
 	var waited time.Duration
-	for {
-		written, tables := writtenKeys(st.db)
-		// The last batch all of whose keys are in tables, and the bytes up to it.
-		i := 0
-		for i+1 < len(st.marks) && st.marks[i+1].keys <= written {
-			i++
+	for !st.caughtUp() {
+		before := st.written
+		st.refresh()
+		if st.tables == 0 || st.caughtUp() {
+			return // nothing to go by before the first table
 		}
-		st.marks = st.marks[i:]
-		base := st.marks[0]
-		if base.keys > written {
-			base = sentMark{}
-		}
-		if tables == 0 || st.sent.bytes-base.bytes <= loadTablesInFlight*base.bytes/tables+loadPaceSlack {
-			return
-		}
-		if written != lastWritten {
-			lastWritten, waited = written, 0
+		if st.written != before {
+			waited = 0
 		}
 		if waited >= loadPaceStall {
 			return
@@ -790,11 +784,25 @@ func (st *streamSink) pace() {
 	}
 }
 
-// writtenKeys returns the keys in db's tables, and the number of tables.
-func writtenKeys(db *badger.DB) (keys, tables uint64) {
-	for _, t := range db.Tables() {
+func (st *streamSink) caughtUp() bool {
+	return st.tables > 0 && st.sent.bytes-st.written.bytes <= loadTablesInFlight*st.written.bytes/st.tables+4*uint64(st.batch)
+}
+
+// refresh learns from the tables how much of what was sent is in them.
+func (st *streamSink) refresh() {
+	var keys uint64
+	st.tables = 0
+	for _, t := range st.db.Tables() {
 		keys += uint64(t.KeyCount)
-		tables++
+		st.tables++
 	}
-	return keys, tables
+	// The last batch all of whose keys are in tables.
+	i := 0
+	for i+1 < len(st.marks) && st.marks[i+1].keys <= keys {
+		i++
+	}
+	st.marks = st.marks[i:]
+	if len(st.marks) > 0 && st.marks[0].keys <= keys {
+		st.written = st.marks[0]
+	}
 }
