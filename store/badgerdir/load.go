@@ -60,7 +60,7 @@ const (
 const (
 	// loadBufferSize is one sort buffer: keys, values and sortRecSize bytes
 	// of index per write. Each database has two (one filling, one being
-	// written as a run). A million-topic fixture writes some 3 GB in all,
+	// written as a run). A million-topic fixture writes some 6 GB in all,
 	// about 190 runs per database.
 	loadBufferSize = 16 << 20
 	// loadMaxFanIn bounds the runs merged at once, and so the read buffers of
