@@ -1,7 +1,6 @@
 package badgerdir
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"container/heap"
@@ -18,6 +17,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
 	"github.com/dgraph-io/ristretto/v2/z"
+	"github.com/klauspost/compress/s2"
 )
 
 // Loader fills the two databases of a new data dir from writes in any order
@@ -34,7 +34,7 @@ import (
 // the last level, with no memtable, write-ahead log or compaction.
 //
 // Its memory: two sort buffers per database while loading (loadBufferSize),
-// and while committing a read buffer per run (loadRunReadBuffer) and the
+// and while committing a read buffer per run (loadRunBlock) and the
 // StreamWriter's table builders (paced: loadTablesInFlight), for each of the
 // two databases, which Commit writes at once.
 //
@@ -64,11 +64,14 @@ const (
 	// about 190 runs per database.
 	loadBufferSize = 16 << 20
 	// loadMaxFanIn bounds the runs merged at once, and so the read buffers of
-	// a merge (16 MB at most). More runs are first merged in groups into
+	// a merge (some 36 MB at most). More runs are first merged in groups into
 	// fewer, longer ones.
 	loadMaxFanIn = 256
-	// loadRunReadBuffer is the read buffer of each run in a merge.
-	loadRunReadBuffer = 64 << 10
+	// loadRunBlock: runs are compressed (S2, which the fixture's writes
+	// shrink to about 40%: disk a million topics' fixture needs while it is
+	// made, and I/O), in blocks of this size; a run being read holds a block
+	// and its compressed form.
+	loadRunBlock = 64 << 10
 	// loadTableSize is the size of the tables the Loader writes (all at the
 	// last level), compressed. A table builder holds the table's blocks
 	// uncompressed and a compressed copy of each, in buffers that start at
@@ -429,11 +432,12 @@ func writeRun(path string, b *sortBuf) error {
 }
 
 // A run file holds writes in key order, each: uvarint key length, uvarint
-// value length << 1 | deleted, key, value.
+// value length << 1 | deleted, key, value; S2-compressed in blocks of
+// loadRunBlock (with a checksum each).
 type runWriter struct {
 	path string
 	f    *os.File
-	w    *bufio.Writer
+	w    *s2.Writer
 	head [2 * binary.MaxVarintLen64]byte
 }
 
@@ -442,10 +446,10 @@ func createRun(path string) (*runWriter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runWriter{path: path, f: f, w: bufio.NewWriterSize(f, loadRunReadBuffer)}, nil
+	return &runWriter{path: path, f: f, w: s2.NewWriter(f, s2.WriterBlockSize(loadRunBlock), s2.WriterConcurrency(1))}, nil
 }
 
-// add appends a write; errors stick in the bufio.Writer until close.
+// add appends a write; errors stick in the s2.Writer until close.
 func (w *runWriter) add(key, value []byte, del bool) {
 	flag := uint64(len(value)) << 1
 	if del {
@@ -459,7 +463,7 @@ func (w *runWriter) add(key, value []byte, del bool) {
 }
 
 func (w *runWriter) close() error {
-	err := w.w.Flush()
+	err := w.w.Close()
 	if cerr := w.f.Close(); err == nil {
 		err = cerr
 	}
@@ -553,7 +557,7 @@ func mergeRuns(runs []string, path string, keepDeletes bool) error {
 type runSource struct {
 	path  string
 	f     *os.File
-	r     *bufio.Reader
+	r     *s2.Reader
 	age   int // the run's place, oldest first: of two writes of a key, the younger counts
 	k, v  []byte
 	del   bool
@@ -565,7 +569,7 @@ func openRun(path string, age int) (*runSource, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &runSource{path: path, f: f, r: bufio.NewReaderSize(f, loadRunReadBuffer), age: age}, nil
+	return &runSource{path: path, f: f, r: s2.NewReader(f, s2.ReaderMaxBlockSize(loadRunBlock)), age: age}, nil
 }
 
 // next reads the next write; false at the end of the run or on an error
