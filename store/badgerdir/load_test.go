@@ -22,6 +22,21 @@ type loaderModel struct {
 	entries map[[2]int64][]byte
 }
 
+func newLoaderModel() *loaderModel {
+	return &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
+}
+
+// newLoader returns a Loader on a new data dir, and the dir.
+func newLoader(t *testing.T, opts LoaderOptions) (*Loader, string) {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := CreateLoader(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, dir
+}
+
 // loadRandom makes n random writes through l and into the model: nodes and
 // entries in no order, overwrites, deletes of written and unwritten keys, and
 // now and then a value past the value-log threshold.
@@ -126,12 +141,8 @@ func TestLoaderModel(t *testing.T) {
 		{"merge rounds", LoaderOptions{BufferSize: 4 << 10, MaxFanIn: 3}, 6000},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			dir := t.TempDir()
-			l, err := CreateLoader(dir, c.opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
+			l, dir := newLoader(t, c.opts)
+			m := newLoaderModel()
 			loadRandom(t, l, m, rand.New(rand.NewPCG(1, uint64(c.n))), c.n)
 			runs := l.meta.made
 			var merged atomic.Int64
@@ -167,12 +178,8 @@ func TestLoaderModel(t *testing.T) {
 // TestLoaderTables: a database of many tables, each at the last level, in key
 // order and not overlapping, written through the paced StreamWriter.
 func TestLoaderTables(t *testing.T) {
-	dir := t.TempDir()
-	l, err := CreateLoader(dir, LoaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &loaderModel{nodes: map[string][]byte{}, entries: map[[2]int64][]byte{}}
+	l, dir := newLoader(t, LoaderOptions{})
+	m := newLoaderModel()
 	r := rand.New(rand.NewPCG(2, 2))
 	// 12 MB that do not compress: 12 tables or more.
 	for i := range 3000 {
@@ -211,11 +218,7 @@ func TestLoaderTables(t *testing.T) {
 // commit fail without reaching the data dir; a commit of nothing leaves two
 // empty databases.
 func TestLoaderRefuses(t *testing.T) {
-	dir := t.TempDir()
-	l, err := CreateLoader(dir, LoaderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, dir := newLoader(t, LoaderOptions{})
 	for name, err := range map[string]error{
 		"empty path":   l.PutNode("", []byte("x")),
 		"long path":    l.PutNode("/"+strings.Repeat("a", maxKeySize), []byte("x")),
