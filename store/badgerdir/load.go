@@ -64,14 +64,15 @@ const (
 	// about 190 runs per database.
 	loadBufferSize = 16 << 20
 	// loadMaxFanIn bounds the runs merged at once, and so the read buffers of
-	// a merge (some 36 MB at most). More runs are first merged in groups into
-	// fewer, longer ones.
+	// a merge (9 MB at most). More runs are first merged in groups into fewer,
+	// longer ones.
 	loadMaxFanIn = 256
-	// loadRunBlock: runs are compressed (S2, which the fixture's writes
-	// shrink to about 40%: disk a million topics' fixture needs while it is
-	// made, and I/O), in blocks of this size; a run being read holds a block
-	// and its compressed form.
-	loadRunBlock = 64 << 10
+	// loadRunBlock: runs are compressed (S2, which shrinks a million topics'
+	// 5.5 GB of writes to 1.5 GB of disk while the fixture is made), in blocks
+	// of this size; a run being read holds a block and its compressed form
+	// (some 35 KB). With 64 KB blocks (1.2 GB) the runs of a million topics
+	// held 46 MB.
+	loadRunBlock = 16 << 10
 	// loadTableSize is the size of the tables the Loader writes (all at the
 	// last level), compressed. A table builder holds the table's blocks
 	// uncompressed and a compressed copy of each, in buffers that start at
@@ -710,12 +711,15 @@ type streamSink struct {
 	last  []byte
 	// sent counts the keys and their bytes (keys and values) handed to the
 	// StreamWriter; marks holds sent as it was after each batch, from the
-	// last batch known to be in the tables on; written is that last batch,
-	// and tables the number of tables then.
-	sent    sentMark
-	marks   []sentMark
-	written sentMark
-	tables  uint64
+	// last batch known to be in the tables on.
+	sent  sentMark
+	marks []sentMark
+	// What the tables written so far hold (see pace): their number and bytes
+	// on disk, and the bytes sent per byte on disk, as last sampled (when
+	// there were sampledAt tables).
+	tables, disk int64
+	perDisk      float64
+	sampledAt    int64
 }
 
 type sentMark struct{ keys, bytes uint64 }
@@ -756,6 +760,15 @@ func (st *streamSink) flush() error {
 // loadTablesInFlight tables' worth (the bytes of the tables written so far,
 // over their number) and four batches (those queued in the StreamWriter, and
 // the one the count of what is in the tables misses).
+//
+// What the tables hold is known two ways. DB.Levels gives their number and
+// bytes on disk, at no cost. DB.Tables gives their keys, whence the bytes sent
+// they hold (marks), but reads every table's index: a page fault or more per
+// table once the trimmer dropped it, for each of the hundreds of waits of a
+// million-topic fixture (2,000 tables), which kept 60 MB of index pages
+// resident. So the bytes sent per byte on disk are sampled from Tables when
+// the tables have grown by an eighth since the last sample, and Levels
+// gives the rest.
 const (
 	loadTablesInFlight = 2
 	loadPacePoll       = 2 * time.Millisecond
@@ -766,18 +779,18 @@ const (
 	loadPaceStall = time.Second
 )
 
-// pace waits until the tables written catch up with what was sent (see above).
-// What it knows to be written only grows, so it asks Badger only when that is
-// not enough.
+// pace waits until the tables written catch up with what was sent (see
+// above). What it knows to be written only grows, so it asks Badger only when
+// that is not enough.
 func (st *streamSink) pace() {
 	var waited time.Duration
 	for !st.caughtUp() {
-		before := st.written
+		before := st.tables
 		st.refresh()
 		if st.tables == 0 || st.caughtUp() {
 			return // nothing to go by before the first table
 		}
-		if st.written != before {
+		if st.tables != before {
 			waited = 0
 		}
 		if waited >= loadPaceStall {
@@ -789,24 +802,46 @@ func (st *streamSink) pace() {
 }
 
 func (st *streamSink) caughtUp() bool {
-	return st.tables > 0 && st.sent.bytes-st.written.bytes <= loadTablesInFlight*st.written.bytes/st.tables+4*uint64(st.batch)
+	if st.tables == 0 || st.perDisk == 0 {
+		return false
+	}
+	written := float64(st.disk) * st.perDisk
+	return float64(st.sent.bytes)-written <= loadTablesInFlight*written/float64(st.tables)+4*float64(st.batch)
 }
 
-// refresh learns from the tables how much of what was sent is in them.
+// refresh learns how many tables are written and their bytes on disk, and
+// samples the bytes sent per byte on disk when due.
 func (st *streamSink) refresh() {
+	st.tables, st.disk = levelTables(st.db)
+	if st.tables > 0 && (st.perDisk == 0 || st.tables >= st.sampledAt+max(1, st.sampledAt/8)) {
+		st.sample()
+	}
+}
+
+func levelTables(db *badger.DB) (tables, disk int64) {
+	for _, l := range db.Levels() {
+		tables += int64(l.NumTables)
+		disk += l.Size
+	}
+	return tables, disk
+}
+
+// sample counts the keys in the tables, finds the bytes sent that they hold
+// (to the last whole batch), and divides by their bytes on disk.
+func (st *streamSink) sample() {
 	var keys uint64
-	st.tables = 0
 	for _, t := range st.db.Tables() {
 		keys += uint64(t.KeyCount)
-		st.tables++
 	}
-	// The last batch all of whose keys are in tables.
+	tables, disk := levelTables(st.db) // as Tables saw them, but for a table added since
 	i := 0
 	for i+1 < len(st.marks) && st.marks[i+1].keys <= keys {
 		i++
 	}
 	st.marks = st.marks[i:]
-	if len(st.marks) > 0 && st.marks[0].keys <= keys {
-		st.written = st.marks[0]
+	if len(st.marks) == 0 || st.marks[0].keys > keys || disk == 0 {
+		return
 	}
+	st.tables, st.disk, st.sampledAt = tables, disk, tables
+	st.perDisk = float64(st.marks[0].bytes) / float64(disk)
 }
