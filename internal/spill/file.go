@@ -89,51 +89,110 @@ func (f *File) Finish() error {
 // all), in order. key and value are valid only during fn. It stops at fn's
 // first error or when ctx is done.
 func (f *File) Scan(ctx context.Context, from []byte, fn func(key, value []byte) error) error {
-	if !f.finished {
-		return fmt.Errorf("spill: %s: scan before Finish", f.f.Name())
+	r, err := f.NewReader()
+	if err != nil {
+		return err
 	}
-	// Start at the last index entry whose key sorts before from: equal keys
-	// may begin in the block before the first one whose key is from.
-	i := sort.Search(len(f.index), func(i int) bool { return bytes.Compare(f.index[i].key, from) >= 0 })
-	off := int64(0)
-	if i > 0 {
-		off = f.index[i-1].off
-	}
-	rr := newRecordReader(io.NewSectionReader(f.f, off, f.size-off), f.f.Name(), off)
-	for n := 0; ; n++ {
+	r.Seek(from)
+	for n := 0; r.Next(); n++ {
 		if n&1023 == 0 {
 			if err := ctx.Err(); err != nil {
 				return err
 			}
 		}
-		err := rr.next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		if bytes.Compare(rr.key, from) < 0 {
-			continue
-		}
-		if err := fn(rr.key, rr.val); err != nil {
+		if err := fn(r.Key(), r.Value()); err != nil {
 			return err
 		}
 	}
+	return r.Err()
 }
 
 // Get returns a copy of the value of the first record of key; ok is false when
 // there is none.
 func (f *File) Get(key []byte) (value []byte, ok bool, err error) {
-	errFound := errors.New("found")
-	err = f.Scan(context.Background(), key, func(k, v []byte) error {
-		if bytes.Equal(k, key) {
-			value, ok = bytes.Clone(v), true
-		}
-		return errFound
-	})
-	if errors.Is(err, errFound) {
-		err = nil
+	r, err := f.NewReader()
+	if err != nil {
+		return nil, false, err
 	}
-	return value, ok, err
+	r.Seek(key)
+	if r.Next() && bytes.Equal(r.Key(), key) {
+		return bytes.Clone(r.Value()), true, nil
+	}
+	return nil, false, r.Err()
 }
+
+// Reader reads a File's records in order, from wherever Seek put it. Each
+// goroutine needs its own.
+type Reader struct {
+	f    *File
+	rr   *recordReader
+	read bool   // rr holds the record Next returned last
+	eof  bool   // rr reached the end
+	from []byte // records before it are skipped
+	err  error
+}
+
+// NewReader starts a Reader at the first record.
+func (f *File) NewReader() (*Reader, error) {
+	if !f.finished {
+		return nil, fmt.Errorf("spill: %s: read before Finish", f.f.Name())
+	}
+	r := &Reader{f: f}
+	r.reset(0)
+	return r, nil
+}
+
+func (r *Reader) reset(off int64) {
+	r.rr = newRecordReader(io.NewSectionReader(r.f.f, off, r.f.size-off), r.f.f.Name(), off)
+	r.read, r.eof = false, false
+}
+
+// Seek makes Next return the records from the first whose key does not sort
+// before key. Moving forward reads on from where the Reader is, or jumps
+// ahead by the index when that is shorter; moving back (or to the record
+// returned last) starts again from the index.
+func (r *Reader) Seek(key []byte) {
+	idx := r.f.index
+	// The last index entry whose key sorts before key: equal keys may begin
+	// in the block before the first one whose key is key.
+	i := sort.Search(len(idx), func(i int) bool { return bytes.Compare(idx[i].key, key) >= 0 })
+	off := int64(0)
+	if i > 0 {
+		off = idx[i-1].off
+	}
+	if r.eof || off > r.rr.off || (r.read && bytes.Compare(key, r.rr.key) <= 0) {
+		r.reset(off)
+	}
+	r.from = append(r.from[:0], key...)
+	if r.from == nil {
+		r.from = []byte{}
+	}
+}
+
+// Next moves to the next record; false at the end or on an error (Err).
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for {
+		if err := r.rr.next(); err != nil {
+			r.eof = true
+			if !errors.Is(err, io.EOF) {
+				r.err = err
+			}
+			return false
+		}
+		r.read = true
+		if r.from == nil || bytes.Compare(r.rr.key, r.from) >= 0 {
+			return true
+		}
+	}
+}
+
+// Key and Value are the current record's, valid until the next call of Next
+// or Seek.
+func (r *Reader) Key() []byte   { return r.rr.key }
+func (r *Reader) Value() []byte { return r.rr.val }
+
+// Err is what stopped Next, nil at a clean end.
+func (r *Reader) Err() error { return r.err }

@@ -281,3 +281,51 @@ func BenchmarkSort(b *testing.B) {
 		b.Fatalf("sorted %d of %d: %v", n, b.N, err)
 	}
 }
+
+// TestReaderSeeksAnyWay: a Reader sought forward, back, to the record it just
+// returned and past the end always returns what a fresh scan from that key
+// would.
+func TestReaderSeeksAnyWay(t *testing.T) {
+	d := open(t)
+	recs := want(randomRecords(5, 20_000, 2_000))
+	f, err := d.NewFile("t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		f.Append([]byte(r.k), []byte(r.v))
+	}
+	f.Finish()
+	r, err := f.NewReader()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(6, 6))
+	for step := range 2000 {
+		var from []byte
+		switch rng.IntN(4) {
+		case 0:
+			from = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		default:
+			from = []byte(recs[rng.IntN(len(recs))].k)
+		}
+		r.Seek(from)
+		i, _ := slices.BinarySearchFunc(recs, string(from), func(a kv, k string) int { return strings.Compare(a.k, k) })
+		for n := rng.IntN(50); n >= 0; n-- {
+			ok := r.Next()
+			if i >= len(recs) {
+				if ok {
+					t.Fatalf("step %d: Next past the end gave %x", step, r.Key())
+				}
+				break
+			}
+			if !ok || string(r.Key()) != recs[i].k || string(r.Value()) != recs[i].v {
+				t.Fatalf("step %d: from %x record %d: got %v %x, want %x", step, from, i, ok, r.Key(), recs[i].k)
+			}
+			i++
+		}
+	}
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+}
