@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -68,7 +70,7 @@ type VersionSplit struct {
 // managed ledger is ErrNoSuchTopic. Versions come back ascending.
 func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.TopicName, splitMs map[int64]int64) ([]VersionSplit, error) {
 	base := topic.Base()
-	_, ledgers, _, err := usageTargets(ctx, dd.Metadata, &base, nil)
+	ids, err := topicLedgerIDs(ctx, dd.Metadata, base)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +80,8 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 		refs  formats.EntryRefs
 		entry formats.Entry
 	)
-	for _, l := range ledgers {
-		err := streamLedger(ctx, dd.Ledgers, l.id, 0, func(entryID int64, v []byte) error {
+	for _, id := range ids {
+		err := streamLedger(ctx, dd.Ledgers, id, 0, func(entryID int64, v []byte) error {
 			if !formats.PeekEntry(v, &refs) {
 				if formats.ParseEntryInto(v, &entry, nil, nil) != nil {
 					return nil
@@ -102,11 +104,11 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 			if at, ok := splitMs[version]; ok && int64(refs.PublishTime) < at {
 				c = &p.before
 			}
-			c.add(Position{LedgerID: l.id, EntryID: entryID}, refs.PublishTime, int64(refs.NumMessages))
+			c.add(Position{LedgerID: id, EntryID: entryID}, refs.PublishTime, int64(refs.NumMessages))
 			return nil
 		}, func(*store.TruncatedError) error { return nil })
 		if err != nil {
-			return nil, fmt.Errorf("split schema usage of %s: ledger %d: %w", base, l.id, err)
+			return nil, fmt.Errorf("split schema usage of %s: ledger %d: %w", base, id, err)
 		}
 	}
 	out := make([]VersionSplit, 0, len(counts))
@@ -119,6 +121,31 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Version < out[j].Version })
 	return out, nil
+}
+
+// topicLedgerIDs are the ledgers of a base topic's managed ledgers (every
+// partition's), ascending, once each; those of nodes that do not decode are
+// left out (the scan reports them).
+func topicLedgerIDs(ctx context.Context, ms store.MetadataStore, base formats.TopicName) ([]int64, error) {
+	mls, err := cluster.TopicManagedLedgers(ctx, ms, base)
+	if err != nil {
+		return nil, fmt.Errorf("schema usage: %w", err)
+	}
+	var ids []int64
+	for _, ml := range mls {
+		if ml.Damaged != nil {
+			continue
+		}
+		info, _, err := formats.DecodeManagedLedgerInfo(ml.Node.Value)
+		if err != nil {
+			continue
+		}
+		for _, li := range info.GetLedgerInfo() {
+			ids = append(ids, li.GetLedgerId())
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
 }
 
 // topicCollisions looks, for every registry version the topic's stored messages

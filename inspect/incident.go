@@ -51,15 +51,23 @@ func Incident(ctx context.Context, dd *datadir.DataDir, opts IncidentOptions, pr
 		r.Sources = append(r.Sources, htmlreport.Source{URL: s.URL, Kind: s.Kind, ReadOnly: s.ReadOnly,
 			Zxid: s.Zxid, Revision: s.Revision, AsOf: s.AsOf, Notes: s.Notes})
 	}
-	var usage *UsageReport
+	var usage *UsageRun
 	copts := CheckOptions{FirstEntryIndexKey: opts.FirstEntryIndexKey}
 	if opts.SkipMessageScan {
 		r.Notes = append(r.Notes, "the message scan was skipped (--skip-message-scan): schema versions show no message counts")
 	} else {
 		copts.SchemaUsage = true
-		copts.OnUsage = func(u *UsageReport) { usage = u }
+		copts.OnUsage = func(u *UsageRun) { usage = u }
 	}
-	fs, stats, err := Check(ctx, dd, copts, prog)
+	var (
+		fs    []report.Finding
+		stats *CheckStats
+	)
+	run, err := RunCheck(ctx, dd, copts, prog)
+	if err == nil {
+		defer run.Close() // the usage is the run's
+		fs, stats, err = run.collect(ctx)
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
@@ -84,6 +92,7 @@ func Incident(ctx context.Context, dd *datadir.DataDir, opts IncidentOptions, pr
 	g.place(fs)
 	r.Topics, r.Loose = g.topics(), g.loose
 	r.Findings, r.HiddenFindings = g.filterFindings(fs)
+	r.Problems = append(r.Problems, g.problems...)
 	r.Problems = append(r.Problems, g.emptiness(stats)...)
 	return r, nil
 }
@@ -116,7 +125,9 @@ type incidentTopic struct {
 type gatherer struct {
 	dd    *datadir.DataDir
 	opts  IncidentOptions
-	usage *UsageReport
+	usage *UsageRun
+	// problems are what the gatherer could not read.
+	problems []string
 
 	nodes    map[int64]incidentNode
 	topicsBy map[string]*incidentTopic // by base topic name
@@ -138,7 +149,7 @@ type restoredBy struct {
 	undone bool
 }
 
-func newGatherer(dd *datadir.DataDir, opts IncidentOptions, usage *UsageReport) *gatherer {
+func newGatherer(dd *datadir.DataDir, opts IncidentOptions, usage *UsageRun) *gatherer {
 	return &gatherer{dd: dd, opts: opts, usage: usage,
 		nodes: map[int64]incidentNode{}, topicsBy: map[string]*incidentTopic{},
 		laneByML: map[string]*htmlreport.Lane{}, restored: map[string]restoredBy{}}
@@ -314,11 +325,14 @@ func (g *gatherer) useOf(base formats.TopicName, v *htmlreport.Version) {
 	if g.usage == nil {
 		return
 	}
-	g.usage.TopicUses(base.String(), v.Version, func(u SchemaUse) {
+	err := g.usage.TopicUses(base.String(), v.Version, func(u SchemaUse) {
 		v.Messages += u.Messages
 		v.Entries += u.Entries
 		v.FirstPublish, v.LastPublish = int64(u.FirstPublishMs), int64(u.LastPublishMs)
 	})
+	if err != nil {
+		g.problems = append(g.problems, "message counts of "+base.String()+" could not be read: "+err.Error())
+	}
 }
 
 func restoredKey(key string, version int64) string { return fmt.Sprintf("%s\x00%d", key, version) }

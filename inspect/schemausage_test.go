@@ -258,7 +258,12 @@ func TestSchemaUsageCountsBothKVLayouts(t *testing.T) {
 	dd := usageOpen(t, dir, true)
 	var fromCheck *UsageReport
 	if _, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true,
-		OnUsage: func(u *UsageReport) { fromCheck = u }}, report.NoProgress{}); err != nil {
+		OnUsage: func(u *UsageRun) {
+			var err error
+			if fromCheck, err = u.Report(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}}, report.NoProgress{}); err != nil {
 		t.Fatal(err)
 	}
 	if fromCheck == nil {

@@ -196,3 +196,12 @@ func (r *Reader) Value() []byte { return r.rr.val }
 
 // Err is what stopped Next, nil at a clean end.
 func (r *Reader) Err() error { return r.err }
+
+// Close removes the file; it must not be used after.
+func (f *File) Close() error {
+	f.f.Close()
+	if err := os.Remove(f.f.Name()); err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	return nil
+}

@@ -281,3 +281,19 @@ func (h *runHeap) pop() {
 	*h = old[:n]
 	h.down(0)
 }
+
+// Close drops what the sorter holds, in memory and on disk; it must not be
+// used after.
+func (s *Sorter) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var err error
+	for _, r := range s.runs {
+		r.f.Close()
+		if rerr := os.Remove(r.f.Name()); err == nil && rerr != nil {
+			err = fmt.Errorf("spill: %w", rerr)
+		}
+	}
+	s.runs, s.arena, s.recs = nil, nil, nil
+	return err
+}
