@@ -26,10 +26,10 @@ func seqKey(b []byte, n uint64) []byte { return binary.BigEndian.AppendUint64(b,
 // enc appends fields to a record.
 type enc []byte
 
-func (e enc) uint(v uint64) enc   { return binary.AppendUvarint(e, v) }
-func (e enc) int(v int64) enc     { return binary.AppendVarint(e, v) }
-func (e enc) str(s string) enc    { return append(e.uint(uint64(len(s))), s...) }
-func (e enc) bytes(b []byte) enc  { return append(e.uint(uint64(len(b))), b...) }
+func (e enc) uint(v uint64) enc    { return binary.AppendUvarint(e, v) }
+func (e enc) int(v int64) enc      { return binary.AppendVarint(e, v) }
+func (e enc) str(s string) enc     { return append(e.uint(uint64(len(s))), s...) }
+func (e enc) bytes(b []byte) enc   { return append(e.uint(uint64(len(b))), b...) }
 func (e enc) flags(bs ...bool) enc { return e.uint(packFlags(bs...)) }
 
 func packFlags(bs ...bool) uint64 {

@@ -229,9 +229,9 @@ type passWorker struct {
 	// The ledger being read.
 	seg     ledgerSeg
 	inSeg   bool
-	topic   bool    // Check parses the ledger's entries as topic entries
+	topic   bool       // Check parses the ledger's entries as topic entries
 	uTopics []usageRef // the topics counting the ledger's entries
-	pending int64   // entries not yet reported to the progress bar
+	pending int64      // entries not yet reported to the progress bar
 	// Of a sharded check (shard.go): the ledger being read is another shard's and
 	// no topic of this one refers to it (skipped), or another shard's that one
 	// refers to (read for its facts, not counted or reported: counted false).
