@@ -106,11 +106,11 @@ func randFinding(r *rand.Rand) Finding {
 // randRows is how many rows a random table has: mostly a few, some none, some
 // more than a page.
 func randRows(r *rand.Rand) int {
-	switch r.IntN(8) {
+	switch r.IntN(10) {
 	case 0:
 		return 0
 	case 1:
-		return pageRows + r.IntN(2*pageRows)
+		return pageRows + 1 + r.IntN(pageRows/2)
 	}
 	return 1 + r.IntN(6)
 }
