@@ -56,9 +56,10 @@ func streamDoc(n int) *Document {
 }
 
 // BenchmarkStreamPrint prints a streamed document of 1,000,000 rows and
-// 1,000,000 findings in each format; "floor" is the least any JSON printer of
-// them must do, json.Marshal of each row and finding into a buffered discard
-// (json's time over it is the cost of the document around them):
+// 1,000,000 findings in each format. Baselines: "whole-json", the same rows
+// and findings in memory encoded whole as printJSON did before it streamed,
+// and "floor", the least any JSON printer of them must do, json.Marshal of
+// each row and finding into a buffered discard:
 //
 //	go test ./report -run XXX -bench StreamPrint -benchtime 1x
 func BenchmarkStreamPrint(b *testing.B) {
@@ -74,6 +75,24 @@ func BenchmarkStreamPrint(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*n), "ns/item")
 		})
 	}
+	b.Run("whole-json", func(b *testing.B) {
+		// The same document in memory, encoded whole as printJSON did before
+		// it streamed (wholeJSON); building it is not timed.
+		rows, fs := make([]benchRow, n), make([]Finding, n)
+		for i := range n {
+			rows[i], fs[i] = benchRowAt(i), benchFindingAt(i)
+		}
+		d := &Document{Findings: fs, Notes: []string{"streamed"}}
+		d.Add(Rows("coverage", "firstEntryIndex coverage", rows))
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			if _, err := wholeJSON(d); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/(2*n), "ns/item")
+	})
 	b.Run("floor", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
