@@ -166,7 +166,15 @@ func (r *UsageRun) Findings(ctx context.Context, fn func(report.Finding) error) 
 }
 
 // Actionable reports whether any finding is an error or a warning.
-func (r *UsageRun) Actionable() bool { return r.out != nil && r.out.actionable() }
+func (r *UsageRun) Actionable() bool { return r.out != nil && r.out.counted().Actionable() }
+
+// Counts is how many findings there are of each kind and severity.
+func (r *UsageRun) Counts() report.Counts {
+	if r.out == nil {
+		return report.Counts{}
+	}
+	return r.out.counted()
+}
 
 // Close removes what the run keeps on disk.
 func (r *UsageRun) Close() error {
