@@ -326,6 +326,27 @@ func topicRow(tu *TopicUsage) UsageTopicRow {
 	return UsageTopicRow{tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries}
 }
 
+// TopicsTable is one row per topic, totals, read from disk as it prints.
+func (r *UsageRun) TopicsTable(ctx context.Context) *report.Table {
+	return report.Stream("topics", "Topics", func(yield func(UsageTopicRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error { return yield(topicRow(tu)) })
+	})
+}
+
+// Table is the per-topic, per-reference usage view, read from disk as it prints.
+func (r *UsageRun) Table(ctx context.Context) *report.Table {
+	return report.Stream("schema_usage", "Schema usage", func(yield func(UsageRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error {
+			for _, row := range usageRows(tu) {
+				if err := yield(row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
 // TopicsTable is one row per topic: totals.
 func (r *UsageReport) TopicsTable() *report.Table {
 	rows := make([]UsageTopicRow, len(r.Topics))

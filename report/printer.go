@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -84,15 +85,30 @@ func Print(w io.Writer, d *Document, asJSON bool) error {
 // million rows are not a million writes.
 const outputBuffer = 64 << 10
 
+// SourceError is a failure of what a streamed document reads as it prints
+// (a store, a file on disk), not of the output: PrintWith returns it when the
+// writer did not fail.
+type SourceError struct{ Err error }
+
+func (e *SourceError) Error() string { return e.Err.Error() }
+func (e *SourceError) Unwrap() error { return e.Err }
+
 // PrintWith renders the document in the format o names. Streamed tables and
 // findings are produced as they print, so the output of a failing stream or
-// writer may stop short; the error says why.
-func PrintWith(w io.Writer, d *Document, o Options) error {
+// writer may stop short; the error says why (a *SourceError when the stream
+// failed).
+func PrintWith(w io.Writer, d *Document, o Options) (err error) {
 	fs, hasFindings, err := d.findings()
 	if err != nil {
 		return err
 	}
-	bw := bufio.NewWriterSize(w, outputBuffer)
+	out := &stickyWriter{w: w}
+	defer func() {
+		if err != nil && out.err == nil && !errors.As(err, new(*SourceError)) {
+			err = &SourceError{Err: err}
+		}
+	}()
+	bw := bufio.NewWriterSize(out, outputBuffer)
 	switch o.Format {
 	case FormatJSON:
 		err = printJSON(bw, d, fs, hasFindings)

@@ -232,3 +232,14 @@ func paged[T any](each func(yield func(T) error) error, size int, page func([]T)
 	}
 	return n, err
 }
+
+// StreamedTables are the tables of ts whose rows are produced as they print.
+func StreamedTables(ts []*Table) []*Table {
+	var out []*Table
+	for _, t := range ts {
+		if t.stream != nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
