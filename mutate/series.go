@@ -117,10 +117,9 @@ type flight struct {
 
 // seriesJournals runs may be journaled at once. A run's applying record costs two
 // fsyncs in a row (its file, then the folder, which the runs journaled together
-// share: syncDir), a few milliseconds each on a loaded disk: with two at once, the
-// journal stage fell behind the writes and held them up (a 2,000-node back-fill on
-// live ZooKeeper went from 0.41-0.50x to 0.99-1.04x of the bare read-modify-write
-// loop with four journaled and four finished at once: docs/benchmarks.md).
+// share: syncDir), 3-5 ms each on this project's loaded disk, where a batch's
+// compare-and-set takes about 2.5 ms: with two at once, the journal stage fell
+// behind the writes (docs/benchmarks.md, "Measured decisions").
 const seriesJournals = 4
 
 // end reports a run's outcome and releases its nodes and ledgers. A failure that

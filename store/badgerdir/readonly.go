@@ -464,10 +464,14 @@ func (d *Dir) openWritableVerified(name string) (*badger.DB, error) {
 	// closes the copy), so retry briefly before calling the dir busy.
 	deadline := time.Now().Add(lockWait)
 	for {
-		db, err := openBounded([]string{src}, func() (*badger.DB, error) { return OpenDB(src, false, sessionOptions, verifiedReads) })
-		if err == nil && name == MetadataDirName {
-			d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
-		}
+		db, err := openBounded([]string{src}, func() (*badger.DB, error) {
+			db, err := OpenDB(src, false, sessionOptions, verifiedReads)
+			if err == nil && name == MetadataDirName {
+				// MaxVersion reads every table's index: bounded as the open is.
+				d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
+			}
+			return db, err
+		})
 		if err == nil || !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) {
 			return db, err
 		}
