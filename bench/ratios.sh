@@ -27,6 +27,19 @@ fixture() {
   "$bin" fixtures generate --out "$bench_dir" --topics 50 --ledgers 20 --entries 1000 >/dev/null
 }
 
+# The back-fill memory fixtures (MEM_DIR, default /tmp/ledgermedic-backfill-mem):
+# t100k, 100,000 topics (157,144 managed ledgers, 471,432 ledgers), and t1m, ten
+# times as many (4.7M ledgers; about 9 GB). Apply runs on a copy beside each.
+mem_dir=${MEM_DIR:-/tmp/ledgermedic-backfill-mem}
+memfixtures() {
+  go build -o "$bin" .
+  mkdir -p "$mem_dir"
+  [ -e "$mem_dir/t100k/fixture-manifest.json" ] ||
+    "$bin" fixtures generate --out "$mem_dir/t100k" --topics 100000 --ledgers 3 --entries 2 >/dev/null
+  [ -e "$mem_dir/t1m/fixture-manifest.json" ] ||
+    "$bin" fixtures generate --out "$mem_dir/t1m" --topics 1000000 --ledgers 3 --entries 2 >/dev/null
+}
+
 run() { # name, then the command
   local name=$1
   shift
@@ -108,11 +121,13 @@ section() {
   backfill-throughput)
     run backfill-throughput go test ./index -run '^$' -bench '^BenchmarkBackfillThroughput$' -benchtime 1x -count 2 ;;
   backfill-memory)
-    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,1000,10000 LEDGERMEDIC_MEMBENCH_MODES=apply \
-      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+    memfixtures
+    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_DIRS="$mem_dir/t100k,$mem_dir/t1m" LEDGERMEDIC_MEMBENCH_MODES=apply \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 120m ;;
   backfill-memory-plan)
-    run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 LEDGERMEDIC_MEMBENCH_MODES=plan \
-      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+    memfixtures
+    run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_DIRS="$mem_dir/t100k,$mem_dir/t1m" LEDGERMEDIC_MEMBENCH_MODES=plan \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 120m ;;
   zkdata)
     run zkdata go test ./formats/zkdisk -run '^$' -bench ZKDataRead -benchtime 5x ;;
   bookie)

@@ -406,7 +406,7 @@ func (d *Dir) openVerified(name string, opts store.Options) (*badger.DB, error) 
 	if err := p.buildSandbox(dst, false); err != nil {
 		return nil, fmt.Errorf("%s: make a read-only sandbox in %s: %w", src, dst, err)
 	}
-	db, err := OpenDB(dst, true, verifiedReads)
+	db, err := openBounded([]string{src, dst}, func() (*badger.DB, error) { return OpenDB(dst, true, verifiedReads) })
 	if err == nil {
 		d.Notes = append(d.Notes, p.notes...)
 		return db, nil
@@ -464,10 +464,14 @@ func (d *Dir) openWritableVerified(name string) (*badger.DB, error) {
 	// closes the copy), so retry briefly before calling the dir busy.
 	deadline := time.Now().Add(lockWait)
 	for {
-		db, err := OpenDB(src, false, sessionOptions, verifiedReads)
-		if err == nil && name == MetadataDirName {
-			d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
-		}
+		db, err := openBounded([]string{src}, func() (*badger.DB, error) {
+			db, err := OpenDB(src, false, sessionOptions, verifiedReads)
+			if err == nil && name == MetadataDirName {
+				// MaxVersion reads every table's index: bounded as the open is.
+				d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
+			}
+			return db, err
+		})
 		if err == nil || !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) {
 			return db, err
 		}
