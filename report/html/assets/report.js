@@ -103,12 +103,12 @@
     }
     td.title = name;
     for (var c = 0; c < 3; c++) { cell(tr, num(i, c), 'num'); }
-    cell(tr, num(i, 3), 'num sev-error');
-    cell(tr, num(i, 4), 'num sev-warning');
+    cell(tr, num(i, 3), num(i, 3) > 0 ? 'num sev-error' : 'num');
+    cell(tr, num(i, 4), num(i, 4) > 0 ? 'num sev-warning' : 'num');
     cell(tr, num(i, 5), 'num');
     var withEntries = num(i, 6), versions = num(i, 8), bad = num(i, 9);
     cell(tr, withEntries > 0 ? num(i, 7) + ' of ' + withEntries : '-', 'num');
-    cell(tr, versions > 0 ? versions + (bad > 0 ? ' (' + bad + ' with findings)' : '') : '-', bad > 0 ? 'num sev-error' : 'num');
+    cell(tr, versions > 0 ? versions + (bad > 0 ? ', ' + bad + ' bad' : '') : '-', bad > 0 ? 'num sev-error' : 'num');
     return tr;
   }
   function draw() {
