@@ -170,9 +170,11 @@ const ledgerSetBits = 23 // 1 MB
 
 func newLedgerSet() ledgerSet { return make(ledgerSet, 1<<ledgerSetBits/64) }
 
-func (s ledgerSet) bit(id int64) uint64 { return uint64(id) * 0x9E3779B97F4A7C15 >> (64 - ledgerSetBits) }
-func (s ledgerSet) add(id int64)        { b := s.bit(id); s[b/64] |= 1 << (b % 64) }
-func (s ledgerSet) has(id int64) bool   { b := s.bit(id); return s[b/64]&(1<<(b%64)) != 0 }
+func (s ledgerSet) bit(id int64) uint64 {
+	return uint64(id) * 0x9E3779B97F4A7C15 >> (64 - ledgerSetBits)
+}
+func (s ledgerSet) add(id int64)      { b := s.bit(id); s[b/64] |= 1 << (b % 64) }
+func (s ledgerSet) has(id int64) bool { b := s.bit(id); return s[b/64]&(1<<(b%64)) != 0 }
 
 // Budgets of the sorters (memory held before a sorted run is written).
 const (

@@ -44,7 +44,7 @@ type Report struct {
 	// MaxLooseLedgers by id; MoreLoose counts the others.
 	Loose     []Ledger
 	MoreLoose int64
-	Runs  []Run
+	Runs      []Run
 	// JournalNote says why there is no journal section (no data dir, no runs, unreadable).
 	JournalNote string
 }
