@@ -134,7 +134,7 @@ type incident struct {
 	walkSeq  uint64
 	failed   error // a spill write that failed: the report fails
 	problems []string
-	buf      []byte
+	buf, key []byte // reused: a sorter copies what it is given
 }
 
 // Record types: the order of a topic's (or a ledger's) records when read back.
@@ -178,9 +178,9 @@ func (s ledgerSet) has(id int64) bool { b := s.bit(id); return s[b/64]&(1<<(b%64
 
 // Budgets of the sorters (memory held before a sorted run is written).
 const (
-	incidentTopicBudget  = 16 << 20
-	incidentLedgerBudget = 8 << 20
-	incidentListBudget   = 4 << 20
+	incidentTopicBudget  = 8 << 20
+	incidentLedgerBudget = 4 << 20
+	incidentListBudget   = 2 << 20
 )
 
 func newIncident(dd *datadir.DataDir, opts IncidentOptions, usage *UsageRun, prog report.Progress) (*incident, error) {
@@ -290,10 +290,11 @@ type placedFinding struct {
 	hasNode bool
 }
 
+// encode appends p: its ordinal and node, then the finding (the rest).
 func (p *placedFinding) encode(b enc) enc {
 	b = b.uint(p.seq).flags(p.hasNode).int(p.node.ctime).str(p.node.component).str(p.node.owner).
 		int(p.node.entries).int(p.node.size)
-	return b.bytes(encodeFinding(nil, &p.f))
+	return encodeFinding(b, &p.f)
 }
 
 func decodePlaced(v []byte, p *placedFinding) error {
@@ -301,11 +302,10 @@ func decodePlaced(v []byte, p *placedFinding) error {
 	p.seq = d.uint()
 	d.flags(&p.hasNode)
 	p.node = incidentNode{ctime: d.int(), component: d.str(), owner: d.str(), entries: d.int(), size: d.int()}
-	fb := d.bytes()
 	if err := d.done("report finding"); err != nil {
 		return err
 	}
-	f, err := decodeFinding(fb)
+	f, err := decodeFinding(d.b)
 	p.f = f
 	return err
 }
@@ -356,7 +356,8 @@ func (in *incident) readFindings(ctx context.Context, run *CheckRun) error {
 			return in.onTopic(t, &p)
 		case placeLedger:
 			in.needed.add(*f.LedgerID)
-			return in.add(in.byLedger, ledgerKey(nil, *f.LedgerID, recFinding, seq), p.encode(in.buf[:0]))
+			in.buf, in.key = p.encode(in.buf[:0]), ledgerKey(in.key[:0], *f.LedgerID, recFinding, seq)
+			return in.add(in.byLedger, in.key, in.buf)
 		}
 		if len(in.opts.Topics) > 0 && f.Kind != KindStoreDamaged { // damage may touch any topic
 			in.hidden++
@@ -377,7 +378,8 @@ func (in *incident) onTopic(t formats.TopicName, p *placedFinding) error {
 		return err
 	}
 	in.buf = p.encode(in.buf[:0])
-	return in.add(in.byTopic, topicKey(nil, t.Base().String(), recFinding, p.seq), in.buf)
+	in.key = topicKey(in.key[:0], t.Base().String(), recFinding, p.seq)
+	return in.add(in.byTopic, in.key, in.buf)
 }
 
 // shown counts a finding the report is about and offers it to the list.
@@ -389,7 +391,8 @@ func (in *incident) shown(p *placedFinding) error {
 			return nil
 		}
 	}
-	return in.add(in.listed, seqKey(nil, p.seq), p.encode(in.buf[:0]))
+	in.buf = p.encode(in.buf[:0])
+	return in.add(in.listed, seqKey(nil, p.seq), in.buf)
 }
 
 // walk reads every managed-ledger and schema-locator node for the topics' rows,
@@ -422,7 +425,8 @@ func (in *incident) walk(ctx context.Context) error {
 }
 
 func (in *incident) addTopicRec(t formats.TopicName, typ byte, v []byte) error {
-	return in.add(in.byTopic, topicKey(nil, t.Base().String(), typ, in.walkSeq), v)
+	in.key = topicKey(in.key[:0], t.Base().String(), typ, in.walkSeq)
+	return in.add(in.byTopic, in.key, v)
 }
 
 // managedLedger: a managed-ledger record (ledgers, entries, whether it
@@ -443,7 +447,8 @@ func (in *incident) managedLedger(n store.Node) error {
 	for _, li := range info.GetLedgerInfo() {
 		entries += li.GetEntries()
 		if id := li.GetLedgerId(); in.needed.has(id) {
-			if err := in.add(in.byLedger, ledgerKey(nil, id, recLedgerInfo, in.walkSeq), []byte(t.String())); err != nil {
+			in.key = ledgerKey(in.key[:0], id, recLedgerInfo, in.walkSeq)
+			if err := in.add(in.byLedger, in.key, []byte(t.String())); err != nil {
 				return err
 			}
 		}
@@ -451,7 +456,8 @@ func (in *incident) managedLedger(n store.Node) error {
 	if !in.wanted(t) {
 		return nil
 	}
-	return in.addTopicRec(t, recTopicML, enc(nil).uint(uint64(len(info.GetLedgerInfo()))).int(entries).flags(false))
+	in.buf = enc(in.buf[:0]).uint(uint64(len(info.GetLedgerInfo()))).int(entries).flags(false)
+	return in.addTopicRec(t, recTopicML, in.buf)
 }
 
 // ledgerNode: the node of a needed ledger.
@@ -465,7 +471,8 @@ func (in *incident) ledgerNode(n store.Node) error {
 		return nil // check reports it
 	}
 	p := placedFinding{node: nd, hasNode: true}
-	return in.add(in.byLedger, ledgerKey(nil, id, recLedgerNode, in.walkSeq), p.encode(in.buf[:0]))
+	in.buf, in.key = p.encode(in.buf[:0]), ledgerKey(in.key[:0], id, recLedgerNode, in.walkSeq)
+	return in.add(in.byLedger, in.key, in.buf)
 }
 
 // locator: the topic's schema versions.
@@ -478,7 +485,8 @@ func (in *incident) locator(n store.Node) error {
 	if err != nil {
 		return in.addTopicRec(t, recTopicLocator, enc(nil).uint(0).flags(true))
 	}
-	return in.addTopicRec(t, recTopicLocator, enc(nil).uint(uint64(len(locatorVersions(loc)))).flags(false))
+	in.buf = enc(in.buf[:0]).uint(uint64(len(locatorVersions(loc)))).flags(false)
+	return in.addTopicRec(t, recTopicLocator, in.buf)
 }
 
 // readCoverage adds the check's coverage rows to their topics.
@@ -490,7 +498,8 @@ func (in *incident) readCoverage(ctx context.Context, run *CheckRun) error {
 		if err != nil || !in.wanted(t) {
 			return nil
 		}
-		return in.add(in.byTopic, topicKey(nil, t.Base().String(), recTopicCoverage, seq), encodeCoverage(in.buf[:0], &tc))
+		in.buf = encodeCoverage(in.buf[:0], &tc)
+		return in.add(in.byTopic, topicKey(in.key[:0], t.Base().String(), recTopicCoverage, seq), in.buf)
 	})
 }
 
@@ -549,7 +558,8 @@ func (in *incident) joinLedgers(ctx context.Context) error {
 }
 
 func (in *incident) toLoose(p *placedFinding) error {
-	return in.add(in.loose, seqKey(idKey(nil, *p.f.LedgerID), p.seq), p.encode(in.buf[:0]))
+	in.buf = p.encode(in.buf[:0])
+	return in.add(in.loose, seqKey(idKey(nil, *p.f.LedgerID), p.seq), in.buf)
 }
 
 // rowSum is one topic's row being added up in the topic pass.

@@ -50,3 +50,23 @@ func PIDCPU(pid int) time.Duration {
 
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.
 const clockTick = 10 * time.Millisecond
+
+// PeakRSS is this process's peak resident set size in bytes (VmHWM of
+// /proc/self/status); ok is false where the kernel does not say. A test that
+// measures a command's peak runs it in a child process that reports this:
+// the ru_maxrss a parent gets from wait4 is no good for it, because a child
+// started by fork+exec (Go's vfork with a shared address space) begins with
+// its parent's peak and keeps it across exec.
+func PeakRSS() (bytes int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, found := strings.CutPrefix(line, "VmHWM:"); found {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
+	}
+	return 0, false
+}

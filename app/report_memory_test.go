@@ -1,0 +1,76 @@
+//go:build !race
+
+package app
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
+)
+
+// The race detector multiplies memory, so this test runs without it.
+
+// TestReportMemoryFlat: report's peak memory does not grow with the number of
+// topics. Each size's report runs in a fresh child process (the test binary),
+// which prints its own peak (rusage.PeakRSS). Holding every topic's lanes and
+// every finding in memory, as the report once did, took its peak from about
+// 150 MB at 2,500 topics to 400 MB at 10,000.
+func TestReportMemoryFlat(t *testing.T) {
+	if dir := os.Getenv(envReportMemDir); dir != "" {
+		reportMemChild(t, dir)
+		return
+	}
+	if testing.Short() {
+		t.Skip("generates and reports 7,500 topics")
+	}
+	const small, large = 1_500, 6_000
+	peak := func(topics int) float64 {
+		dir := filepath.Join(t.TempDir(), "dd")
+		if _, err := fixtures.Generate(context.Background(), dir, fixtures.Options{Seed: 1, Topics: topics,
+			LedgersPerTopic: 3, EntriesPerLedger: 2, LoseSchemaLedgers: 2, LoseTopicLedger: true, CorruptCRC: true,
+			OrphanLedger: true}, nil); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(os.Args[0], "-test.run=^TestReportMemoryFlat$", "-test.count=1", "-test.v")
+		cmd.Env = append(os.Environ(), envReportMemDir+"="+dir)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("child of %d topics: %v\n%s", topics, err, out)
+		}
+		_, rest, ok := strings.Cut(string(out), "peak-RSS-MiB=")
+		if !ok {
+			t.Fatalf("child of %d topics printed no peak:\n%s", topics, out)
+		}
+		mib, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return mib
+	}
+	a, b := peak(small), peak(large)
+	t.Logf("peak RSS: %d topics %.1f MiB, %d topics %.1f MiB", small, a, large, b)
+	// 4x the topics may cost a little more (GC timing, Badger's table indexes), never per topic.
+	if b > a*1.25+16 {
+		t.Errorf("peak RSS grew from %.1f MiB (%d topics) to %.1f MiB (%d topics)", a, small, b, large)
+	}
+}
+
+func reportMemChild(t *testing.T, dir string) {
+	out := filepath.Join(t.TempDir(), "r.html")
+	if o, e, code := runApp(t, "-d", dir, "report", "--out", out); code > 1 {
+		t.Fatalf("report: exit %d\n%s\n%s", code, o, e)
+	}
+	peak, ok := rusage.PeakRSS()
+	if !ok {
+		t.Skip("no /proc/self/status")
+	}
+	fmt.Printf("peak-RSS-MiB=%.1f\n", float64(peak)/(1<<20))
+}
