@@ -19,7 +19,7 @@ mkdir -p "$logs"
 bin="$logs/ledgermedic"
 
 sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
-  zkdata bookie zk-live report etcd verify live live-pinned bk journal)
+  zkdata bookie zk-live report etcd verify live live-pinned bk journal million)
 
 fixture() {
   [ -e "$bench_dir/fixture-manifest.json" ] && return
@@ -52,6 +52,40 @@ check_memory() {
   go build -o "$bin" .
   /usr/bin/time -f "check: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check >/dev/null || true
   /usr/bin/time -f "check --skip-message-scan: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check --skip-message-scan >/dev/null || true
+}
+
+# BIG_DIR holds the 100,000- and 1,000,000-topic fixtures of the million section
+# (`fixtures generate --topics N --ledgers 3 --entries 2`, about 1 and 9 GB);
+# they are generated there when missing.
+big_dir=${BIG_DIR:-/tmp/ledgermedic-big}
+
+big_fixture() { # topics, dir
+  [ -e "$2/fixture-manifest.json" ] && return
+  rm -rf "$2"
+  /usr/bin/time -f "fixtures generate --topics $1: %e s wall, %U s user, %M KB peak RSS" \
+    "$bin" fixtures generate --out "$2" --topics "$1" --ledgers 3 --entries 2 --seed 1 >/dev/null
+}
+
+# Peak RSS and wall time of each read command at 100k and 1M topics, and the
+# ratios the issue sets (1M <= 1.3x the peak at 100k and <= 512 MB; wall <= 11x).
+million() {
+  go build -o "$bin" .
+  big_fixture 100000 "$big_dir/t100k"
+  big_fixture 1000000 "$big_dir/t1m"
+  local cmd
+  for cmd in "check" "check --skip-message-scan" "inspect topics -o json" "schema capture -o $logs/capture.jsonl" \
+    "report -o $logs/report.html"; do
+    local kb=() s=()
+    for t in t100k t1m; do
+      # shellcheck disable=SC2086 # cmd is words
+      /usr/bin/time -f "%M %e" -o "$logs/time" "$bin" -d "$big_dir/$t" $cmd >/dev/null 2>"$logs/err" || true
+      read -r k w < <(tail -1 "$logs/time") # after "Command exited with non-zero status" when it did
+      kb+=("$k")
+      s+=("$w")
+    done
+    awk -v c="$cmd" -v a="${kb[0]}" -v b="${kb[1]}" -v x="${s[0]}" -v y="${s[1]}" 'BEGIN {
+      printf "%-28s peak RSS %4.0f / %4.0f MB (x%.2f)   wall %6.1f / %7.1f s (x%.1f)\n", c, a/1024, b/1024, b/a, x, y, y/x }'
+  done
 }
 
 section() {
@@ -104,6 +138,8 @@ section() {
       -test.bench 'BenchmarkLive(ZK|Etcd)Backfill$' -test.benchtime 5x -test.count 2 ;;
   bk)
     run bk go test ./app/ -run '^$' -bench 'BenchmarkBK(InspectEntries|Check)$' -benchtime 2x -timeout 60m ;;
+  million)
+    run million million ;;
   journal)
     run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkReadRunsListed$|BenchmarkList$' -benchmem -count 3 ;;
   *)

@@ -96,6 +96,19 @@ func (tc TopicCoverage) Percent() (pct float64, ok bool) {
 
 // CoverageTable renders Coverage, one row per managed ledger.
 func (s *CheckStats) CoverageTable() *report.Table {
+	return s.CoverageTableOf(func(yield func(TopicCoverage) error) error {
+		for _, tc := range s.Coverage {
+			if err := yield(tc); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// CoverageTableOf renders the coverage rows each yields as the table prints
+// (a big cluster's are on disk: CheckRun.Coverage).
+func (s *CheckStats) CoverageTableOf(each func(yield func(TopicCoverage) error) error) *report.Table {
 	cols := []string{"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
 		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct"}
 	sharded := s.Fingerprint != ""
@@ -103,18 +116,18 @@ func (s *CheckStats) CoverageTable() *report.Table {
 		cols = append(cols, "ORDER", "order")
 	}
 	t := report.NewTable("coverage", "firstEntryIndex coverage", cols...)
-	for _, tc := range s.Coverage {
-		var pct any
-		if p, ok := tc.Percent(); ok {
-			pct = p
-		}
-		row := []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct}
-		if sharded {
-			row = append(row, tc.Order)
-		}
-		t.Add(row...)
-	}
-	return t
+	return t.StreamCells(func(yield func(values ...any) error) error {
+		return each(func(tc TopicCoverage) error {
+			var pct any
+			if p, ok := tc.Percent(); ok {
+				pct = p
+			}
+			if sharded {
+				return yield(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct, tc.Order)
+			}
+			return yield(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct)
+		})
+	})
 }
 
 // Table renders the stats as a two-column table.

@@ -1,11 +1,9 @@
 package inspect
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -28,19 +26,11 @@ type CheckRun struct {
 // Len is the number of findings.
 func (r *CheckRun) Len() int64 { return r.out.total() }
 
-// KindCount is how many findings of one kind and severity a check made.
-type KindCount struct {
-	Kind     string
-	Severity report.Severity
-	Count    int64
-}
-
-// Counts is how many findings there are of each kind and severity, most
-// serious first, then by kind (the summary table's order).
-func (r *CheckRun) Counts() []KindCount { return r.out.kindCounts() }
+// Counts is how many findings there are of each kind and severity.
+func (r *CheckRun) Counts() report.Counts { return r.out.counted() }
 
 // Actionable reports whether any finding is an error or a warning.
-func (r *CheckRun) Actionable() bool { return r.out.actionable() }
+func (r *CheckRun) Actionable() bool { return r.out.counted().Actionable() }
 
 // Findings calls fn with every finding in the order the check lists them:
 // errors, then warnings, then info; by kind within a severity; in the order
@@ -87,20 +77,15 @@ type findingSink struct {
 	sorter *spill.Sorter
 	seq    atomic.Uint64
 	mu     sync.Mutex
-	counts map[kindSev]int64
+	counts report.Counts
 	failed error // the first add that failed (a full disk): the check fails
-}
-
-type kindSev struct {
-	kind string
-	sev  report.Severity
 }
 
 // findingBudget is the memory of findings held before they spill.
 const findingBudget = 8 << 20
 
 func newFindingSink(d *spill.Dir) *findingSink {
-	return &findingSink{sorter: d.NewSorter("findings", findingBudget), counts: map[kindSev]int64{}}
+	return &findingSink{sorter: d.NewSorter("findings", findingBudget), counts: report.Counts{}}
 }
 
 func (s *findingSink) add(f report.Finding, step int, major int64, minor string) {
@@ -114,7 +99,7 @@ func (s *findingSink) add(f report.Finding, step int, major int64, minor string)
 	err := s.sorter.Add(k, encodeFinding(nil, &f))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.counts[kindSev{f.Kind, f.Severity}]++
+	s.counts.Add(f)
 	if err != nil && s.failed == nil {
 		s.failed = fmt.Errorf("check: keep findings: %w", err)
 	}
@@ -137,37 +122,14 @@ func (s *findingSink) err() error {
 }
 
 func (s *findingSink) total() int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n int64
-	for _, c := range s.counts {
-		n += c
-	}
-	return n
+	return int64(s.counted().Total())
 }
 
-func (s *findingSink) kindCounts() []KindCount {
+// counted is a copy of the counts.
+func (s *findingSink) counted() report.Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]KindCount, 0, len(s.counts))
-	for k, n := range s.counts {
-		out = append(out, KindCount{k.kind, k.sev, n})
-	}
-	slices.SortFunc(out, func(a, b KindCount) int {
-		return cmp.Or(cmp.Compare(severityRank[a.Severity], severityRank[b.Severity]), strings.Compare(a.Kind, b.Kind))
-	})
-	return out
-}
-
-func (s *findingSink) actionable() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, n := range s.counts {
-		if k.sev != report.SeverityInfo && n > 0 {
-			return true
-		}
-	}
-	return false
+	return maps.Clone(s.counts)
 }
 
 // encodeFinding appends f in the spill's form.

@@ -166,7 +166,15 @@ func (r *UsageRun) Findings(ctx context.Context, fn func(report.Finding) error) 
 }
 
 // Actionable reports whether any finding is an error or a warning.
-func (r *UsageRun) Actionable() bool { return r.out != nil && r.out.actionable() }
+func (r *UsageRun) Actionable() bool { return r.out != nil && r.out.counted().Actionable() }
+
+// Counts is how many findings there are of each kind and severity.
+func (r *UsageRun) Counts() report.Counts {
+	if r.out == nil {
+		return report.Counts{}
+	}
+	return r.out.counted()
+}
 
 // Close removes what the run keeps on disk.
 func (r *UsageRun) Close() error {
@@ -316,6 +324,27 @@ type UsageTopicRow struct {
 
 func topicRow(tu *TopicUsage) UsageTopicRow {
 	return UsageTopicRow{tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries}
+}
+
+// TopicsTable is one row per topic, totals, read from disk as it prints.
+func (r *UsageRun) TopicsTable(ctx context.Context) *report.Table {
+	return report.Stream("topics", "Topics", func(yield func(UsageTopicRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error { return yield(topicRow(tu)) })
+	})
+}
+
+// Table is the per-topic, per-reference usage view, read from disk as it prints.
+func (r *UsageRun) Table(ctx context.Context) *report.Table {
+	return report.Stream("schema_usage", "Schema usage", func(yield func(UsageRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error {
+			for _, row := range usageRows(tu) {
+				if err := yield(row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
 }
 
 // TopicsTable is one row per topic: totals.

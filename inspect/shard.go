@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"hash"
 	"hash/fnv"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -433,3 +434,67 @@ func MergeShardFindings(fs []report.Finding) {
 		fs[i].Order = ""
 	}
 }
+
+// ShardMerge puts the findings and coverage rows of every shard of a check in
+// the order the whole check lists them, as MergeShardFindings and
+// MergeShardStats do, on disk: a million-topic check's shards hold millions.
+type ShardMerge struct {
+	dir      *spill.Dir
+	findings *spill.Sorter
+	coverage *spill.Sorter
+	counts   report.Counts
+	buf      enc
+}
+
+// NewShardMerge starts a merge whose spill goes under spillDir ("": $TMPDIR).
+func NewShardMerge(spillDir string) (*ShardMerge, error) {
+	d, err := spill.Open(spillDir)
+	if err != nil {
+		return nil, fmt.Errorf("merge: %w", err)
+	}
+	return &ShardMerge{dir: d, findings: d.NewSorter("findings", findingBudget),
+		coverage: d.NewSorter("coverage", answerBudget), counts: report.Counts{}}, nil
+}
+
+// AddFinding takes one finding of a shard (its Order set).
+func (m *ShardMerge) AddFinding(f report.Finding) error {
+	k := append([]byte{byte(severityRank[f.Severity])}, f.Kind...)
+	k = append(append(append(k, 0), f.Order...), 0)
+	m.counts.Add(f)
+	return m.findings.Add(k, encodeFinding(m.buf[:0], &f))
+}
+
+// AddCoverage takes one coverage row of a shard (its Order set).
+func (m *ShardMerge) AddCoverage(tc TopicCoverage) error {
+	return m.coverage.Add([]byte(tc.Order), encodeCoverage(m.buf[:0], &tc))
+}
+
+// Counts is how many findings of each kind and severity the shards have.
+func (m *ShardMerge) Counts() report.Counts { return maps.Clone(m.counts) }
+
+// Findings calls fn with every finding in the whole check's order, Order cleared.
+func (m *ShardMerge) Findings(ctx context.Context, fn func(report.Finding) error) error {
+	return m.findings.Sorted(ctx, func(_, v []byte) error {
+		f, err := decodeFinding(v)
+		if err != nil {
+			return err
+		}
+		f.Order = ""
+		return fn(f)
+	})
+}
+
+// Coverage calls fn with every coverage row in the whole check's order, Order cleared.
+func (m *ShardMerge) Coverage(ctx context.Context, fn func(TopicCoverage) error) error {
+	return m.coverage.Sorted(ctx, func(_, v []byte) error {
+		tc, err := decodeCoverage(v)
+		if err != nil {
+			return err
+		}
+		tc.Order = ""
+		return fn(tc)
+	})
+}
+
+// Close removes the merge's spill.
+func (m *ShardMerge) Close() error { return m.dir.Close() }
