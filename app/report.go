@@ -129,7 +129,7 @@ func (e *env) report(c *cli.Context) error {
 			return err
 		}
 	}
-	if r.Actionable() || len(r.Problems) > 0 {
+	if r.Counts.Actionable() || len(r.Problems) > 0 {
 		return report.ErrFindings
 	}
 	return nil

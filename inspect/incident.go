@@ -128,7 +128,7 @@ type incident struct {
 	listed, loose *spill.Sorter
 	rows          *spill.File
 
-	counts   map[kindSev]int64
+	counts   report.Counts
 	hidden   int64
 	perKind  map[string]int // findings offered to listed, of each kind (without a filter)
 	walkSeq  uint64
@@ -199,7 +199,7 @@ func newIncident(dd *datadir.DataDir, opts IncidentOptions, usage *UsageRun, pro
 		listed:   d.NewSorter("incident-listed", incidentListBudget),
 		loose:    d.NewSorter("incident-loose", incidentListBudget),
 		rows:     rows, needed: newLedgerSet(),
-		counts: map[kindSev]int64{}, perKind: map[string]int{}}, nil
+		counts: report.Counts{}, perKind: map[string]int{}}, nil
 }
 
 // gather fills r from the check run (nil when the check failed) and the stores.
@@ -239,7 +239,7 @@ func (in *incident) gather(ctx context.Context, r *htmlreport.Report, run *Check
 	if r.Findings, err = in.listedFindings(ctx); err != nil {
 		return err
 	}
-	r.Counts, r.HiddenFindings = in.findingCounts(), in.hidden
+	r.Counts, r.HiddenFindings = in.counts, in.hidden
 	g := newGatherer(in.dd, in.opts, in.usage, drawn)
 	g.journal(r) // before the schema states: they show which versions a repair restored
 	if err := in.detail(ctx, g, drawn); err != nil {
@@ -384,7 +384,7 @@ func (in *incident) onTopic(t formats.TopicName, p *placedFinding) error {
 
 // shown counts a finding the report is about and offers it to the list.
 func (in *incident) shown(p *placedFinding) error {
-	in.counts[kindSev{p.f.Kind, p.f.Severity}]++
+	in.counts.Add(p.f)
 	if len(in.opts.Topics) == 0 {
 		// Offered in check order: only the first of each kind can be listed.
 		if in.perKind[p.f.Kind]++; in.perKind[p.f.Kind] > htmlreport.MaxFindingsPerKind {
@@ -759,19 +759,6 @@ func (in *incident) listedFindings(ctx context.Context) ([]report.Finding, error
 		return nil
 	})
 	return out, err
-}
-
-// findingCounts are the counts of the findings the report is about, most
-// serious first, then by kind.
-func (in *incident) findingCounts() []htmlreport.FindingCount {
-	out := make([]htmlreport.FindingCount, 0, len(in.counts))
-	for k, n := range in.counts {
-		out = append(out, htmlreport.FindingCount{Kind: k.kind, Severity: k.sev, Count: n})
-	}
-	slices.SortFunc(out, func(a, b htmlreport.FindingCount) int {
-		return cmp.Or(cmp.Compare(severityRank[a.Severity], severityRank[b.Severity]), strings.Compare(a.Kind, b.Kind))
-	})
-	return out
 }
 
 // detail builds the drawn topics: a targeted read of their own nodes and

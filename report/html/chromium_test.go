@@ -55,7 +55,7 @@ func TestTopicTableInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &Report{GeneratedAt: time.Unix(0, 0), Topics: []Topic{drawn}, Rows: rows,
-		Counts: []FindingCount{{Kind: "ledger-missing", Severity: report.SeverityError, Count: 1}}}
+		Counts: report.Counts{{Kind: "ledger-missing", Severity: report.SeverityError}: 1}}
 	if err := Render(context.Background(), f, r); err != nil {
 		t.Fatal(err)
 	}

@@ -26,8 +26,8 @@ type Report struct {
 	Problems []string
 	Stats    []Stat
 	// Counts are how many findings of each kind and severity the report is about
-	// (with a topic filter, those of the selected topics), most serious first.
-	Counts []FindingCount
+	// (with a topic filter, those of the selected topics).
+	Counts report.Counts
 	// Findings are the first MaxFindingsPerKind of each kind of them, in check's
 	// order; Counts counts them all. HiddenFindings counts the findings of the
 	// topics a filter left out.
@@ -177,13 +177,6 @@ type Run struct {
 // MaxRunChanges bounds the items listed per journal run.
 const MaxRunChanges = 50
 
-// FindingCount is how many findings of one kind and severity there are.
-type FindingCount struct {
-	Kind     string
-	Severity report.Severity
-	Count    int64
-}
-
 // TopicRow is one topic in the table of every topic: what it holds and how
 // many findings concern it.
 type TopicRow struct {
@@ -243,23 +236,7 @@ func (r *Report) TopicCount() int64 {
 }
 
 // FindingTotal is how many findings the report is about.
-func (r *Report) FindingTotal() int64 {
-	var n int64
-	for _, c := range r.Counts {
-		n += c.Count
-	}
-	return n
-}
-
-// Actionable reports whether any of them is an error or a warning.
-func (r *Report) Actionable() bool {
-	for _, c := range r.Counts {
-		if c.Severity != report.SeverityInfo && c.Count > 0 {
-			return true
-		}
-	}
-	return false
-}
+func (r *Report) FindingTotal() int64 { return int64(r.Counts.Total()) }
 
 // Close drops what the report keeps on disk (its rows).
 func (r *Report) Close() error {

@@ -149,9 +149,9 @@ func view(r *Report) (*pageView, error) {
 	}
 	counts := map[report.Severity]int64{}
 	kinds := map[string]bool{}
-	for _, c := range r.Counts {
-		counts[c.Severity] += c.Count
-		kinds[c.Kind] = true
+	for k, n := range r.Counts {
+		counts[k.Severity] += int64(n)
+		kinds[k.Kind] = true
 	}
 	for _, s := range v.Severities {
 		v.Counts = append(v.Counts, countView{s, counts[s]})
