@@ -29,14 +29,15 @@ func (e *env) reportCommand() *cli.Command {
 		Description: "Reads what check reads (never writes the stores) and writes one HTML file with no external\n" +
 			"assets: it opens offline. Stores that cannot be opened or read, an empty data dir and topics\n" +
 			"without ledgers are stated in the report rather than failing it.\n" +
-			"--png DIR also writes each topic's timeline and schema chart as PNG files (listed as written).\n" +
+			"More than 50 topics: the 50 worst are drawn and every topic is listed in a table.\n" +
+			"--png DIR also writes each drawn topic's timeline and schema chart as PNG files (listed as written).\n" +
 			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagOut, Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
 			&cli.StringSliceFlag{Name: flagTopic, Usage: "only these topics (repeat; a base name takes every partition)"},
 			indexKeyFlag(),
 			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the scan of every stored message (no per-version message counts)"},
-			&cli.StringFlag{Name: flagPNG, Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
+			&cli.StringFlag{Name: flagPNG, Usage: "also write each drawn topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
 		},
 		Action: e.report,
 	}
