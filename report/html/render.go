@@ -194,16 +194,19 @@ func rowColumns(b []byte, r *TopicRow) []byte {
 // writeTopicData writes every row of the table of every topic as one JSON
 // document in a <script type="application/json"> element, row by row:
 //
-//	{"n": rows, "cols": columns per row, "drawn": [[name, anchor], ...],
+//	{"n": rows, "cols": columns per row, "restart": nameRestart, "drawn": [[name, anchor], ...],
 //	 "names": [shared, suffix, ...], "v": [numbers of row 0 (rowColumns), of row 1, ...]}
 //
 // Names are in name order and front-coded (each shares a prefix with the one
 // before it: its length, then the rest), which makes a million of them a few
-// MB. JSON escapes <, > and &, so no name can end the element.
+// MB; every nameRestart-th is whole, so the script decodes a row's name from
+// there. JSON escapes <, > and &, so no name can end the element.
 func writeTopicData(ctx context.Context, w *bufio.Writer, r *Report, drawn []topicView) error {
 	b := []byte(`<script type="application/json" id="topic-data">{"n":`)
 	b = strconv.AppendInt(b, r.Rows.Len(), 10)
-	b = append(b, `,"cols":10,"drawn":[`...)
+	b = append(b, `,"cols":10,"restart":`...)
+	b = strconv.AppendInt(b, nameRestart, 10)
+	b = append(b, `,"drawn":[`...)
 	for i, t := range drawn {
 		if i > 0 {
 			b = append(b, ',')
@@ -221,6 +224,9 @@ func writeTopicData(ctx context.Context, w *bufio.Writer, r *Report, drawn []top
 			b = append(b, ',')
 		}
 		shared := commonPrefix(prev, row.Name)
+		if n%nameRestart == 0 {
+			shared = 0
+		}
 		b = strconv.AppendInt(b, int64(utf16Len(row.Name[:shared])), 10)
 		b = append(append(b, ','), jsonString(row.Name[shared:])...)
 		prev, n = row.Name, n+1
@@ -250,6 +256,9 @@ func writeTopicData(ctx context.Context, w *bufio.Writer, r *Report, drawn []top
 	_, err = w.WriteString("]}</script>\n")
 	return err
 }
+
+// nameRestart: every this many rows, a name is written whole.
+const nameRestart = 64
 
 // commonPrefix is the length in bytes of the longest common prefix of a and b
 // that ends on a character boundary of b.

@@ -170,8 +170,9 @@ func decodeTopicData(t *testing.T, page string) topicData {
 		t.Fatal("the topic data does not end")
 	}
 	var d struct {
-		N     int
-		Cols  int
+		N       int
+		Cols    int
+		Restart int
 		Drawn [][2]string
 		Names []json.RawMessage
 		V     []int64
@@ -192,6 +193,9 @@ func decodeTopicData(t *testing.T, page string) topicData {
 		var suffix string
 		if json.Unmarshal(d.Names[2*i], &shared) != nil || json.Unmarshal(d.Names[2*i+1], &suffix) != nil || shared > len(prev) {
 			t.Fatalf("row %d: name %s %s", i, d.Names[2*i], d.Names[2*i+1])
+		}
+		if d.Restart <= 0 || i%d.Restart == 0 && shared != 0 {
+			t.Fatalf("row %d shares a prefix: names restart every %d", i, d.Restart)
 		}
 		prev = append(prev[:shared], utf16.Encode([]rune(suffix))...)
 		v := d.V[i*d.Cols:]

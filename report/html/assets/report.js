@@ -36,15 +36,27 @@
   var scroll = document.getElementById('t-scroll');
   if (!data || !scroll) { return; }
   var d = JSON.parse(data.textContent);
-  var n = d.n, cols = d.cols, v = d.v, names = new Array(n), prev = '';
-  for (var i = 0; i < n; i++) {
-    prev = prev.slice(0, d.names[2 * i]) + d.names[2 * i + 1];
-    names[i] = prev;
-  }
+  var n = d.n, cols = d.cols, v = d.v, coded = d.names, restart = d.restart, names = null;
   var anchors = {};
   d.drawn.forEach(function (p) { anchors[p[0]] = p[1]; });
   d = null;
   data.textContent = ''; // the parsed rows are all the page keeps
+  // Names are front-coded, each whole again every restart rows: one is
+  // decoded from its restart; all of them only when a text filter needs them.
+  function nameOf(i) {
+    if (names) { return names[i]; }
+    var j = i - i % restart, s = coded[2 * j + 1];
+    for (j++; j <= i; j++) { s = s.slice(0, coded[2 * j]) + coded[2 * j + 1]; }
+    return s;
+  }
+  function allNames() {
+    if (!names) {
+      var out = new Array(n), prev = '';
+      for (var i = 0; i < n; i++) { prev = prev.slice(0, coded[2 * i]) + coded[2 * i + 1]; out[i] = prev; }
+      names = out;
+    }
+    return names;
+  }
   var table = document.getElementById('topics'), body = table.tBodies[0];
   var spacer = document.getElementById('t-spacer');
   var text = document.getElementById('t-text'), faulty = document.getElementById('t-faulty');
@@ -53,16 +65,35 @@
   var order = null, view = new Int32Array(0), queued = false;
   function num(i, c) { return v[i * cols + c]; }
   function faultyRow(i) { return num(i, 3) > 0 || num(i, 4) > 0 || num(i, 5) > 0; }
-  // Most errors, then warnings, then info, then by name (the data's order): CompareWorst in model.go.
-  function worst(a, b) { return num(b, 3) - num(a, 3) || num(b, 4) - num(a, 4) || num(b, 5) - num(a, 5) || a - b; }
+  // Most errors, then warnings, then info, then by name (the data's order), as
+  // CompareWorst in model.go: a counting sort on the three counts (each capped
+  // at 2^17-1, past which counts tie), as a comparison sort of a million rows
+  // takes seconds.
+  function sortWorst() {
+    var score = new Float64Array(n), count = new Map(), cap = 131071, i;
+    for (i = 0; i < n; i++) {
+      var s = Math.min(num(i, 3), cap) * 17179869184 + Math.min(num(i, 4), cap) * 131072 + Math.min(num(i, 5), cap);
+      score[i] = s;
+      count.set(s, (count.get(s) || 0) + 1);
+    }
+    var at = new Map(), pos = 0;
+    Array.from(count.keys()).sort(function (a, b) { return b - a; }).forEach(function (k) { at.set(k, pos); pos += count.get(k); });
+    for (i = 0; i < n; i++) {
+      var p = at.get(score[i]);
+      order[p] = i;
+      at.set(score[i], p + 1);
+    }
+  }
   function sortBy(key) {
     order = new Int32Array(n);
-    for (var i = 0; i < n; i++) { order[i] = i; }
     if (key === 'worst') {
-      order.sort(worst);
-    } else if (key !== 'name') {
-      var c = +key;
-      order.sort(function (a, b) { return num(b, c) - num(a, c) || a - b; });
+      sortWorst();
+    } else {
+      for (var i = 0; i < n; i++) { order[i] = i; }
+      if (key !== 'name') {
+        var c = +key;
+        order.sort(function (a, b) { return num(b, c) - num(a, c) || a - b; });
+      }
     }
     Array.prototype.forEach.call(table.tHead.rows[0].cells, function (th) {
       th.classList.toggle('sorted', th.dataset.sort === key);
@@ -70,10 +101,10 @@
   }
   function apply() {
     var q = text.value, re = q ? new RegExp(q.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'i') : null;
-    var only = faulty.checked, out = new Int32Array(n), k = 0;
+    var only = faulty.checked, out = new Int32Array(n), k = 0, all = re ? allNames() : null;
     for (var j = 0; j < n; j++) {
       var i = order[j];
-      if ((only && !faultyRow(i)) || (re && !re.test(names[i]))) { continue; }
+      if ((only && !faultyRow(i)) || (re && !re.test(all[i]))) { continue; }
       out[k++] = i;
     }
     view = out.subarray(0, k);
@@ -89,7 +120,7 @@
     return td;
   }
   function row(i) {
-    var tr = document.createElement('tr'), name = names[i];
+    var tr = document.createElement('tr'), name = nameOf(i);
     tr.dataset.topic = name;
     if (faultyRow(i)) { tr.dataset.faulty = '1'; }
     var td = tr.insertCell();
