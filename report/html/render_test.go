@@ -173,9 +173,9 @@ func decodeTopicData(t *testing.T, page string) topicData {
 		N       int
 		Cols    int
 		Restart int
-		Drawn [][2]string
-		Names []json.RawMessage
-		V     []int64
+		Drawn   [][2]string
+		Names   []json.RawMessage
+		V       []int64
 	}
 	if err := json.Unmarshal([]byte(js), &d); err != nil {
 		t.Fatalf("topic data: %v", err)
