@@ -4,12 +4,8 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/fixtures"
@@ -42,21 +38,7 @@ func TestReportMemoryFlat(t *testing.T) {
 			OrphanLedger: true}, nil); err != nil {
 			t.Fatal(err)
 		}
-		cmd := exec.Command(os.Args[0], "-test.run=^TestReportMemoryFlat$", "-test.count=1", "-test.v")
-		cmd.Env = append(os.Environ(), envReportMemDir+"="+dir)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("child of %d topics: %v\n%s", topics, err, out)
-		}
-		_, rest, ok := strings.Cut(string(out), "peak-RSS-MiB=")
-		if !ok {
-			t.Fatalf("child of %d topics printed no peak:\n%s", topics, out)
-		}
-		mib, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return mib
+		return rusage.PeakOfChild(t, "TestReportMemoryFlat", envReportMemDir+"="+dir)
 	}
 	a, b := peak(small), peak(large)
 	t.Logf("peak RSS: %d topics %.1f MiB, %d topics %.1f MiB", small, a, large, b)
@@ -71,9 +53,5 @@ func reportMemChild(t *testing.T, dir string) {
 	if o, e, code := runApp(t, "-d", dir, "report", "--out", out); code > 1 {
 		t.Fatalf("report: exit %d\n%s\n%s", code, o, e)
 	}
-	peak, ok := rusage.PeakRSS()
-	if !ok {
-		t.Skip("no /proc/self/status")
-	}
-	fmt.Printf("peak-RSS-MiB=%.1f\n", float64(peak)/(1<<20))
+	rusage.PrintPeak(t)
 }

@@ -1,13 +1,17 @@
 // Package rusage gives benchmarks the CPU time of their own process, which a
-// loaded machine sways less than wall time.
+// loaded machine sways less than wall time, and memory tests the peak RSS of a
+// child process.
 package rusage
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -69,4 +73,39 @@ func PeakRSS() (bytes int64, ok bool) {
 		}
 	}
 	return 0, false
+}
+
+// peakPrefix marks the line in which a child reports its peak (PrintPeak).
+const peakPrefix = "peak-RSS-MiB="
+
+// PrintPeak prints this process's peak RSS for the parent's PeakOfChild;
+// a test running as such a child calls it last.
+func PrintPeak(t testing.TB) {
+	peak, ok := PeakRSS()
+	if !ok {
+		t.Skip("no /proc/self/status")
+	}
+	fmt.Printf("%s%.1f\n", peakPrefix, float64(peak)/(1<<20))
+}
+
+// PeakOfChild runs test (a test of this test binary) in a child process with
+// env added to its environment, and returns the peak RSS in MiB the child
+// printed (PrintPeak): a size's peak of its own, not sharing the parent's.
+func PeakOfChild(t testing.TB, test string, env ...string) float64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s %v: %v\n%s", test, env, err, out)
+	}
+	_, rest, ok := strings.Cut(string(out), peakPrefix)
+	if !ok {
+		t.Fatalf("child %s %v printed no peak:\n%s", test, env, out)
+	}
+	mib, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+	if err != nil {
+		t.Fatalf("child %s %v: %v", test, env, err)
+	}
+	return mib
 }
