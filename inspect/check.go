@@ -96,38 +96,41 @@ func (tc TopicCoverage) Percent() (pct float64, ok bool) {
 
 // CoverageTable renders Coverage, one row per managed ledger.
 func (s *CheckStats) CoverageTable() *report.Table {
-	return s.CoverageTableOf(func(yield func(TopicCoverage) error) error {
-		for _, tc := range s.Coverage {
-			if err := yield(tc); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	t := s.coverageTable()
+	for _, tc := range s.Coverage {
+		t.Add(s.coverageCells(tc)...)
+	}
+	return t
 }
 
 // CoverageTableOf renders the coverage rows each yields as the table prints
 // (a big cluster's are on disk: CheckRun.Coverage).
 func (s *CheckStats) CoverageTableOf(each func(yield func(TopicCoverage) error) error) *report.Table {
+	return s.coverageTable().StreamCells(func(yield func(values ...any) error) error {
+		return each(func(tc TopicCoverage) error { return yield(s.coverageCells(tc)...) })
+	})
+}
+
+// coverageTable is the coverage table without rows; a sharded check's has
+// an order column.
+func (s *CheckStats) coverageTable() *report.Table {
 	cols := []string{"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
 		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct"}
-	sharded := s.Fingerprint != ""
-	if sharded {
+	if s.Fingerprint != "" {
 		cols = append(cols, "ORDER", "order")
 	}
-	t := report.NewTable("coverage", "firstEntryIndex coverage", cols...)
-	return t.StreamCells(func(yield func(values ...any) error) error {
-		return each(func(tc TopicCoverage) error {
-			var pct any
-			if p, ok := tc.Percent(); ok {
-				pct = p
-			}
-			if sharded {
-				return yield(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct, tc.Order)
-			}
-			return yield(tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct)
-		})
-	})
+	return report.NewTable("coverage", "firstEntryIndex coverage", cols...)
+}
+
+func (s *CheckStats) coverageCells(tc TopicCoverage) []any {
+	var pct any
+	if p, ok := tc.Percent(); ok {
+		pct = p
+	}
+	if s.Fingerprint != "" {
+		return []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct, tc.Order}
+	}
+	return []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct}
 }
 
 // Table renders the stats as a two-column table.

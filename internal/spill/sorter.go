@@ -26,19 +26,28 @@ const recOverhead = 16
 
 // Sorter takes records in any order and gives them back in key order, records
 // of equal keys in the order they were added. It holds up to its budget in
-// memory and writes sorted runs to its Dir past that. Add is safe for
-// concurrent use; Sorted may be called any number of times once the adds are
-// done.
+// memory: two buffers of half of it, one taking records while the other, full,
+// is sorted and written to its Dir as a run in the background (a command's
+// other core sorts while the first reads the store). Add is safe for concurrent
+// use; Sorted may be called any number of times once the adds are done.
 type Sorter struct {
 	d      *Dir
 	what   string
 	budget int
 
-	mu    sync.Mutex
+	mu      sync.Mutex
+	cur     *buffer // taking records
+	spare   *buffer // written, for reuse
+	writing *buffer // being written in the background
+	written chan runResult
+	runs    []run
+	n       int64
+}
+
+// buffer is records held in memory: their bytes back to back in arena.
+type buffer struct {
 	arena []byte
 	recs  []rec
-	runs  []run
-	n     int64
 }
 
 // rec is one record held in memory: where it is in the arena.
@@ -53,13 +62,18 @@ type run struct {
 	size int64
 }
 
+type runResult struct {
+	r   run
+	err error
+}
+
 // NewSorter starts a sorter whose runs are named after what; budget 0 means
 // DefaultBudget.
 func (d *Dir) NewSorter(what string, budget int) *Sorter {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	return &Sorter{d: d, what: what, budget: budget}
+	return &Sorter{d: d, what: what, budget: budget, cur: &buffer{}}
 }
 
 // Len is the number of records added.
@@ -76,61 +90,98 @@ func (s *Sorter) Add(key, value []byte) error {
 	if len(key) > maxRecord || len(value) > maxRecord {
 		return fmt.Errorf("spill: %s: record of %d+%d bytes", s.what, len(key), len(value))
 	}
-	off := len(s.arena)
-	s.arena = append(s.arena, key...)
-	s.arena = append(s.arena, value...)
-	s.recs = append(s.recs, rec{off: off, klen: int32(len(key)), len: int32(len(key) + len(value))})
+	b := s.cur
+	off := len(b.arena)
+	b.arena = append(b.arena, key...)
+	b.arena = append(b.arena, value...)
+	b.recs = append(b.recs, rec{off: off, klen: int32(len(key)), len: int32(len(key) + len(value))})
 	s.n++
-	if len(s.arena)+recOverhead*len(s.recs) >= s.budget {
-		return s.spill()
+	if b.size() >= s.budget/2 {
+		return s.handOff()
 	}
 	return nil
 }
 
-func (s *Sorter) key(r rec) []byte { return s.arena[r.off : r.off+int(r.klen)] }
+func (b *buffer) size() int { return len(b.arena) + recOverhead*len(b.recs) }
 
-// sortHeld sorts the records in memory by key, then by when they were added
-// (their place in the arena).
-func (s *Sorter) sortHeld() {
-	slices.SortFunc(s.recs, func(a, b rec) int {
-		return cmp.Or(bytes.Compare(s.key(a), s.key(b)), cmp.Compare(a.off, b.off))
+func (b *buffer) key(r rec) []byte { return b.arena[r.off : r.off+int(r.klen)] }
+
+func (b *buffer) value(r rec) []byte { return b.arena[r.off+int(r.klen) : r.off+int(r.len)] }
+
+// sort orders the records by key, then by when they were added (their place
+// in the arena).
+func (b *buffer) sort() {
+	slices.SortFunc(b.recs, func(x, y rec) int {
+		return cmp.Or(bytes.Compare(b.key(x), b.key(y)), cmp.Compare(x.off, y.off))
 	})
 }
 
-// spill writes the records held as one sorted run and empties memory.
-func (s *Sorter) spill() error {
-	if len(s.recs) == 0 {
-		return nil
+func (b *buffer) reset() { b.arena, b.recs = b.arena[:0], b.recs[:0] }
+
+// handOff starts writing the current buffer as a run in the background, once
+// the one before it is written, and takes the spare buffer for the next
+// records.
+func (s *Sorter) handOff() error {
+	if err := s.waitWritten(); err != nil {
+		return err
 	}
-	s.sortHeld()
 	f, err := s.d.create(s.what)
 	if err != nil {
 		return err
 	}
+	s.writing, s.written = s.cur, make(chan runResult, 1)
+	go func(b *buffer, done chan<- runResult) {
+		r, err := writeRun(f, b)
+		done <- runResult{r, err}
+	}(s.writing, s.written)
+	s.cur, s.spare = s.spare, nil
+	if s.cur == nil {
+		s.cur = &buffer{}
+	}
+	return nil
+}
+
+// waitWritten waits for the run being written, if any, and keeps it.
+func (s *Sorter) waitWritten() error {
+	if s.writing == nil {
+		return nil
+	}
+	res := <-s.written
+	b := s.writing
+	s.writing = nil
+	// Keep the buffer for reuse unless one record made it grow far past the budget.
+	if cap(b.arena) <= s.budget {
+		b.reset()
+		s.spare = b
+	}
+	if res.err != nil {
+		return res.err
+	}
+	s.runs = append(s.runs, res.r)
+	return nil
+}
+
+// writeRun sorts b and writes it to f.
+func writeRun(f *os.File, b *buffer) (run, error) {
+	b.sort()
 	w := bufio.NewWriterSize(f, 256<<10)
 	var (
-		b    []byte
+		rb   []byte
 		size int64
 	)
-	for _, r := range s.recs {
-		b = appendRecord(b[:0], s.key(r), s.arena[r.off+int(r.klen):r.off+int(r.len)])
-		size += int64(len(b))
-		if _, err := w.Write(b); err != nil {
+	for _, r := range b.recs {
+		rb = appendRecord(rb[:0], b.key(r), b.value(r))
+		size += int64(len(rb))
+		if _, err := w.Write(rb); err != nil {
 			f.Close()
-			return fmt.Errorf("spill: write %s: %w", f.Name(), err)
+			return run{}, fmt.Errorf("spill: write %s: %w", f.Name(), err)
 		}
 	}
 	if err := w.Flush(); err != nil {
 		f.Close()
-		return fmt.Errorf("spill: write %s: %w", f.Name(), err)
+		return run{}, fmt.Errorf("spill: write %s: %w", f.Name(), err)
 	}
-	s.runs = append(s.runs, run{f: f, size: size})
-	// Keep the arena's capacity unless a record made it grow past the budget.
-	if cap(s.arena) > 2*s.budget {
-		s.arena = nil
-	}
-	s.arena, s.recs = s.arena[:0], s.recs[:0]
-	return nil
+	return run{f: f, size: size}, nil
 }
 
 // Sorted calls fn with every record in key order (equal keys: in the order
@@ -139,22 +190,35 @@ func (s *Sorter) spill() error {
 func (s *Sorter) Sorted(ctx context.Context, fn func(key, value []byte) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.waitWritten(); err != nil {
+		return err
+	}
 	if len(s.runs) == 0 {
-		s.sortHeld()
-		for i, r := range s.recs {
+		b := s.cur
+		b.sort()
+		for i, r := range b.recs {
 			if i&1023 == 0 {
 				if err := ctx.Err(); err != nil {
 					return err
 				}
 			}
-			if err := fn(s.key(r), s.arena[r.off+int(r.klen):r.off+int(r.len)]); err != nil {
+			if err := fn(b.key(r), b.value(r)); err != nil {
 				return err
 			}
 		}
 		return ctx.Err()
 	}
-	if err := s.spill(); err != nil {
-		return err
+	if len(s.cur.recs) > 0 {
+		f, err := s.d.create(s.what)
+		if err != nil {
+			return err
+		}
+		r, err := writeRun(f, s.cur)
+		if err != nil {
+			return err
+		}
+		s.runs = append(s.runs, r)
+		s.cur.reset()
 	}
 	for len(s.runs) > maxFanIn {
 		if err := s.mergeRuns(ctx); err != nil {
@@ -287,13 +351,13 @@ func (h *runHeap) pop() {
 func (s *Sorter) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var err error
+	err := s.waitWritten()
 	for _, r := range s.runs {
 		r.f.Close()
 		if rerr := os.Remove(r.f.Name()); err == nil && rerr != nil {
 			err = fmt.Errorf("spill: %w", rerr)
 		}
 	}
-	s.runs, s.arena, s.recs = nil, nil, nil
+	s.runs, s.cur, s.spare = nil, &buffer{}, nil
 	return err
 }

@@ -81,6 +81,9 @@ func TestSorterIsAStableSort(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			s.mu.Lock()
+			s.waitWritten()
+			s.mu.Unlock()
 			if tc.name == "multi-pass" && len(s.runs) <= maxFanIn {
 				t.Fatalf("%d runs: the test does not reach a multi-pass merge", len(s.runs))
 			}
@@ -220,7 +223,9 @@ func TestDamagedRunNamesFileAndOffset(t *testing.T) {
 		s.Add(binary.BigEndian.AppendUint64(nil, uint64(i)), []byte("value"))
 	}
 	s.mu.Lock()
-	s.spill()
+	if err := s.waitWritten(); err != nil {
+		t.Fatal(err)
+	}
 	r := s.runs[0]
 	s.mu.Unlock()
 	if err := os.Truncate(r.f.Name(), r.size-3); err != nil {
