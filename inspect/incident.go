@@ -269,11 +269,14 @@ func (in *incident) add(s *spill.Sorter, k, v []byte) error {
 }
 
 // wanted reports whether a topic (base or partition) is in the report.
-func (in *incident) wanted(t formats.TopicName) bool {
-	if len(in.opts.Topics) == 0 {
+func (in *incident) wanted(t formats.TopicName) bool { return topicWanted(in.opts.Topics, t) }
+
+// topicWanted reports whether --topic (none: every topic) takes topic t.
+func topicWanted(asked []formats.TopicName, t formats.TopicName) bool {
+	if len(asked) == 0 {
 		return true
 	}
-	for _, w := range in.opts.Topics {
+	for _, w := range asked {
 		if cluster.Names(w, t) {
 			return true
 		}

@@ -116,7 +116,9 @@ func newGatherer(dd *datadir.DataDir, opts IncidentOptions, usage *UsageRun, dra
 }
 
 // wanted reports whether a topic (base or partition) is drawn.
-func (g *gatherer) wanted(t formats.TopicName) bool { return g.drawn[t.Base().String()] }
+func (g *gatherer) wanted(t formats.TopicName) bool {
+	return g.drawn[t.Base().String()] && topicWanted(g.opts.Topics, t)
+}
 
 func (g *gatherer) topic(base formats.TopicName) *incidentTopic {
 	t := g.topicsBy[base.String()]
