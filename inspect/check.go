@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -244,7 +243,7 @@ type ledgerFacts struct {
 	// versions (ordinals) that name it, and the topics whose schema usage
 	// counts its entries.
 	liRefs []liRef
-	svRefs []uint64
+	svRefs []svRef
 	usage  []usageRef
 }
 
@@ -608,34 +607,23 @@ const (
 // A read that fails for another reason than lost or damaged data is an error,
 // not a state: the schema may be fine, and a repair must not be suggested.
 func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo, err error) {
-	if f.presence().Lost() {
-		return StateLedgerLost, "the schema ledger has neither a node nor entries", nil, nil
-	}
-	v, err := ls.Entry(sv.ledger, sv.entry)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return StateEntryLost, "the schema ledger exists but this entry is gone", nil, nil
-	case errors.Is(err, store.ErrTruncatedValue):
-		return StateTruncated, err.Error(), nil, nil
-	case err != nil:
-		return "", "", nil, err
-	}
-	info, err = decodeSchemaValue(v)
-	if err != nil {
-		return StateUndecodable, err.Error(), nil, nil
-	}
-	if !info.GetDeleted() || len(sv.hash) != 0 {
-		if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
-			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info, nil
+	a := svAnswer{node: f.node, entries: f.stored > 0}
+	var ent *svEntryAnswer
+	if !f.presence().Lost() {
+		v, err := ls.Entry(sv.ledger, sv.entry)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrTruncatedValue):
+			ent = &svEntryAnswer{state: StateTruncated, detail: err.Error()}
+		case err != nil:
+			return "", "", nil, err
+		default:
+			ent = &svEntryAnswer{}
+			ent.state, ent.detail, info = schemaEntryState(v, sv.hash)
 		}
 	}
-	if !f.node {
-		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it", info, nil
-	}
-	if info.GetDeleted() {
-		return StateOK, "deleted (tombstone)", info, nil
-	}
-	return StateOK, "", info, nil
+	state, detail = schemaStateOf(a, ent)
+	return state, detail, info, nil
 }
 
 // decodeSchemaValue decodes a schema ledger entry down to its SchemaInfo.

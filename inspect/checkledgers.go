@@ -8,6 +8,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/formats"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/internal/spill"
 	"github.com/ledgermedic/ledgermedic/report"
 )
@@ -186,6 +187,19 @@ type mlAnswer struct{ lost, entry0Indexed bool }
 
 type svAnswer struct{ node, entries bool }
 
+// The places of a schema version's answers: what checkLedgers found of its
+// ledger, and what the entry pass found of its entry (none: not stored).
+const (
+	svPresence = 0
+	svEntry    = 1
+)
+
+// svEntryAnswer is what the entry pass found of a schema version's entry:
+// one of StateTruncated, StateUndecodable, StateHashMismatch or StateOK.
+type svEntryAnswer struct {
+	state, detail string
+}
+
 func (c *checker) answer(f *ledgerFacts) error {
 	lost := !f.offloadedGone && f.presence().Lost()
 	for _, ref := range f.liRefs {
@@ -195,7 +209,7 @@ func (c *checker) answer(f *ledgerFacts) error {
 		}
 	}
 	for _, sv := range f.svRefs {
-		if err := c.svAnswers.Add(seqKey(nil, sv), enc(nil).flags(f.node, f.stored > 0)); err != nil {
+		if err := c.svAnswers.Add(append(seqKey(nil, sv.seq), svPresence), enc(nil).flags(f.node, f.stored > 0)); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
@@ -355,16 +369,23 @@ func (c *checker) checkSchemas(ctx context.Context) error {
 			return nil
 		}
 		c.major = int64(seq)
-		var a svAnswer
-		if len(answers) > 0 {
-			d := dec{b: answers[0].value}
-			d.flags(&a.node, &a.entries)
+		var (
+			a   svAnswer
+			ent *svEntryAnswer
+		)
+		for _, an := range answers {
+			d := dec{b: an.value}
+			switch {
+			case len(an.place) == 1 && an.place[0] == svPresence:
+				d.flags(&a.node, &a.entries)
+			case len(an.place) == 1 && an.place[0] == svEntry:
+				ent = &svEntryAnswer{state: d.str(), detail: d.str()}
+			}
+			if err := d.done("schema version answer"); err != nil {
+				return err
+			}
 		}
-		f := ledgerFacts{node: a.node}
-		if a.entries {
-			f.stored = 1
-		}
-		return c.schemaFindings(&sv, &f)
+		return c.schemaFindings(&sv, a, ent)
 	})
 	if err != nil {
 		return fmt.Errorf("check schemas: %w", err)
@@ -372,12 +393,10 @@ func (c *checker) checkSchemas(ctx context.Context) error {
 	return nil
 }
 
-// schemaFindings checks one schema version whose ledger is as f says.
-func (c *checker) schemaFindings(sv *schemaVersion, f *ledgerFacts) error {
-	st, detail, _, err := schemaState(c.dd.Ledgers, f, *sv)
-	if err != nil {
-		return fmt.Errorf("check %s: %w", schemaLoc(sv.key, sv.version), err)
-	}
+// schemaFindings checks one schema version whose ledger is as a says and
+// whose entry, as the entry pass read it, as ent says (nil: not stored).
+func (c *checker) schemaFindings(sv *schemaVersion, a svAnswer, ent *svEntryAnswer) error {
+	st, detail := schemaStateOf(a, ent)
 	var kind string
 	switch st {
 	case StateLedgerLost:
@@ -397,4 +416,36 @@ func (c *checker) schemaFindings(sv *schemaVersion, f *ledgerFacts) error {
 	fd.LedgerID, fd.EntryID, fd.Version = report.Int64(sv.ledger), report.Int64(sv.entry), report.Int64(sv.version)
 	c.add(fd)
 	return nil
+}
+
+// schemaStateOf is schemaState of a version whose ledger and entry the check
+// has read already.
+func schemaStateOf(a svAnswer, ent *svEntryAnswer) (state, detail string) {
+	switch {
+	case !a.node && !a.entries:
+		return StateLedgerLost, "the schema ledger has neither a node nor entries"
+	case ent == nil:
+		return StateEntryLost, "the schema ledger exists but this entry is gone"
+	case ent.state == StateOK && !a.node:
+		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it"
+	}
+	return ent.state, ent.detail
+}
+
+// schemaEntryState is what a schema version's stored entry says: the part of
+// schemaState that reads the entry's bytes.
+func schemaEntryState(v []byte, hash []byte) (state, detail string, info *schemapb.SchemaInfo) {
+	info, err := decodeSchemaValue(v)
+	if err != nil {
+		return StateUndecodable, err.Error(), nil
+	}
+	if !info.GetDeleted() || len(hash) != 0 {
+		if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, hash) {
+			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, hash), info
+		}
+	}
+	if info.GetDeleted() {
+		return StateOK, "deleted (tombstone)", info
+	}
+	return StateOK, "", info
 }

@@ -128,6 +128,14 @@ type liRef struct {
 	idx uint32
 }
 
+// svRef is a schema version's reference: its ordinal, and the entry and hash
+// the locator gives, which the entry pass checks as it reads the ledger.
+type svRef struct {
+	seq   uint64
+	entry int64
+	hash  []byte
+}
+
 // usageRef is a topic whose stored messages the schema-usage count reads in
 // a ledger: its base topic and the partition the ledger belongs to (-1: the
 // topic is not partitioned).
@@ -146,7 +154,7 @@ func (f *ledgerFacts) encode(b enc) enc {
 	}
 	b = b.uint(uint64(len(f.svRefs)))
 	for _, sv := range f.svRefs {
-		b = b.uint(sv)
+		b = b.uint(sv.seq).int(sv.entry).bytes(sv.hash)
 	}
 	b = b.uint(uint64(len(f.usage)))
 	for _, u := range f.usage {
@@ -166,7 +174,7 @@ func decodeFacts(v []byte, f *ledgerFacts) error {
 		f.liRefs = append(f.liRefs, liRef{ml: d.uint(), idx: uint32(d.uint())})
 	}
 	for n := d.uint(); n > 0 && d.err == nil; n-- {
-		f.svRefs = append(f.svRefs, d.uint())
+		f.svRefs = append(f.svRefs, svRef{seq: d.uint(), entry: d.int(), hash: d.bytes()})
 	}
 	for n := d.uint(); n > 0 && d.err == nil; n-- {
 		f.usage = append(f.usage, usageRef{base: d.str(), partition: int(d.int())})

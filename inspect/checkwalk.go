@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"slices"
@@ -189,7 +190,8 @@ func (c *checker) schemaLocator(t formats.TopicName, path string, loc *schemapb.
 		id := ie.GetPosition().GetLedgerId()
 		seq := c.nSVs
 		c.nSVs++
-		if err := c.refRecord(id, uint32(i), c.buf[:0].uint(recSchema).uint(seq).int(int64(shard))); err != nil {
+		rec := c.buf[:0].uint(recSchema).uint(seq).int(int64(shard)).int(ie.GetPosition().GetEntryId()).bytes(ie.GetHash())
+		if err := c.refRecord(id, uint32(i), rec); err != nil {
 			return err
 		}
 		sv := schemaVersion{key: t.SchemaKey(), topic: t.String(), path: path, version: ie.GetVersion(),
@@ -306,8 +308,9 @@ func (c *checker) foldRecord(f *ledgerFacts, v []byte) error {
 			}
 		}
 	case recSchema:
-		f.svRefs = append(f.svRefs, d.uint())
+		seq := d.uint()
 		c.referredBy(f, int(d.int()))
+		f.svRefs = append(f.svRefs, svRef{seq: seq, entry: d.int(), hash: bytes.Clone(d.bytes())})
 		f.refs |= refSchema
 	case recCursor:
 		c.referredBy(f, int(d.int()))

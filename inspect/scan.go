@@ -230,6 +230,7 @@ type passWorker struct {
 	seg     ledgerSeg
 	inSeg   bool
 	topic   bool       // Check parses the ledger's entries as topic entries
+	svRefs  []svRef    // the schema versions whose entries the ledger holds (Check)
 	uTopics []usageRef // the topics counting the ledger's entries
 	pending int64      // entries not yet reported to the progress bar
 	// Of a sharded check (shard.go): the ledger being read is another shard's and
@@ -281,7 +282,7 @@ func (w *passWorker) ledger(id int64) (bool, error) {
 		if err := w.endLedger(); err != nil {
 			return false, err
 		}
-		w.skipping, w.counted, w.topic, w.uTopics = false, true, false, nil
+		w.skipping, w.counted, w.topic, w.uTopics, w.svRefs = false, true, false, nil, nil
 		if c := w.p.check; c != nil {
 			f, err := w.facts.at(id)
 			if err != nil {
@@ -297,7 +298,9 @@ func (w *passWorker) ledger(id int64) (bool, error) {
 					return false, nil
 				}
 			}
-			w.topic = f != nil && f.topicLedger()
+			if f != nil {
+				w.topic, w.svRefs = f.topicLedger(), f.svRefs
+			}
 		}
 		w.seg, w.inSeg = ledgerSeg{id: id}, true
 		if w.usage != nil && w.p.check == nil {
@@ -348,6 +351,11 @@ func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
 	if w.counted {
 		w.counts.entryBytes += int64(len(v))
 	}
+	if len(w.svRefs) > 0 {
+		if err := w.schemaEntry(entryID, v, nil); err != nil {
+			return err
+		}
+	}
 	if !w.topic && len(w.uTopics) == 0 {
 		return nil
 	}
@@ -367,6 +375,11 @@ func (w *passWorker) truncated(te *store.TruncatedError) error {
 	}
 	if len(w.uTopics) > 0 {
 		w.usage.truncated(w.uTopics, Position{LedgerID: te.LedgerID, EntryID: te.EntryID}, fmt.Sprintf("entry value is truncated: %v", te))
+	}
+	if len(w.svRefs) > 0 {
+		if err := w.schemaEntry(te.EntryID, nil, te); err != nil {
+			return err
+		}
 	}
 	if w.p.check != nil {
 		fd := newFinding(KindValueTruncated, entryLoc(te.LedgerID, te.EntryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
@@ -389,4 +402,26 @@ func (w *passWorker) decode(v []byte) (*formats.EntryRefs, error) {
 	}
 	*r = w.e.Refs()
 	return r, nil
+}
+
+// schemaEntry checks one entry of a schema ledger against every schema
+// version whose locator names it (its bytes v, or te when they are
+// truncated), and answers those versions: the schema step reads no entry
+// again.
+func (w *passWorker) schemaEntry(entryID int64, v []byte, te *store.TruncatedError) error {
+	for _, sv := range w.svRefs {
+		if sv.entry != entryID {
+			continue
+		}
+		var a svEntryAnswer
+		if te != nil {
+			a.state, a.detail = StateTruncated, te.Error()
+		} else {
+			a.state, a.detail, _ = schemaEntryState(v, sv.hash)
+		}
+		if err := w.p.check.svAnswers.Add(append(seqKey(nil, sv.seq), svEntry), enc(nil).str(a.state).str(a.detail)); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
+	return nil
 }
