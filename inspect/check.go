@@ -312,6 +312,9 @@ type checker struct {
 	mlAnswers *spill.Sorter
 	svAnswers *spill.Sorter
 	coverage  *spill.File
+	// What the schema step found of each version, by schema key, for the
+	// schema-usage join (versions.go).
+	versionSort *spill.Sorter
 	// Owners whose metadata does not decode: their ledgers are not called
 	// orphans. As many as damaged nodes, so few.
 	badMLs     map[string]bool

@@ -198,6 +198,12 @@ const (
 // one of StateTruncated, StateUndecodable, StateHashMismatch or StateOK.
 type svEntryAnswer struct {
 	state, detail string
+	ts            int64 // the SchemaInfo's registration time, when hasTS
+	hasTS         bool
+}
+
+func (a *svEntryAnswer) encode() enc {
+	return enc(nil).str(a.state).str(a.detail).flags(a.hasTS).int(a.ts)
 }
 
 func (c *checker) answer(f *ledgerFacts) error {
@@ -380,13 +386,21 @@ func (c *checker) checkSchemas(ctx context.Context) error {
 				d.flags(&a.node, &a.entries)
 			case len(an.place) == 1 && an.place[0] == svEntry:
 				ent = &svEntryAnswer{state: d.str(), detail: d.str()}
+				d.flags(&ent.hasTS)
+				ent.ts = d.int()
 			}
 			if err := d.done("schema version answer"); err != nil {
 				return err
 			}
 		}
+		if err := c.noteVersion(&sv, a, ent); err != nil {
+			return err
+		}
 		return c.schemaFindings(&sv, a, ent)
 	})
+	if err == nil && c.usage != nil {
+		c.usage.versions, err = c.versionsFile(ctx)
+	}
 	if err != nil {
 		return fmt.Errorf("check schemas: %w", err)
 	}

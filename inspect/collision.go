@@ -152,7 +152,7 @@ func topicLedgerIDs(ctx context.Context, ms store.MetadataStore, base formats.To
 // use and the locator lists readably, whether the version was registered after
 // the first of those messages was published; where one was, it splits the
 // messages at the registration times and reports each version.
-func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
+func topicCollisions(ctx context.Context, dd *datadir.DataDir, vs versionSource, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
 	suspects := map[int64]int64{} // version -> registration time
 	var locPath string
 	for _, u := range tu.Uses {
@@ -162,7 +162,7 @@ func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.A
 		if locPath == "" {
 			locPath = formats.SchemasRoot + "/" + tu.SchemaKey
 		}
-		ts, ok, err := registeredAt(dd, locators, locPath, u.ID.Version)
+		ts, ok, err := registeredAt(vs, locators, tu.SchemaKey, locPath, u.ID.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -205,9 +205,9 @@ func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.A
 	return out, nil
 }
 
-// registeredAt reads the SchemaInfo timestamp of one version the locator at
+// registeredAt is the SchemaInfo timestamp of one version the locator at
 // path lists; ok is false when it cannot be read (other findings say why).
-func registeredAt(dd *datadir.DataDir, locators *store.AheadReader, path string, version int64) (ts int64, ok bool, err error) {
+func registeredAt(vs versionSource, locators *store.AheadReader, key, path string, version int64) (ts int64, ok bool, err error) {
 	n, err := locators.Get(path)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {
@@ -223,16 +223,9 @@ func registeredAt(dd *datadir.DataDir, locators *store.AheadReader, path string,
 	if ie == nil {
 		return 0, false, nil
 	}
-	v, err := dd.Ledgers.Entry(ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId())
+	vf, err := vs.version(key, version, ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId())
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {
-			return 0, false, nil
-		}
 		return 0, false, fmt.Errorf("schema collisions: %s version %d: %w", path, version, err)
 	}
-	info, err := decodeSchemaValue(v)
-	if err != nil || info.Timestamp == nil {
-		return 0, false, nil
-	}
-	return info.GetTimestamp(), true, nil
+	return vf.ts, vf.hasTS, nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -417,9 +418,13 @@ func (w *passWorker) schemaEntry(entryID int64, v []byte, te *store.TruncatedErr
 		if te != nil {
 			a.state, a.detail = StateTruncated, te.Error()
 		} else {
-			a.state, a.detail, _ = schemaEntryState(v, sv.hash)
+			var info *schemapb.SchemaInfo
+			a.state, a.detail, info = schemaEntryState(v, sv.hash)
+			if info != nil && info.Timestamp != nil {
+				a.ts, a.hasTS = info.GetTimestamp(), true
+			}
 		}
-		if err := w.p.check.svAnswers.Add(append(seqKey(nil, sv.seq), svEntry), enc(nil).str(a.state).str(a.detail)); err != nil {
+		if err := w.p.check.svAnswers.Add(append(seqKey(nil, sv.seq), svEntry), a.encode()); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}

@@ -655,9 +655,17 @@ func (u *usageScan) joinWindow(ctx context.Context, dd *datadir.DataDir, window 
 		paths = append(paths, t.SchemaLocatorPath())
 	}
 	locators := store.ReadAhead(dd.Metadata, paths)
+	var vs versionSource = storeVersions{dd}
+	if u.versions != nil {
+		r, err := u.versions.NewReader()
+		if err != nil {
+			return err
+		}
+		vs = &versionFile{r: r, store: storeVersions{dd}}
+	}
 	var collisions []report.Finding
 	for i := range window {
-		fs, err := joinLocator(dd, locators, &window[i], names[i])
+		fs, err := joinLocator(vs, locators, &window[i], names[i])
 		if err != nil {
 			return err
 		}
@@ -665,7 +673,7 @@ func (u *usageScan) joinWindow(ctx context.Context, dd *datadir.DataDir, window 
 			add(f)
 		}
 		// Versions registered after messages that use them (inspect/collision.go).
-		cf, err := topicCollisions(ctx, dd, locators, &window[i])
+		cf, err := topicCollisions(ctx, dd, vs, locators, &window[i])
 		if err != nil {
 			return err
 		}
@@ -846,7 +854,7 @@ func sortUses(us []SchemaUse) {
 
 // joinLocator sets the status of each schema reference of a topic from its
 // schema locator and returns the findings.
-func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
+func joinLocator(vs versionSource, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
 	var (
 		findings []report.Finding
 		loc      *schemapb.SchemaLocator
@@ -884,7 +892,7 @@ func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsag
 			if err := readLocator(); err != nil {
 				return nil, err
 			}
-			f, err := checkVersion(dd, tu, u, loc, locErr, path)
+			f, err := checkVersion(vs, tu, u, loc, locErr, path)
 			if err != nil {
 				return nil, err
 			}
@@ -910,7 +918,7 @@ func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsag
 }
 
 // checkVersion joins one registry version with the locator.
-func checkVersion(dd *datadir.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
+func checkVersion(vs versionSource, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
 	v := u.ID.Version
 	where := fmt.Sprintf("%s schema version %d", tu.Topic, v)
 	used := usedBy(u)
@@ -934,28 +942,21 @@ func checkVersion(dd *datadir.DataDir, tu *TopicUsage, u *SchemaUse, loc *schema
 		return withSchema(f, tu, path, v, nil), nil
 	}
 	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
-	_, err := dd.Ledgers.Entry(ledger, entry)
-	switch {
-	case err == nil:
-		u.Status = UseOK
-		return nil, nil
-	case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue):
-		return nil, fmt.Errorf("schema usage: %s version %d: %w", path, v, err)
+	vf, err := vs.version(tu.SchemaKey, v, ledger, entry)
+	if err != nil {
+		return nil, err
 	}
 	var what string
 	switch {
-	case errors.Is(err, store.ErrTruncatedValue):
+	case vf.stored && !vf.truncated:
+		u.Status = UseOK
+		return nil, nil
+	case vf.truncated:
 		what = fmt.Sprintf("entry %d of ledger %d is truncated (value log damaged)", entry, ledger)
+	case vf.node:
+		what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
 	default:
-		node, nerr := cluster.LedgerNodeExists(dd.Metadata, ledger)
-		switch {
-		case nerr != nil:
-			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)
-		case node:
-			what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
-		default:
-			what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
-		}
+		what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
 	}
 	u.Status, u.Detail = UseLost, what
 	f := newFinding(KindUsedSchemaVersionLost, where, schemaRepairHint(tu.Topic),

@@ -40,8 +40,11 @@ type usageScan struct {
 	// ledgers says which topics count each ledger's entries (a file of
 	// usageRef lists by ledger id), when Check's facts do not.
 	ledgers *spill.File
-	maxBad  int
-	states  []*usageState // one per worker
+	// versions is what Check found of each schema version, by schema key
+	// (versions.go); nil: the join reads the store.
+	versions *spill.File
+	maxBad   int
+	states   []*usageState // one per worker
 }
 
 func newUsageScan(d *spill.Dir, maxBad int) *usageScan {
