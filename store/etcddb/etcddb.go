@@ -1,13 +1,11 @@
 package etcddb
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ledgermedic/ledgermedic/formats/etcddisk"
 	"github.com/ledgermedic/ledgermedic/internal/radix"
 	"github.com/ledgermedic/ledgermedic/internal/scratch"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -242,7 +241,7 @@ func bucketNames(tx *bolt.Tx) string {
 func compactedRev(meta *bolt.Bucket) (int64, []string) {
 	get := func(name string) int64 {
 		v := meta.Get([]byte(name))
-		if r, err := parseEtcdRev(v); err == nil {
+		if r, err := etcddisk.ParseRev(v); err == nil {
 			return r.Main
 		}
 		return 0
@@ -259,7 +258,7 @@ func newestRev(keys *bolt.Bucket) (int64, error) {
 	if k == nil {
 		return 0, nil
 	}
-	r, err := parseEtcdRev(k)
+	r, err := etcddisk.ParseRev(k)
 	return r.Main, err
 }
 
@@ -291,14 +290,14 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 	nSkipped := 0
 	c := bucket.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		r, err := parseEtcdRev(k)
+		r, err := etcddisk.ParseRev(k)
 		if err != nil {
 			return fmt.Errorf("etcd db %s: %w: key bucket: %w", s.file, ErrEtcdDBCorrupt, err)
 		}
 		if r.Main > rev {
 			break
 		}
-		kv, err := decodeEtcdKV(v)
+		kv, err := etcddisk.DecodeKV(v)
 		if err != nil {
 			return fmt.Errorf("etcd db %s: %w: revision %d.%d: %w", s.file, ErrEtcdDBCorrupt, r.Main, r.Sub, err)
 		}
@@ -379,7 +378,7 @@ func walNote(dir string, consistent uint64) string {
 	sort.Strings(files)
 	var newer, last uint64
 	for _, f := range files {
-		n, l, err := walEntriesAfter(f, consistent)
+		n, l, err := etcddisk.WALEntriesAfter(f, consistent)
 		if err != nil {
 			return fmt.Sprintf("WAL %s could not be read (%v): acknowledged writes newer than the db may be missing", f, err)
 		}
@@ -390,61 +389,6 @@ func walNote(dir string, consistent uint64) string {
 		return ""
 	}
 	return fmt.Sprintf("the WAL in %s holds %d raft entries with data after the db's consistent index %d (up to %d): writes etcd acknowledged that this db does not have yet; start etcd on a copy of the member dir to replay them, then read its db", dir, newer, consistent, last)
-}
-
-// walEntriesAfter counts the normal raft entries with data whose index is above
-// after, in one WAL segment, reading only its used part.
-func walEntriesAfter(file string, after uint64) (count, last uint64, err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	var head [8]byte
-	for {
-		if _, err := io.ReadFull(r, head[:]); err != nil {
-			return count, last, nil // end of file, or a torn tail
-		}
-		field := binary.LittleEndian.Uint64(head[:])
-		n := field &^ (0xff << 56)
-		pad := uint64(0)
-		if field>>63 == 1 {
-			pad = (field >> 56) & 0x7
-		}
-		if field == 0 {
-			return count, last, nil
-		}
-		if n > walMaxRecord {
-			return count, last, fmt.Errorf("offset %d: %d-byte frame (damaged length %#x)", off, n, field)
-		}
-		frame := make([]byte, 8+n+pad)
-		copy(frame, head[:])
-		if _, err := io.ReadFull(r, frame[8:]); err != nil {
-			return count, last, nil // torn tail
-		}
-		rec, total, ok, err := walFrame(frame)
-		if err != nil || !ok {
-			return count, last, err
-		}
-		off += int64(total)
-		typ, data, err := walRecord(rec)
-		if err != nil {
-			return count, last, fmt.Errorf("offset %d: %w", off-int64(total), err)
-		}
-		if typ != walEntryType {
-			continue
-		}
-		idx, etype, hasData, err := raftEntryIndex(data)
-		if err != nil {
-			return count, last, fmt.Errorf("offset %d: %w", off-int64(total), err)
-		}
-		if etype == 0 && hasData && idx > after {
-			count++
-			last = max(last, idx)
-		}
-	}
 }
 
 func (s *etcdDB) Source() store.SourceInfo { return s.source }
