@@ -3,7 +3,6 @@ package zkdisk
 import (
 	"errors"
 	"fmt"
-	"hash/adler32"
 	"io"
 	"os"
 
@@ -131,7 +130,7 @@ type Txn struct {
 type LogReader struct {
 	File   string
 	Header FileHeader
-	s      *stream
+	s      *fileReader
 	closer io.Closer
 	err    error
 }
@@ -154,10 +153,10 @@ func OpenLog(path string) (*LogReader, error) {
 // NewLogReader reads the file header from r; name is used in errors. An empty
 // file has no header: that is an ErrTruncated error at offset 0.
 func NewLogReader(r io.Reader, name string) (*LogReader, error) {
-	lr := &LogReader{File: name, s: newStream(r, name)}
+	lr := &LogReader{File: name, s: newFileReader(r, name)}
 	h, err := readFileHeader(lr.s, LogMagic)
 	if err != nil {
-		return nil, err
+		return nil, fileErr(err, name, 0)
 	}
 	lr.Header = h
 	return lr, nil
@@ -193,12 +192,12 @@ func (l *LogReader) next() (Txn, error) {
 	s := l.s
 	start := s.offset()
 	t := Txn{Offset: start}
-	if eof, err := s.atEOF(); eof || err != nil {
-		return t, eofOr(err)
+	if eof, err := s.AtEnd(); eof || err != nil {
+		return t, eofOr(fileErr(err, l.File, 0))
 	}
-	head, err := s.next(12, "record checksum and length")
+	head, err := s.Bytes(12, "record checksum and length")
 	if err != nil {
-		return t, recordErr(err, start)
+		return t, recordErr(fileErr(err, l.File, 0), start)
 	}
 	crc, n := be64(head), be32(head[8:])
 	if n == 0 {
@@ -207,16 +206,17 @@ func (l *LogReader) next() (Txn, error) {
 	if n < 0 {
 		return t, s.errAt(start, "record length", fmt.Errorf("%w: negative length %d", ErrMalformed, n))
 	}
-	body, err := s.owned(int(n), "txn")
+	view, err := s.Bytes(int(n), "txn")
 	if err != nil {
-		return t, recordErr(err, start)
+		return t, recordErr(fileErr(err, l.File, 0), start)
 	}
-	if sum := adler32.Checksum(body); uint64(crc) != uint64(sum) {
+	if sum := adlerUpdate(1, view); uint64(crc) != uint64(sum) {
 		return t, s.errAt(start, "txn record", fmt.Errorf("%w: stored %#x, computed %#x", ErrChecksum, uint64(crc), sum))
 	}
-	eor, err := s.next(1, "end-of-record byte")
+	body := s.keep(view) // the txn's values alias it, and outlive the window
+	eor, err := s.Bytes(1, "end-of-record byte")
 	if err != nil {
-		return t, recordErr(err, start)
+		return t, recordErr(fileErr(err, l.File, 0), start)
 	}
 	if eor[0] != 'B' {
 		return t, s.errAt(start, "end-of-record byte", fmt.Errorf("%w: %#x, want 0x42 (last transaction was partial)", ErrMalformed, eor[0]))
@@ -246,7 +246,7 @@ func DecodeTxnBytes(b []byte, file string, base int64) (Txn, error) {
 }
 
 func decodeTxn(t *Txn, b []byte, base int64, file string) error {
-	return txnErr(readTxn(t, jute.NewReader(b)), file, base)
+	return fileErr(readTxn(t, jute.NewReader(b)), file, base)
 }
 
 func readTxn(t *Txn, d *jute.Reader) error {
