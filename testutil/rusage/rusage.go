@@ -1,5 +1,6 @@
 // Package rusage gives benchmarks the CPU time of their own process, which a
-// loaded machine sways less than wall time.
+// loaded machine sways less than wall time, and memory tests the peak resident
+// size of the child processes they run.
 package rusage
 
 import (
@@ -50,3 +51,16 @@ func PIDCPU(pid int) time.Duration {
 
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.
 const clockTick = 10 * time.Millisecond
+
+// PeakRSS is the peak resident set size of an exited child process, in bytes
+// (getrusage's ru_maxrss, which Linux reports in KB), or 0 when the system does
+// not say.
+func PeakRSS(ps *os.ProcessState) int64 {
+	if ps == nil {
+		return 0
+	}
+	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
+		return int64(ru.Maxrss) << 10
+	}
+	return 0
+}

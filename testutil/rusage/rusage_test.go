@@ -1,7 +1,10 @@
 package rusage
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,5 +30,34 @@ func TestPIDCPUOfSelf(t *testing.T) {
 	}
 	if PIDCPU(-1) != 0 {
 		t.Fatal("PIDCPU of no process is not 0")
+	}
+}
+
+// PeakRSS of a child that touched 96 MB is at least that, and 64 MB more than
+// that of a child that touched nothing.
+func TestPeakRSSOfChild(t *testing.T) {
+	if n, err := strconv.Atoi(os.Getenv("RUSAGE_TEST_TOUCH_MB")); err == nil {
+		b := make([]byte, n<<20)
+		for i := range b {
+			if i%4096 == 0 {
+				b[i] = 1
+			}
+		}
+		os.Exit(int(b[len(b)/2]) - 1) // 0, and keeps b alive to here
+	}
+	peak := func(mb int) int64 {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestPeakRSSOfChild$")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("RUSAGE_TEST_TOUCH_MB=%d", mb))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("child touching %d MB: %v\n%s", mb, err, out)
+		}
+		return PeakRSS(cmd.ProcessState)
+	}
+	small, big := peak(1), peak(96)
+	if big < 96<<20 || big-small < 64<<20 {
+		t.Fatalf("peak RSS %d bytes touching 96 MB, %d touching 1 MB", big, small)
+	}
+	if PeakRSS(nil) != 0 {
+		t.Fatal("PeakRSS of no process is not 0")
 	}
 }

@@ -1,0 +1,179 @@
+package zkdata_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/zkdata"
+	"github.com/ledgermedic/ledgermedic/testutil"
+)
+
+const zkSample = "../../testdata/zookeeper/sample"
+
+// zkStore is the zk-data backend with its NodeStat.
+type zkStore interface {
+	store.MetadataBackend
+	store.NodeBatcher
+	NodeStat(path string) (zkdata.NodeStat, error)
+}
+
+func openZK(t *testing.T, raw string, ro store.RemoteOptions) (zkStore, error) {
+	t.Helper()
+	u, err := store.ParseMetadataURL(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := zkdata.Open(u, store.Options{ReadOnly: true, Remote: ro})
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() { mb.Close() })
+	return mb.(zkStore), nil
+}
+
+// openBoth opens raw in memory and read onto disk.
+func openBoth(t *testing.T, raw string, ro store.RemoteOptions) (mem, disk zkStore) {
+	t.Helper()
+	for _, above := range []int64{1 << 62, -1} {
+		restore := zkdata.SetSpillAbove(above)
+		s, err := openZK(t, raw, ro)
+		restore()
+		if err != nil {
+			t.Fatalf("%s (spill above %d): %v", raw, above, err)
+		}
+		if mem == nil {
+			mem = s
+		} else {
+			disk = s
+		}
+	}
+	if zkdata.Spilled(mem) || !zkdata.Spilled(disk) {
+		t.Fatalf("spilled: %v and %v, want false and true", zkdata.Spilled(mem), zkdata.Spilled(disk))
+	}
+	return mem, disk
+}
+
+// dumpWalk is every node WalkFrom hands over, with its NodeStat.
+func dumpWalk(t *testing.T, s zkStore, prefix, start string) []string {
+	t.Helper()
+	var out []string
+	err := s.WalkFrom(context.Background(), prefix, start, func(n store.Node) error {
+		st, err := s.NodeStat(n.Path)
+		out = append(out, fmt.Sprintf("%q %x nil=%v v%d %+v %v", n.Path, n.Value, n.Value == nil, n.Version, st, err))
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("walk %q from %q: %v", prefix, start, err)
+	}
+	return out
+}
+
+// Property: a dataDir read onto disk shows what the same dataDir held in memory
+// shows: every walk (from any start, under any prefix), every Get and GetNodes,
+// every NodeStat, and the same notes but the one that says it was read onto
+// disk; at the newest state, at earlier zxids and under a chroot. The
+// histories hold fuzzy and damaged snapshots, failed multis, ephemerals of
+// closed sessions and changes to nodes that are gone (testutil.WriteZKHistory).
+func TestSpilledEqualsInMemory(t *testing.T) {
+	dirs := []string{zkSample}
+	var points [][]int64
+	points = append(points, []int64{0})
+	for seed := range uint64(16) {
+		h, err := testutil.WriteZKHistory(t.TempDir(), seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dirs = append(dirs, h.Dir)
+		points = append(points, []int64{0, h.Zxids[len(h.Zxids)/3], h.Snapshot + 2})
+	}
+	for i, dir := range dirs {
+		rng := rand.New(rand.NewPCG(uint64(i), 3))
+		for _, at := range points[i] {
+			for _, chroot := range []string{"", "/a"} {
+				raw := "zk-data:" + dir
+				if chroot != "" {
+					raw += "?chroot=" + chroot
+				}
+				ro := store.RemoteOptions{AtZxid: at}
+				if chroot != "" {
+					if _, err := openZK(t, raw, ro); errors.Is(err, store.ErrNotFound) {
+						continue // no such node at that point
+					}
+				}
+				mem, disk := openBoth(t, raw, ro)
+				what := fmt.Sprintf("%s at %#x", raw, at)
+				all := dumpWalk(t, mem, "", "")
+				if got := dumpWalk(t, disk, "", ""); !slices.Equal(got, all) {
+					t.Fatalf("%s: walked %d nodes onto disk, %d in memory\n%q\n%q", what, len(got), len(all), got, all)
+				}
+				var paths []string
+				_ = mem.Walk(context.Background(), "", func(n store.Node) error { paths = append(paths, n.Path); return nil })
+				paths = append(paths, "/zookeeper", "/zookeeper/config", "/", "/nope", "/a/nope")
+				for range 20 {
+					p := paths[rng.IntN(len(paths))]
+					prefix, start := p[:rng.IntN(len(p)+1)], ""
+					if rng.IntN(2) == 0 {
+						start = paths[rng.IntN(len(paths))]
+					}
+					if g, w := dumpWalk(t, disk, prefix, start), dumpWalk(t, mem, prefix, start); !slices.Equal(g, w) {
+						t.Fatalf("%s: walk %q from %q: %q onto disk, %q in memory", what, prefix, start, g, w)
+					}
+				}
+				for _, p := range paths {
+					g, gerr := disk.Get(p)
+					w, werr := mem.Get(p)
+					if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
+						t.Fatalf("%s: Get(%q) = %v, %v onto disk; %v, %v in memory", what, p, g, gerr, w, werr)
+					}
+				}
+				g, gerr := disk.GetNodes(paths)
+				w, werr := mem.GetNodes(paths)
+				if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
+					t.Fatalf("%s: GetNodes onto disk %v, %v; in memory %v, %v", what, g, gerr, w, werr)
+				}
+				var notes []string
+				for _, n := range disk.Source().Notes {
+					if !strings.Contains(n, "read onto a sorted file") {
+						notes = append(notes, n)
+					}
+				}
+				if !slices.Equal(notes, mem.Source().Notes) || len(notes) == len(disk.Source().Notes) {
+					t.Fatalf("%s: notes onto disk %q, in memory %q", what, disk.Source().Notes, mem.Source().Notes)
+				}
+				if disk.Source().Zxid != mem.Source().Zxid || !disk.Source().AsOf.Equal(mem.Source().AsOf) {
+					t.Fatalf("%s: source onto disk %+v, in memory %+v", what, disk.Source(), mem.Source())
+				}
+			}
+		}
+	}
+}
+
+// The files read onto disk are removed when the store closes.
+func TestSpillRemovedOnClose(t *testing.T) {
+	zkdata.ForceSpill(t)
+	tmp := t.TempDir()
+	u, err := store.ParseMetadataURL("zk-data:" + zkSample)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mb, err := zkdata.Open(u, store.Options{ReadOnly: true, SandboxDir: tmp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(tmp, "*")); len(ents) == 0 {
+		t.Fatalf("nothing under the sandbox dir %s while open", tmp)
+	}
+	if err := mb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := filepath.Glob(filepath.Join(tmp, "*")); len(ents) != 0 {
+		t.Fatalf("left after Close: %q", ents)
+	}
+}
