@@ -65,8 +65,8 @@ func TestOpenWalkMemoryFlat(t *testing.T) {
 	}
 }
 
-// runMemChild opens dir in a child process and returns its peak RSS and what
-// it printed.
+// runMemChild opens dir in a child process and returns the peak RSS it
+// reported and what it printed of its walk.
 func runMemChild(t *testing.T, dir, mode string) (int64, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestOpenWalkMemoryFlat$")
@@ -75,16 +75,17 @@ func runMemChild(t *testing.T, dir, mode string) (int64, string) {
 	if err != nil {
 		t.Fatalf("child on %s: %v\n%s", dir, err, out)
 	}
-	line := ""
+	line, peak := "", int64(0)
 	for _, l := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(l, "walked ") {
 			line = l
+			_, err = fmt.Sscanf(l[strings.LastIndex(l, "peak RSS "):], "peak RSS %d", &peak)
 		}
 	}
-	if line == "" {
-		t.Fatalf("child on %s said nothing of its walk:\n%s", dir, out)
+	if line == "" || err != nil || peak <= 0 {
+		t.Fatalf("child on %s said nothing of its walk and peak (%v):\n%s", dir, err, out)
 	}
-	return rusage.PeakRSS(cmd.ProcessState), line
+	return peak, line
 }
 
 // memChild opens dir, walks every node, then reads every 1000th node again
@@ -125,7 +126,8 @@ func memChild(t *testing.T, dir, mode string) {
 			t.Fatal(err)
 		}
 	}
-	fmt.Printf("walked %d nodes (%d MB of values) in %v (open %v), then %d Gets\n", nodes, size>>20, time.Since(start).Round(time.Millisecond), opened.Round(time.Millisecond), len(sample))
+	fmt.Printf("walked %d nodes (%d MB of values) in %v (open %v), then %d Gets; peak RSS %d\n",
+		nodes, size>>20, time.Since(start).Round(time.Millisecond), opened.Round(time.Millisecond), len(sample), rusage.PeakRSS())
 }
 
 // writeMemDataDir writes a dataDir of about nodes Pulsar-like nodes: a snapshot

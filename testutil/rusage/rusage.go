@@ -52,15 +52,24 @@ func PIDCPU(pid int) time.Duration {
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.
 const clockTick = 10 * time.Millisecond
 
-// PeakRSS is the peak resident set size of an exited child process, in bytes
-// (getrusage's ru_maxrss, which Linux reports in KB), or 0 when the system does
-// not say.
-func PeakRSS(ps *os.ProcessState) int64 {
-	if ps == nil {
+// PeakRSS is this process's peak resident set size in bytes (VmHWM in
+// /proc/self/status), or 0 where the kernel does not say. A memory test runs
+// the code it measures in a child process, which reports this: the child's
+// getrusage ru_maxrss is no measure, as Linux starts it at the RSS its parent
+// had when it started the child.
+func PeakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
 		return 0
 	}
-	if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
-		return int64(ru.Maxrss) << 10
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
 	}
 	return 0
 }
