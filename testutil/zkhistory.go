@@ -167,6 +167,8 @@ func (h *zkHistory) op(hdr zkdisk.TxnHeader) zkdisk.Record {
 			c.Ephemeral = true
 		case 4:
 			c.Data = nil
+		case 5:
+			c.Data = []byte{} // empty, not null
 		}
 		if n != nil {
 			c.ParentCVersion = n.Stat.Cversion + 1

@@ -60,6 +60,7 @@ func (t *spillTree) fold(ctx context.Context, sink *sortSink) error {
 	f := zkdisk.NewFolder(sink.closed)
 	var cur []byte // the path being folded (nil: none yet)
 	var val []byte
+	var snapData []byte // the data of the path's snapshot node
 	end := func() error {
 		n, ok := f.End()
 		if !ok {
@@ -81,7 +82,7 @@ func (t *spillTree) fold(ctx context.Context, sink *sortSink) error {
 			cur = append(cur[:0:0], key...)
 			f.Begin(string(cur))
 		}
-		return applyRecord(f, key, value)
+		return applyRecord(f, key, value, &snapData)
 	})
 	if err == nil && cur != nil {
 		err = end()
@@ -188,8 +189,11 @@ const (
 	recChange = 'c' // a change: appendChange's bytes
 )
 
-// applyRecord hands one sorted record of the path being folded to f.
-func applyRecord(f *zkdisk.Folder, path, v []byte) error {
+// applyRecord hands one sorted record of the path being folded to f. The
+// Folder keeps the node's data until End, past this record: a snapshot node's
+// (the first record of its path) is copied into *snapData, which no other path
+// uses before End; a change's, rarer, into its own allocation.
+func applyRecord(f *zkdisk.Folder, path, v []byte, snapData *[]byte) error {
 	if len(v) == 0 {
 		return fmt.Errorf("zk-data spill: empty record of %q", path)
 	}
@@ -199,7 +203,10 @@ func applyRecord(f *zkdisk.Folder, path, v []byte) error {
 		if err != nil {
 			return err
 		}
-		n.Data = bytes.Clone(n.Data) // the Folder keeps it past this record
+		if len(n.Data) > 0 { // an empty (not null) value aliases no byte of v
+			*snapData = append((*snapData)[:0], n.Data...)
+			n.Data = (*snapData)[:len(n.Data):len(n.Data)]
+		}
 		f.Snapshot(*n)
 	case recChange:
 		c, step, err := decodeChange(string(path), v[1:])
@@ -282,7 +289,7 @@ func decodeChange(path string, b []byte) (zkdisk.Change, int32, error) {
 		ParentCVersion: int32(binary.BigEndian.Uint32(b[33:])),
 	}
 	if b[37]&1 == 0 {
-		c.Data = bytes.Clone(b[changeFixed:]) // the Folder keeps it past this record
+		c.Data = bytes.Clone(b[changeFixed:]) // the Folder keeps it past this record (applyRecord)
 	}
 	return c, int32(binary.BigEndian.Uint32(b[1:])), nil
 }
