@@ -1,6 +1,8 @@
 // Package zkdisk reads ZooKeeper's on-disk files (docs/formats.md §8): snapshots
 // (version-2/snapshot.<zxid>) and transaction logs (version-2/log.<zxid>), both in
-// jute's big-endian binary encoding, and replays them into a tree of nodes.
+// jute's big-endian binary encoding (read with formats/jute), and replays them:
+// into a tree of nodes in memory (Load), or as a stream of nodes and changes for
+// a reader that sorts them by path and folds each path (Stream, Folder).
 //
 // Every decoder streams: a snapshot of millions of nodes is read node by node, and
 // no length read from a file allocates more than the bytes that are really there.
