@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
@@ -107,24 +106,14 @@ func (n *spillNodes) get(path string) (etcdDBNode, bool, error) {
 	return decodeSpilled(path, v)
 }
 
-// errStop ends a scan that went past the prefix.
-var errStop = errors.New("past the prefix")
-
 func (n *spillNodes) walk(ctx context.Context, prefix, start string, fn func(n etcdDBNode) error) error {
-	err := n.file.Scan(ctx, []byte(max(prefix, start)), func(key, value []byte) error {
-		if !bytes.HasPrefix(key, []byte(prefix)) {
-			return errStop
-		}
+	return n.file.ScanPrefix(ctx, []byte(prefix), []byte(start), func(key, value []byte) error {
 		node, _, err := decodeSpilled(string(key), value)
 		if err != nil {
 			return err
 		}
 		return fn(node)
 	})
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	return err
 }
 
 // decodeSpilled reads a spilled node's value; the value aliases v.

@@ -1,7 +1,6 @@
 package etcddb_test
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/etcddb"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
 )
 
 // openDBBoth opens file in memory and read onto disk.
@@ -36,22 +36,9 @@ func openDBBoth(t *testing.T, file string, ro store.RemoteOptions) (mem, disk st
 	return mem, disk
 }
 
-func walkDump(t *testing.T, s store.MetadataStore, prefix, start string) []string {
-	t.Helper()
-	var out []string
-	err := s.WalkFrom(context.Background(), prefix, start, func(n store.Node) error {
-		out = append(out, fmt.Sprintf("%q %x v%d", n.Path, n.Value, n.Version))
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("walk %q from %q: %v", prefix, start, err)
-	}
-	return out
-}
-
 // Property: a db read onto disk shows what the same db held in memory shows:
-// every walk (from any start, under any prefix), every Get and GetNodes, the
-// revision and the notes but the one that says it was read onto disk, at the
+// every walk (from any start, under any prefix), every Get and GetNodes
+// (storetest.SameReads), the revision and the notes but the one that says it was read onto disk, at the
 // newest revision and at earlier ones. Keys are written, rewritten and deleted
 // in random order, share prefixes and sort around '/'; some are not Pulsar
 // paths.
@@ -86,32 +73,8 @@ func TestEtcdDBSpilledEqualsInMemory(t *testing.T) {
 		for _, rev := range []int64{0, int64(2 + rng.IntN(len(revs)))} {
 			mem, disk := openDBBoth(t, file, store.RemoteOptions{Revision: rev})
 			what := fmt.Sprintf("seed %d revision %d", seed, rev)
-			if g, w := walkDump(t, disk, "", ""), walkDump(t, mem, "", ""); !slices.Equal(g, w) {
-				t.Fatalf("%s: walked onto disk %q, in memory %q", what, g, w)
-			}
 			paths := append(slices.Clone(pool), "/", "/nope")
-			for range 30 {
-				p := paths[rng.IntN(len(paths))]
-				prefix, start := p[:rng.IntN(len(p)+1)], ""
-				if rng.IntN(2) == 0 {
-					start = paths[rng.IntN(len(paths))]
-				}
-				if g, w := walkDump(t, disk, prefix, start), walkDump(t, mem, prefix, start); !slices.Equal(g, w) {
-					t.Fatalf("%s: walk %q from %q: %q onto disk, %q in memory", what, prefix, start, g, w)
-				}
-			}
-			for _, p := range paths {
-				g, gerr := disk.Get(p)
-				w, werr := mem.Get(p)
-				if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
-					t.Fatalf("%s: Get(%q) = %v, %v onto disk; %v, %v in memory", what, p, g, gerr, w, werr)
-				}
-			}
-			g, gerr := disk.(store.NodeBatcher).GetNodes(paths)
-			w, werr := mem.(store.NodeBatcher).GetNodes(paths)
-			if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
-				t.Fatalf("%s: GetNodes onto disk %v, %v; in memory %v, %v", what, g, gerr, w, werr)
-			}
+			t.Run(what, func(t *testing.T) { storetest.SameReads(t, disk, mem, paths, seed, nil) })
 			var notes []string
 			for _, n := range disk.Source().Notes {
 				if !strings.Contains(n, "read onto a sorted file") {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 
 	"github.com/ledgermedic/ledgermedic/formats/zkdisk"
@@ -112,26 +111,16 @@ func (t *spillTree) get(path string) (*zkdisk.Node, bool, error) {
 	return n, true, nil
 }
 
-// errStop ends a scan that went past the prefix.
-var errStop = errors.New("past the prefix")
-
 // walk calls fn for every node whose path starts with prefix and is >= start, in
 // path byte order (the File's key order); n is valid during fn only.
 func (t *spillTree) walk(ctx context.Context, prefix, start string, fn func(n *zkdisk.Node) error) error {
-	err := t.file.Scan(ctx, []byte(max(prefix, start)), func(key, value []byte) error {
-		if !bytes.HasPrefix(key, []byte(prefix)) {
-			return errStop
-		}
+	return t.file.ScanPrefix(ctx, []byte(prefix), []byte(start), func(key, value []byte) error {
 		n, err := decodeNode(string(key), value)
 		if err != nil {
 			return err
 		}
 		return fn(n)
 	})
-	if errors.Is(err, errStop) {
-		return nil
-	}
-	return err
 }
 
 // sortSink is the zkdisk.Sink that sorts what Stream reads by path.

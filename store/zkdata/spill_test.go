@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/store/zkdata"
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
@@ -60,25 +60,16 @@ func openBoth(t *testing.T, raw string, ro store.RemoteOptions) (mem, disk zkSto
 	return mem, disk
 }
 
-// dumpWalk is every node WalkFrom hands over, with its NodeStat.
-func dumpWalk(t *testing.T, s zkStore, prefix, start string) []string {
-	t.Helper()
-	var out []string
-	err := s.WalkFrom(context.Background(), prefix, start, func(n store.Node) error {
-		st, err := s.NodeStat(n.Path)
-		out = append(out, fmt.Sprintf("%q %x nil=%v v%d %+v %v", n.Path, n.Value, n.Value == nil, n.Version, st, err))
-		return nil
-	})
-	if err != nil {
-		t.Fatalf("walk %q from %q: %v", prefix, start, err)
-	}
-	return out
+// withStat describes a node with its ZooKeeper stat.
+func withStat(s store.MetadataStore, n store.Node) string {
+	st, err := s.(zkStore).NodeStat(n.Path)
+	return fmt.Sprintf("%q %x nil=%v v%d %+v %v", n.Path, n.Value, n.Value == nil, n.Version, st, err)
 }
 
 // Property: a dataDir read onto disk shows what the same dataDir held in memory
 // shows: every walk (from any start, under any prefix), every Get and GetNodes,
-// every NodeStat, and the same notes but the one that says it was read onto
-// disk; at the newest state, at earlier zxids and under a chroot. The
+// every NodeStat (storetest.SameReads), and the same notes but the one that
+// says it was read onto disk; at the newest state, at earlier zxids and under a chroot. The
 // histories hold fuzzy and damaged snapshots, failed multis, ephemerals of
 // closed sessions and changes to nodes that are gone (testutil.WriteZKHistory).
 func TestSpilledEqualsInMemory(t *testing.T) {
@@ -94,7 +85,6 @@ func TestSpilledEqualsInMemory(t *testing.T) {
 		points = append(points, []int64{0, h.Zxids[len(h.Zxids)/3], h.Snapshot + 2})
 	}
 	for i, dir := range dirs {
-		rng := rand.New(rand.NewPCG(uint64(i), 3))
 		for _, at := range points[i] {
 			for _, chroot := range []string{"", "/a"} {
 				raw := "zk-data:" + dir
@@ -109,35 +99,10 @@ func TestSpilledEqualsInMemory(t *testing.T) {
 				}
 				mem, disk := openBoth(t, raw, ro)
 				what := fmt.Sprintf("%s at %#x", raw, at)
-				all := dumpWalk(t, mem, "", "")
-				if got := dumpWalk(t, disk, "", ""); !slices.Equal(got, all) {
-					t.Fatalf("%s: walked %d nodes onto disk, %d in memory\n%q\n%q", what, len(got), len(all), got, all)
-				}
 				var paths []string
 				_ = mem.Walk(context.Background(), "", func(n store.Node) error { paths = append(paths, n.Path); return nil })
 				paths = append(paths, "/zookeeper", "/zookeeper/config", "/", "/nope", "/a/nope")
-				for range 20 {
-					p := paths[rng.IntN(len(paths))]
-					prefix, start := p[:rng.IntN(len(p)+1)], ""
-					if rng.IntN(2) == 0 {
-						start = paths[rng.IntN(len(paths))]
-					}
-					if g, w := dumpWalk(t, disk, prefix, start), dumpWalk(t, mem, prefix, start); !slices.Equal(g, w) {
-						t.Fatalf("%s: walk %q from %q: %q onto disk, %q in memory", what, prefix, start, g, w)
-					}
-				}
-				for _, p := range paths {
-					g, gerr := disk.Get(p)
-					w, werr := mem.Get(p)
-					if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
-						t.Fatalf("%s: Get(%q) = %v, %v onto disk; %v, %v in memory", what, p, g, gerr, w, werr)
-					}
-				}
-				g, gerr := disk.GetNodes(paths)
-				w, werr := mem.GetNodes(paths)
-				if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
-					t.Fatalf("%s: GetNodes onto disk %v, %v; in memory %v, %v", what, g, gerr, w, werr)
-				}
+				t.Run(what, func(t *testing.T) { storetest.SameReads(t, disk, mem, paths, uint64(i), withStat) })
 				var notes []string
 				for _, n := range disk.Source().Notes {
 					if !strings.Contains(n, "read onto a sorted file") {
