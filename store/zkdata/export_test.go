@@ -35,3 +35,6 @@ func SetSpillAbove(v int64) (restore func()) {
 
 // SetSortBudget sets the memory the sorter of a dataDir read onto disk holds.
 func SetSortBudget(v int) { sortBudget = v }
+
+// InputBytes is what decides between memory and disk.
+func InputBytes(dir, logDir string) int64 { return inputBytes(dir, logDir) }

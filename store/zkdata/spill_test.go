@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/ledgermedic/ledgermedic/formats/zkdisk"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/store/zkdata"
@@ -140,5 +142,46 @@ func TestSpillRemovedOnClose(t *testing.T) {
 	}
 	if ents, _ := filepath.Glob(filepath.Join(tmp, "*")); len(ents) != 0 {
 		t.Fatalf("left after Close: %q", ents)
+	}
+}
+
+// What decides between memory and disk counts the newest snapshot and the
+// bytes the logs hold, wherever the logs are (beside the snapshots or in a
+// dataLogDir), and not a sparse log's preallocated length.
+func TestInputBytes(t *testing.T) {
+	h, err := testutil.WriteZKHistory(t.TempDir(), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ents, _ := os.ReadDir(h.Dir)
+	var logs, newest int64
+	var newestZxid int64 = -1
+	logDir := t.TempDir()
+	for _, e := range ents {
+		fi, _ := e.Info()
+		if z, _, ok := zkdisk.ParseSnapshotName(e.Name()); ok && z > newestZxid {
+			newestZxid, newest = z, fi.Size()
+		}
+		if _, ok := zkdisk.ParseLogName(e.Name()); ok {
+			logs += fi.Size()
+			b, _ := os.ReadFile(filepath.Join(h.Dir, e.Name()))
+			f, err := os.Create(filepath.Join(logDir, e.Name()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.Write(b)
+			f.Truncate(64 << 20) // preallocated, as ZooKeeper leaves a log
+			f.Close()
+		}
+	}
+	if got := zkdata.InputBytes(h.Dir, ""); got != newest+logs {
+		t.Errorf("logs beside: %d bytes, want %d + %d", got, newest, logs)
+	}
+	if got := zkdata.InputBytes(h.Dir, h.Dir); got != newest+logs {
+		t.Errorf("logs named beside: %d bytes, want %d + %d", got, newest, logs)
+	}
+	// Blocks are counted in 4 KB: each sparse log holds at most one more.
+	if got := zkdata.InputBytes(h.Dir, logDir); got < newest+logs || got > newest+logs+int64(len(ents))*4096 {
+		t.Errorf("logs in a dataLogDir, preallocated: %d bytes, want about %d + %d", got, newest, logs)
 	}
 }

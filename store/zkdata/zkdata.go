@@ -114,30 +114,32 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 // one counted at ten times its size) and the bytes the logs hold (they are
 // preallocated sparse files: their blocks, not their length).
 func inputBytes(dir, logDir string) int64 {
-	var total, newest int64
-	var snap int64
-	add := func(d string, logs bool) {
+	if logDir == dir {
+		logDir = ""
+	}
+	var logs, snap, newest int64
+	add := func(d string, snapshots, withLogs bool) {
 		ents, _ := os.ReadDir(d)
 		for _, e := range ents {
 			fi, err := e.Info()
 			if err != nil || !fi.Mode().IsRegular() {
 				continue
 			}
-			if z, comp, ok := zkdisk.ParseSnapshotName(e.Name()); ok && !logs && (snap == 0 || z > newest) {
+			if z, comp, ok := zkdisk.ParseSnapshotName(e.Name()); ok && snapshots && (snap == 0 || z > newest) {
 				newest, snap = z, fi.Size()
 				if comp != "" {
 					snap *= 10
 				}
-			} else if _, ok := zkdisk.ParseLogName(e.Name()); ok && (logs || logDir == "") {
-				total += allocated(fi)
+			} else if _, ok := zkdisk.ParseLogName(e.Name()); ok && withLogs {
+				logs += allocated(fi)
 			}
 		}
 	}
-	add(dir, false)
-	if logDir != "" && logDir != dir {
-		add(logDir, true)
+	add(dir, true, logDir == "")
+	if logDir != "" {
+		add(logDir, false, true)
 	}
-	return total + snap
+	return logs + snap
 }
 
 // zkVersionDir resolves a dataDir to the directory holding its files: DIR/version-2
