@@ -1,23 +1,14 @@
 package etcddb
 
-import (
-	"sync/atomic"
-	"testing"
-)
-
-// spillOpens counts the dbs read onto disk while a test forces it.
-var spillOpens atomic.Int64
+import "testing"
 
 // ForceSpill makes every open during the test read its db onto disk, as a db
 // past spillAbove is, and fails the test if none did.
 func ForceSpill(t testing.TB) {
 	restore := SetSpillAbove(-1)
 	opens := spillOpens.Load()
-	prevHook := spilledHook
-	spilledHook = func() { spillOpens.Add(1) }
 	t.Cleanup(func() {
 		restore()
-		spilledHook = prevHook
 		if spillOpens.Load() == opens {
 			t.Error("no db was read onto disk")
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"sync/atomic"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -32,14 +33,12 @@ type spillNodes struct {
 	file *spill.File
 }
 
-// spilledHook, when set, is called for each db read onto disk (tests).
-var spilledHook func()
+// spillOpens counts the dbs read onto disk (tests check that they were).
+var spillOpens atomic.Int64
 
 // scanSpill reads the revisions up to rev into a spillNodes under parent.
 func (s *etcdDB) scanSpill(bucket *bolt.Bucket, rev int64, parent string) error {
-	if spilledHook != nil {
-		spilledHook()
-	}
+	spillOpens.Add(1)
 	sortDir, err := spill.Open(parent)
 	if err != nil {
 		return err

@@ -38,7 +38,7 @@ type tree interface {
 	// walk calls fn for each node whose path starts with prefix and is >=
 	// start, in path byte order; n is valid during fn only.
 	walk(ctx context.Context, prefix, start string, fn func(n *zkdisk.Node) error) error
-	// counts the live ephemeral nodes by session
+	// ephemerals counts the live ephemeral nodes by session.
 	ephemerals() map[int64]int
 	close() error
 }
@@ -48,7 +48,7 @@ type tree interface {
 // dataDir takes about twice its size.
 var spillAbove int64 = 64 << 20
 
-// spillOpens counts the opens that read onto disk (for tests).
+// spillOpens counts the opens that read onto disk (tests check that they did).
 var spillOpens atomic.Int64
 
 // Open opens u.Paths[0]: a dataDir, its version-2/, or a dir holding the
