@@ -74,7 +74,8 @@ type etcdDBNode struct {
 }
 
 // spillAbove is the db file size above which the view is read onto disk: held in
-// memory, the view keeps the file's pages resident through the mmap.
+// memory, the view keeps the file's pages resident through the mmap
+// (docs/benchmarks.md, "Measured decisions").
 var spillAbove int64 = 128 << 20
 
 func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {

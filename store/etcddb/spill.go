@@ -19,11 +19,12 @@ import (
 // order, which serves Get and the walk. The mmap's pages are dropped as the scan
 // passes them, so that the file's size is not held resident either.
 
-// sortBudget is the memory the sorter holds revisions in before it writes a run.
+// sortBudget is the memory the sorter holds revisions in before it writes a run
+// (docs/benchmarks.md, "Measured decisions").
 var sortBudget = 32 << 20
 
 // dropEvery is how many bytes of keys and values the scan reads between two
-// drops of the mmap's pages.
+// drops of the mmap's pages (docs/benchmarks.md, "Measured decisions").
 var dropEvery = 16 << 20
 
 // spillNodes is the view as a spill.File: key the path, value the version

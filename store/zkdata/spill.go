@@ -18,7 +18,8 @@ import (
 // serves Get and the walk. Memory holds the sorter's budget, the File's index
 // and the sessions closed during the replay.
 
-// sortBudget is the memory the sorter holds records in before it writes a run.
+// sortBudget is the memory the sorter holds records in before it writes a run
+// (docs/benchmarks.md, "Measured decisions").
 var sortBudget = 32 << 20
 
 // spillTree is the view of a dataDir as a spill.File of its nodes by path.

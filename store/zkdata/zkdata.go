@@ -45,7 +45,8 @@ type tree interface {
 
 // spillAbove is the size of a dataDir's files (the newest snapshot and the
 // logs' written bytes) above which it is read onto disk: held in memory, a
-// dataDir takes about twice its size.
+// dataDir takes about its files' size again (docs/benchmarks.md, "Measured
+// decisions").
 var spillAbove int64 = 64 << 20
 
 // spillOpens counts the opens that read onto disk (tests check that they did).
