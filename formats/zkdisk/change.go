@@ -37,7 +37,8 @@ type Change struct {
 // Changes calls fn with each change txn makes, in the order DataTree.processTxn
 // makes them. A multi with any failed op changes nothing (it was rolled back); a
 // closeSession deletes the ephemerals it lists, then closes the session (whose
-// other ephemerals go too: see Closes).
+// other ephemerals go too: apply.go's closeSession, the Folder's closed
+// sessions).
 func Changes(h TxnHeader, rec Record, fn func(Change)) {
 	c := Change{Zxid: h.Zxid, Time: h.Time}
 	switch r := rec.(type) {
