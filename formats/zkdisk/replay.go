@@ -469,7 +469,8 @@ func replayLog(v *Info, b builder, path string, last *int64, atZxid int64) (stop
 	}
 	defer lr.Close()
 	for {
-		t, err := lr.Next()
+		// Txns at or below last are in the snapshot already (or duplicates).
+		t, err := lr.NextAfter(*last)
 		if err == io.EOF {
 			return false, nil
 		}
@@ -477,9 +478,6 @@ func replayLog(v *Info, b builder, path string, last *int64, atZxid int64) (stop
 			return true, err
 		}
 		z := t.Header.Zxid
-		if z <= *last {
-			continue // in the snapshot already (or a duplicate)
-		}
 		if atZxid > 0 && z > atZxid {
 			return true, nil
 		}
