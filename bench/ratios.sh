@@ -19,7 +19,7 @@ mkdir -p "$logs"
 bin="$logs/ledgermedic"
 
 sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
-  zkdata bookie zk-live report etcd verify live live-pinned bk journal million)
+  zkdata offline-memory bookie zk-live report etcd verify live live-pinned bk journal million)
 
 fixture() {
   [ -e "$bench_dir/fixture-manifest.json" ] && return
@@ -130,6 +130,11 @@ section() {
       go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 120m ;;
   zkdata)
     run zkdata go test ./formats/zkdisk -run '^$' -bench ZKDataRead -benchtime 5x ;;
+  offline-memory)
+    # N and 4N nodes generated; ZKDATA_URLS / ETCDDB_URLS (zk-data:DIR,... / etcd-db:PATH,...) measure those
+    # instead: the 100k- and 1M-topic stores of docs/benchmarks.md (fixtures generate into a real server).
+    run offline-memory env LEDGERMEDIC_ZKDATA_MEM_URLS="${ZKDATA_URLS:-}" LEDGERMEDIC_ETCDDB_MEM_URLS="${ETCDDB_URLS:-}" \
+      go test ./store/zkdata ./store/etcddb -run '^TestOpenWalkMemoryFlat$' -v -count=1 -timeout 60m ;;
   bookie)
     run bookie go test ./store/bookie -run XXX -bench BenchmarkBookie -benchtime 5x ;;
   zk-live)

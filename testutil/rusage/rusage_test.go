@@ -1,7 +1,9 @@
 package rusage
 
 import (
+	"fmt"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -27,5 +29,32 @@ func TestPIDCPUOfSelf(t *testing.T) {
 	}
 	if PIDCPU(-1) != 0 {
 		t.Fatal("PIDCPU of no process is not 0")
+	}
+}
+
+// PeakRSS of a process that touched 96 MB is at least that, and 64 MB more
+// than that of one that touched nothing; each runs as a child of this test
+// (PeakOfChild), which first grows to 200 MB itself (a child must not report
+// its parent's).
+func TestPeakRSS(t *testing.T) {
+	if n, err := strconv.Atoi(os.Getenv("RUSAGE_TEST_TOUCH_MB")); err == nil {
+		b := make([]byte, n<<20)
+		for i := 0; i < len(b); i += 4096 {
+			b[i] = 1
+		}
+		PrintPeak(t)
+		fmt.Println(b[len(b)/2])
+		return
+	}
+	ballast := make([]byte, 200<<20)
+	for i := 0; i < len(ballast); i += 4096 {
+		ballast[i] = 1
+	}
+	peak := func(mb int) float64 {
+		return PeakOfChild(t, "TestPeakRSS", fmt.Sprintf("RUSAGE_TEST_TOUCH_MB=%d", mb))
+	}
+	small, big := peak(1), peak(96)
+	if big < 96 || big-small < 64 || small > 100 {
+		t.Fatalf("peak RSS %.0f MiB touching 96 MB, %.0f MiB touching 1 MB (the parent holds %d MB)", big, small, len(ballast)>>20)
 	}
 }
