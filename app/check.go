@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/urfave/cli/v2"
@@ -181,46 +182,80 @@ func (e *env) check(c *cli.Context) error {
 		opts := inspect.CheckOptions{FirstEntryIndexKey: o.IndexKey, Sources: e.checkSources(),
 			// Which schema versions stored messages still need: counted in the same pass as the core scan.
 			SchemaUsage: !o.SkipMessageScan, Workers: o.Workers, Shard: o.Shard}
-		fs, stats, err := inspect.Check(c.Context, dd, opts, e.progress(c))
+		run, err := inspect.RunCheck(c.Context, dd, opts, e.progress(c))
 		if err != nil {
 			return err
 		}
+		defer run.Close()
+		r := runResult(c.Context, run)
 		if o.Shard.N > 0 {
-			return e.toOut(o.Out, func(e *env) error { return e.printShard(c, o, fs, stats) })
+			return e.toOut(o.Out, func(e *env) error { return e.printShard(c, o, r) })
 		}
-		return e.toOut(o.Out, func(e *env) error { return e.printCheck(c, o, fs, stats) })
+		return e.toOut(o.Out, func(e *env) error { return e.printCheck(c, o, r) })
 	})
+}
+
+// checkResult is what printCheck prints, a check's or a merge's: the counts,
+// and the findings and coverage rows produced as they print (a big cluster's
+// are on disk), each in the order the check lists them.
+type checkResult struct {
+	counts   report.Counts
+	stats    *inspect.CheckStats
+	findings func(yield func(report.Finding) error) error
+	coverage func(yield func(inspect.TopicCoverage) error) error
+}
+
+// runResult is the result of a check run.
+func runResult(ctx context.Context, run *inspect.CheckRun) checkResult {
+	return checkResult{
+		counts:   run.Counts(),
+		stats:    &run.Stats,
+		findings: func(yield func(report.Finding) error) error { return run.Findings(ctx, yield) },
+		coverage: func(yield func(inspect.TopicCoverage) error) error { return run.Coverage(ctx, yield) },
+	}
+}
+
+// allFindings is the stream of every finding of a result.
+func (r checkResult) allFindings() report.FindingStream {
+	return report.FindingStream{Count: r.counts.Total(), Each: r.findings}
+}
+
+// coverageTable is the firstEntryIndex coverage table of a result, its rows
+// read as it prints.
+func (r checkResult) coverageTable() *report.Table {
+	return r.stats.CoverageTableOf(r.coverage)
 }
 
 // printCheck prints a whole check's result (check, merge) and returns its
 // exit: report.ErrFindings with an error or warning, shown or not.
-func (e *env) printCheck(c *cli.Context, o checkOptions, fs []report.Finding, stats *inspect.CheckStats) error {
+func (e *env) printCheck(c *cli.Context, o checkOptions, r checkResult) error {
 	code := report.ExitClean
-	if report.Actionable(fs) {
+	if r.counts.Actionable() {
 		code = report.ExitFindings
 	}
-	shown := report.AtLeast(fs, o.Severity)
-	listed, notListed := report.FirstOfEachKind(shown, o.Limit)
+	total := r.counts.Total()
+	shown := r.allFindings().AtLeast(o.Severity, r.counts)
+	listed, notListed := shown.FirstOfEachKind(o.Limit, r.counts.AtLeast(o.Severity))
 	// The summary and the worst findings first, then what was scanned: the
 	// summary counts every finding, shown or not; it says what --severity hid.
-	doc := &report.Document{Findings: listed, Extra: map[string]any{"exit_code": code}, FindingsFirst: true, FindingsAfter: 1}
-	doc.Add(report.SummaryTable(fs), stats.Table())
+	doc := &report.Document{FindingStream: &listed, Extra: map[string]any{"exit_code": code}, FindingsFirst: true, FindingsAfter: 1}
+	doc.Add(r.counts.SummaryTable(), r.stats.Table())
 	if len(notListed) > 0 {
 		doc.Extra["findings_not_listed"] = notListed
 		doc.Note("%d findings not listed: at most %d of each kind are (--%s 0 lists all; the summary counts every one)",
-			len(shown)-len(listed), o.Limit, flagLimit)
+			shown.Count-listed.Count, o.Limit, flagLimit)
 	}
-	if hidden := len(fs) - len(shown); hidden > 0 {
+	if hidden := total - shown.Count; hidden > 0 {
 		doc.Note("%d less serious findings not shown (--severity %s); the summary counts them", hidden, o.Severity)
-	} else if info := len(fs) - len(report.AtLeast(fs, report.SeverityWarning)); info > manyInfo {
-		doc.Note("%d of the %d findings are informational: --severity warning leaves them out", info, len(fs))
+	} else if info := total - r.counts.AtLeast(report.SeverityWarning).Total(); info > manyInfo {
+		doc.Note("%d of the %d findings are informational: --severity warning leaves them out", info, total)
 	}
 	of, err := e.outputOptions(c)
 	if err != nil {
 		return err
 	}
 	if o.Coverage || of.Format != report.FormatTable {
-		doc.Add(stats.CoverageTable())
+		doc.Add(r.coverageTable())
 	}
 	if err := e.printFitted(c, doc, pipedWidth); err != nil {
 		return err

@@ -19,10 +19,17 @@ import (
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
+// envReportMemDir, in a child of TestReportMemoryFlat, names the data dir to
+// report on (and tells TestMain not to build the binary).
+const envReportMemDir = "LEDGERMEDIC_REPORT_MEM_DIR"
+
 // binary is the ledgermedic binary built once for tests that check real exit codes.
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(envReportMemDir) != "" { // a child of TestReportMemoryFlat: it runs the app in-process
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "ledgermedic-bin-")
 	if err != nil {
 		panic(err)

@@ -1,7 +1,9 @@
 package app
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -88,13 +90,26 @@ func (e *env) printFitted(c *cli.Context, doc *report.Document, piped int) error
 		doc.Extra["store_notes"] = e.storeNotes // a view that stopped short must not read as whole
 	}
 	if globalBool(c, "quiet") && (o.Format == report.FormatTable || o.Format == report.FormatWide) {
-		return nil
+		// Nothing is printed, but a table read as it prints must still be read:
+		// a store that fails half way is exit 3, not a quiet 0.
+		return printErr(report.PrintWith(io.Discard, &report.Document{Tables: report.StreamedTables(doc.Tables)}, report.Options{Format: report.FormatJSONL}))
 	}
 	runnableDoc(c, doc)
-	if err := report.PrintWith(e.Stdout, doc, o); err != nil {
-		return report.CannotOpen(fmt.Errorf("write output: %w", err))
+	return printErr(report.PrintWith(e.Stdout, doc, o))
+}
+
+// printErr is the error of a print: the stores' or spill's error when what
+// the document read as it printed failed (a store that went away, Ctrl-C),
+// else the output's (exit 3).
+func printErr(err error) error {
+	var se *report.SourceError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &se):
+		return se.Err
 	}
-	return nil
+	return report.CannotOpen(fmt.Errorf("write output: %w", err))
 }
 
 // outputOptions reads -o (and --json, its alias) and the terminal width.
@@ -146,10 +161,16 @@ func (e *env) printFindings(c *cli.Context, doc *report.Document) error {
 	if doc.Findings == nil {
 		doc.Findings = []report.Finding{}
 	}
+	return e.printFindingsCounted(c, doc, report.CountFindings(doc.Findings))
+}
+
+// printFindingsCounted is printFindings of a document whose findings counts
+// counts (a stream of them, read as it prints).
+func (e *env) printFindingsCounted(c *cli.Context, doc *report.Document, counts report.Counts) error {
 	if err := e.print(c, doc); err != nil {
 		return err
 	}
-	if report.Actionable(doc.Findings) {
+	if counts.Actionable() {
 		return report.ErrFindings
 	}
 	return nil

@@ -320,6 +320,13 @@ func runnableDoc(c *cli.Context, doc *report.Document) {
 		doc.Findings[i].Hint = r.apply(doc.Findings[i].Hint)
 		doc.Findings[i].Message = r.apply(doc.Findings[i].Message)
 	}
+	if doc.FindingStream != nil {
+		s := doc.FindingStream.Map(func(f report.Finding) report.Finding {
+			f.Hint, f.Message = r.apply(f.Hint), r.apply(f.Message)
+			return f
+		})
+		doc.FindingStream = &s
+	}
 	for i := range doc.Notes {
 		doc.Notes[i] = r.apply(doc.Notes[i])
 	}

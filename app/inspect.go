@@ -117,11 +117,7 @@ func (e *env) printTable(c *cli.Context, t *report.Table, notes ...string) error
 func (e *env) inspectTopics(c *cli.Context) error {
 	key := indexKeyOf(c)
 	return e.withDataDir(c, func(dd *datadir.DataDir) error {
-		t, err := inspect.Topics(c.Context, dd, key)
-		if err != nil {
-			return err
-		}
-		return e.printTable(c, t)
+		return e.printTable(c, inspect.TopicsTable(c.Context, dd, key))
 	})
 }
 

@@ -59,11 +59,12 @@ type endLine struct {
 
 // printShard writes a shard's part of a check (its findings are its own: merge
 // decides the exit code, so a shard that wrote its part exits 0).
-func (e *env) printShard(c *cli.Context, o checkOptions, fs []report.Finding, stats *inspect.CheckStats) error {
+func (e *env) printShard(c *cli.Context, o checkOptions, r checkResult) error {
 	h := shardHeader{Shard: fmt.Sprintf("%d/%d", o.Shard.I, o.Shard.N), Index: o.Shard.I, Count: o.Shard.N, Run: o.Run,
-		Fingerprint: stats.Fingerprint, IndexKey: cluster.KeyFor(o.IndexKey), SkipMessageScan: o.SkipMessageScan, ToolVersion: Version()}
-	doc := &report.Document{Findings: fs}
-	doc.Add(report.Fields(shardTable, "Shard", &h), report.SummaryTable(fs), stats.Table(), stats.CoverageTable())
+		Fingerprint: r.stats.Fingerprint, IndexKey: cluster.KeyFor(o.IndexKey), SkipMessageScan: o.SkipMessageScan, ToolVersion: Version()}
+	all := r.allFindings()
+	doc := &report.Document{FindingStream: &all}
+	doc.Add(report.Fields(shardTable, "Shard", &h), r.counts.SummaryTable(), r.stats.Table(), r.coverageTable())
 	lc := &lineCounter{w: e.Stdout}
 	sub := *e
 	sub.Stdout = lc
@@ -158,9 +159,16 @@ func (e *env) merge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	// The shards' findings and coverage rows go to disk as they are read, sorted
+	// into the whole check's order there: a big cluster's shards hold millions.
+	m, err := inspect.NewShardMerge("")
+	if err != nil {
+		return report.CannotOpen(err)
+	}
+	defer m.Close()
 	parts := make([]*shardPart, 0, len(files))
 	for _, f := range files {
-		p, err := readShardFile(f)
+		p, err := readShardFile(f, m)
 		if err != nil {
 			return err
 		}
@@ -170,23 +178,20 @@ func (e *env) merge(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	var fs []report.Finding
 	stats := make([]*inspect.CheckStats, len(parts))
 	for i, p := range parts {
-		fs = append(fs, p.findings...)
 		stats[i] = p.stats
 		e.storeNotes = appendNew(e.storeNotes, p.storeNotes...)
 	}
-	inspect.MergeShardFindings(fs)
 	st, err := inspect.MergeShardStats(stats)
 	if err != nil {
 		return report.BadInputf("merge: %v", err)
 	}
 	st.Fingerprint = ""
-	if fs == nil {
-		fs = []report.Finding{}
-	}
-	return e.toOut(o.Out, func(e *env) error { return e.printCheck(c, o, fs, st) })
+	r := checkResult{counts: m.Counts(), stats: st,
+		findings: func(yield func(report.Finding) error) error { return m.Findings(c.Context, yield) },
+		coverage: func(yield func(inspect.TopicCoverage) error) error { return m.Coverage(c.Context, yield) }}
+	return e.toOut(o.Out, func(e *env) error { return e.printCheck(c, o, r) })
 }
 
 // appendNew appends the strings of add not yet in to.
@@ -227,11 +232,12 @@ func mergeInputs(args []string) ([]string, error) {
 	return out, nil
 }
 
-// shardPart is one shard's output, read back.
+// shardPart is one shard's output, read back: its findings and coverage rows
+// went to the merge.
 type shardPart struct {
 	file       string
 	header     shardHeader
-	findings   []report.Finding
+	merge      *inspect.ShardMerge
 	stats      *inspect.CheckStats
 	storeNotes []string
 }
@@ -239,14 +245,15 @@ type shardPart struct {
 // maxShardLine bounds one line of a shard's output: a finding or a row is small.
 const maxShardLine = 16 << 20
 
-// readShardFile reads and checks one shard's output.
-func readShardFile(file string) (*shardPart, error) {
+// readShardFile reads and checks one shard's output, its findings and
+// coverage rows into m.
+func readShardFile(file string, m *inspect.ShardMerge) (*shardPart, error) {
 	f, err := os.Open(file)
 	if err != nil {
 		return nil, report.CannotOpen(fmt.Errorf("merge: %w", err))
 	}
 	defer f.Close()
-	p := &shardPart{file: file, stats: &inspect.CheckStats{}}
+	p := &shardPart{file: file, merge: m, stats: &inspect.CheckStats{}}
 	bad := func(line int, format string, args ...any) error {
 		return report.BadInputf("merge: %s line %d: %s", file, line, fmt.Sprintf(format, args...))
 	}
@@ -312,7 +319,7 @@ func (p *shardPart) add(table string, line []byte, n int) error {
 		if f.Order == "" {
 			return fmt.Errorf("finding %s %s has no order", f.Kind, f.Location)
 		}
-		p.findings = append(p.findings, f)
+		return p.merge.AddFinding(f)
 	case "stats":
 		var r struct {
 			Item  string `json:"item"`
@@ -338,7 +345,7 @@ func (p *shardPart) add(table string, line []byte, n int) error {
 		if r.Order == "" {
 			return fmt.Errorf("coverage row of %s has no order", r.Topic)
 		}
-		p.stats.Coverage = append(p.stats.Coverage, inspect.TopicCoverage{Topic: r.Topic, Indexed: r.Indexed,
+		return p.merge.AddCoverage(inspect.TopicCoverage{Topic: r.Topic, Indexed: r.Indexed,
 			WithEntries: r.WithEntries, Covered: r.Covered, Order: r.Order})
 	case "extra":
 		var r struct {

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -28,14 +29,15 @@ func (e *env) reportCommand() *cli.Command {
 		Description: "Reads what check reads (never writes the stores) and writes one HTML file with no external\n" +
 			"assets: it opens offline. Stores that cannot be opened or read, an empty data dir and topics\n" +
 			"without ledgers are stated in the report rather than failing it.\n" +
-			"--png DIR also writes each topic's timeline and schema chart as PNG files (listed as written).\n" +
+			"More than 50 topics: the 50 worst are drawn and every topic is listed in a table.\n" +
+			"--png DIR also writes each drawn topic's timeline and schema chart as PNG files (listed as written).\n" +
 			"Exits 0 when clean, 1 with findings or problems (the report is written either way).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: flagOut, Aliases: []string{"o"}, Required: true, Usage: "write the report to FILE (.html); - writes the HTML to stdout (and nothing else)"},
 			&cli.StringSliceFlag{Name: flagTopic, Usage: "only these topics (repeat; a base name takes every partition)"},
 			indexKeyFlag(),
 			&cli.BoolFlag{Name: flagSkipMessageScan, Usage: "skip the scan of every stored message (no per-version message counts)"},
-			&cli.StringFlag{Name: flagPNG, Usage: "also write each topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
+			&cli.StringFlag{Name: flagPNG, Usage: "also write each drawn topic's timeline (and schema versions) as PNG files in `DIR`, for chat tools"},
 		},
 		Action: e.report,
 	}
@@ -81,6 +83,7 @@ func (e *env) report(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	defer r.Close()
 	// The page's hints run as printed, like check's: with -d and the store URLs in
 	// use (rewritten in place: the document shares the report's slices).
 	runnableDoc(c, &report.Document{Findings: r.Findings, Notes: r.Problems})
@@ -88,10 +91,10 @@ func (e *env) report(c *cli.Context) error {
 	said := e.Stdout
 	if out == "-" {
 		said = e.Stderr
-		if err := htmlreport.Render(e.Stdout, r); err != nil {
+		if err := htmlreport.Render(c.Context, e.Stdout, r); err != nil {
 			return report.CannotOpen(fmt.Errorf("write report to stdout: %w", err))
 		}
-	} else if err := writeReport(out, r); err != nil {
+	} else if err := writeReport(c.Context, out, r); err != nil {
 		return report.CannotOpen(err)
 	}
 	where := out
@@ -100,10 +103,10 @@ func (e *env) report(c *cli.Context) error {
 	}
 	// -o json: what was written, as a document (unless stdout carries the page).
 	asDoc := e.machineOutput(c) && out != "-"
-	written := reportWritten{File: out, Findings: len(r.Findings), Topics: len(r.Topics), JournalRuns: len(r.Runs),
+	written := reportWritten{File: out, Findings: r.FindingTotal(), Topics: r.TopicCount(), JournalRuns: len(r.Runs),
 		Problems: r.Problems}
 	if !asDoc {
-		fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, len(r.Findings), len(r.Topics), len(r.Runs))
+		fmt.Fprintf(said, "wrote %s: %d findings, %d topics, %d journal runs\n", where, written.Findings, written.Topics, len(r.Runs))
 	}
 	if pngDir != "" {
 		files, err := htmlreport.WritePNGs(pngDir, r)
@@ -127,7 +130,7 @@ func (e *env) report(c *cli.Context) error {
 			return err
 		}
 	}
-	if report.Actionable(r.Findings) || len(r.Problems) > 0 {
+	if r.Counts.Actionable() || len(r.Problems) > 0 {
 		return report.ErrFindings
 	}
 	return nil
@@ -175,14 +178,14 @@ func openProblem(err error) string {
 
 // writeReport writes the page to a temp file beside out and renames it, so a
 // failed run never leaves half a report.
-func writeReport(out string, r *htmlreport.Report) error {
+func writeReport(ctx context.Context, out string, r *htmlreport.Report) error {
 	f, err := os.CreateTemp(filepath.Dir(out), ".report-*.html")
 	if err != nil {
 		return fmt.Errorf("write report %s: %w", out, err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp) // no-op after the rename
-	if err := htmlreport.Render(f, r); err != nil {
+	if err := htmlreport.Render(ctx, f, r); err != nil {
 		f.Close()
 		return fmt.Errorf("write report %s: %w", out, err)
 	}
@@ -239,8 +242,8 @@ func buildVersion() string {
 // reportWritten is what `report` wrote (its -o json document).
 type reportWritten struct {
 	File        string   `json:"file" table:"file"`
-	Findings    int      `json:"findings" table:"findings"`
-	Topics      int      `json:"topics" table:"topics"`
+	Findings    int64    `json:"findings" table:"findings"`
+	Topics      int64    `json:"topics" table:"topics"`
 	JournalRuns int      `json:"journal_runs" table:"journal runs"`
 	PNGs        []string `json:"pngs,omitempty" table:"pngs"`
 	Problems    []string `json:"problems,omitempty"`

@@ -60,17 +60,22 @@ func (e *env) schemaUsage(c *cli.Context) error {
 		return err
 	}
 	defer dd.Close()
-	r, err := inspect.SchemaUsage(c.Context, dd, opts, e.progress(c))
+	r, err := inspect.RunSchemaUsage(c.Context, dd, opts, e.progress(c))
 	if errors.Is(err, inspect.ErrNoSuchTopic) {
 		return report.BadInput(err)
 	}
 	if err != nil {
 		return fmt.Errorf("schema usage: %w", err)
 	}
-	doc := &report.Document{Findings: r.Findings, Extra: map[string]any{
+	defer r.Close()
+	counts := r.Counts()
+	all := report.FindingStream{Count: counts.Total(), Each: func(yield func(report.Finding) error) error {
+		return r.Findings(c.Context, yield)
+	}}
+	doc := &report.Document{FindingStream: &all, Extra: map[string]any{
 		"entries":     r.Entries,
 		"bad_entries": r.BadEntries,
 	}}
-	doc.Add(r.TopicsTable(), r.Table())
-	return e.printFindings(c, doc)
+	doc.Add(r.TopicsTable(c.Context), r.Table(c.Context))
+	return e.printFindingsCounted(c, doc, counts)
 }

@@ -19,12 +19,25 @@ mkdir -p "$logs"
 bin="$logs/ledgermedic"
 
 sections=(scan entryscan check-tty check-memory find-offset backfill-throughput backfill-memory backfill-memory-plan
-  zkdata bookie zk-live report etcd verify live live-pinned bk journal fixtures-big)
+  zkdata offline-memory bookie zk-live report etcd verify live live-pinned bk journal million fixtures-big)
 
 fixture() {
   [ -e "$bench_dir/fixture-manifest.json" ] && return
   go build -o "$bin" .
   "$bin" fixtures generate --out "$bench_dir" --topics 50 --ledgers 20 --entries 1000 >/dev/null
+}
+
+# The back-fill memory fixtures (MEM_DIR, default /tmp/ledgermedic-backfill-mem):
+# t100k, 100,000 topics (157,144 managed ledgers, 471,432 ledgers), and t1m, ten
+# times as many (4.7M ledgers; about 9 GB). Apply runs on a copy beside each.
+mem_dir=${MEM_DIR:-/tmp/ledgermedic-backfill-mem}
+memfixtures() {
+  go build -o "$bin" .
+  mkdir -p "$mem_dir"
+  [ -e "$mem_dir/t100k/fixture-manifest.json" ] ||
+    "$bin" fixtures generate --out "$mem_dir/t100k" --topics 100000 --ledgers 3 --entries 2 >/dev/null
+  [ -e "$mem_dir/t1m/fixture-manifest.json" ] ||
+    "$bin" fixtures generate --out "$mem_dir/t1m" --topics 1000000 --ledgers 3 --entries 2 >/dev/null
 }
 
 run() { # name, then the command
@@ -52,6 +65,40 @@ check_memory() {
   go build -o "$bin" .
   /usr/bin/time -f "check: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check >/dev/null || true
   /usr/bin/time -f "check --skip-message-scan: %M KB peak RSS, %e s" "$bin" -d "$bench_dir" check --skip-message-scan >/dev/null || true
+}
+
+# BIG_DIR holds the 100,000- and 1,000,000-topic fixtures of the million section
+# (`fixtures generate --topics N --ledgers 3 --entries 2`, about 1 and 9 GB);
+# they are generated there when missing.
+big_dir=${BIG_DIR:-/tmp/ledgermedic-big}
+
+big_fixture() { # topics, dir
+  [ -e "$2/fixture-manifest.json" ] && return
+  rm -rf "$2"
+  /usr/bin/time -f "fixtures generate --topics $1: %e s wall, %U s user, %M KB peak RSS" \
+    "$bin" fixtures generate --out "$2" --topics "$1" --ledgers 3 --entries 2 --seed 1 >/dev/null
+}
+
+# Peak RSS and wall time of each read command at 100k and 1M topics, and the
+# ratios the issue sets (1M <= 1.3x the peak at 100k and <= 512 MB; wall <= 11x).
+million() {
+  go build -o "$bin" .
+  big_fixture 100000 "$big_dir/t100k"
+  big_fixture 1000000 "$big_dir/t1m"
+  local cmd
+  for cmd in "check" "check --skip-message-scan" "inspect topics -o json" "schema capture -o $logs/capture.jsonl" \
+    "report -o $logs/report.html"; do
+    local kb=() s=()
+    for t in t100k t1m; do
+      # shellcheck disable=SC2086 # cmd is words
+      /usr/bin/time -f "%M %e" -o "$logs/time" "$bin" -d "$big_dir/$t" $cmd >/dev/null 2>"$logs/err" || true
+      read -r k w < <(tail -1 "$logs/time") # after "Command exited with non-zero status" when it did
+      kb+=("$k")
+      s+=("$w")
+    done
+    awk -v c="$cmd" -v a="${kb[0]}" -v b="${kb[1]}" -v x="${s[0]}" -v y="${s[1]}" 'BEGIN {
+      printf "%-28s peak RSS %4.0f / %4.0f MB (x%.2f)   wall %6.1f / %7.1f s (x%.1f)\n", c, a/1024, b/1024, b/a, x, y, y/x }'
+  done
 }
 
 # fixtures generate of many topics (FIXTURES_BIG_TOPICS, default 100,000 and a million): wall, CPU and peak
@@ -86,13 +133,20 @@ section() {
   backfill-throughput)
     run backfill-throughput go test ./index -run '^$' -bench '^BenchmarkBackfillThroughput$' -benchtime 1x -count 2 ;;
   backfill-memory)
-    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,1000,10000 LEDGERMEDIC_MEMBENCH_MODES=apply \
-      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+    memfixtures
+    run backfill-memory env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_DIRS="$mem_dir/t100k,$mem_dir/t1m" LEDGERMEDIC_MEMBENCH_MODES=apply \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 120m ;;
   backfill-memory-plan)
-    run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 LEDGERMEDIC_MEMBENCH_MODES=plan \
-      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 60m ;;
+    memfixtures
+    run backfill-memory-plan env LEDGERMEDIC_MEMBENCH=1 LEDGERMEDIC_MEMBENCH_DIRS="$mem_dir/t100k,$mem_dir/t1m" LEDGERMEDIC_MEMBENCH_MODES=plan \
+      go test ./index -run '^TestMemoryFlat$' -v -count=1 -timeout 120m ;;
   zkdata)
     run zkdata go test ./formats/zkdisk -run '^$' -bench ZKDataRead -benchtime 5x ;;
+  offline-memory)
+    # N and 4N nodes generated; ZKDATA_URLS / ETCDDB_URLS (zk-data:DIR,... / etcd-db:PATH,...) measure those
+    # instead: the 100k- and 1M-topic stores of docs/benchmarks.md (fixtures generate into a real server).
+    run offline-memory env LEDGERMEDIC_ZKDATA_MEM_URLS="${ZKDATA_URLS:-}" LEDGERMEDIC_ETCDDB_MEM_URLS="${ETCDDB_URLS:-}" \
+      go test ./store/zkdata ./store/etcddb -run '^TestOpenWalkMemoryFlat$' -v -count=1 -timeout 60m ;;
   bookie)
     run bookie go test ./store/bookie -run XXX -bench BenchmarkBookie -benchtime 5x ;;
   zk-live)
@@ -118,6 +172,8 @@ section() {
     run bk go test ./app/ -run '^$' -bench 'BenchmarkBK(InspectEntries|Check)$' -benchtime 2x -timeout 60m ;;
   fixtures-big)
     run fixtures-big fixtures_big ;;
+  million)
+    run million million ;;
   journal)
     run journal go test ./mutate -run '^$' -bench 'BenchmarkReadRuns$|BenchmarkReadRunsListed$|BenchmarkList$' -benchmem -count 3 ;;
   *)

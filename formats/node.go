@@ -2,6 +2,7 @@ package formats
 
 import (
 	"fmt"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -34,17 +35,24 @@ func (k NodeKind) String() string {
 
 // ClassifyPath tells what a node path holds, by its path alone.
 func ClassifyPath(p string) NodeKind {
-	if _, ok := ParseManagedLedgerPath(p); ok {
-		return NodeManagedLedger
-	}
-	if _, _, ok := ParseCursorPath(p); ok {
-		return NodeCursor
-	}
-	if _, ok := ParseSchemaLocatorPath(p); ok {
-		return NodeSchemaLocator
-	}
-	if _, err := ParseLedgerPath(p); err == nil {
-		return NodeLedgerMetadata
+	// The root first: every node of a walk is classified, and each parser
+	// below only takes paths under its own root.
+	switch {
+	case strings.HasPrefix(p, ManagedLedgersRoot+"/"):
+		if _, ok := ParseManagedLedgerPath(p); ok {
+			return NodeManagedLedger
+		}
+		if _, _, ok := ParseCursorPath(p); ok {
+			return NodeCursor
+		}
+	case strings.HasPrefix(p, SchemasRoot+"/"):
+		if _, ok := ParseSchemaLocatorPath(p); ok {
+			return NodeSchemaLocator
+		}
+	case strings.HasPrefix(p, LedgersRoot+"/"):
+		if _, err := ParseLedgerPath(p); err == nil {
+			return NodeLedgerMetadata
+		}
 	}
 	return NodeOther
 }

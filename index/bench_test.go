@@ -292,10 +292,13 @@ func copyOf(b testing.TB, dir string) string {
 // close.
 //
 // Other knobs: LEDGERMEDIC_MEMBENCH_TOPICS=100,2000,10000 (sizes, in topics of 100
-// ledgers), LEDGERMEDIC_MEMBENCH_MODES=plan,apply, LEDGERMEDIC_MEMBENCH_PROFILE=dir
+// ledgers), LEDGERMEDIC_MEMBENCH_DIRS=small,large (existing data dirs instead, such
+// as `fixtures generate` makes; bench/ratios.sh's backfill-memory sections),
+// LEDGERMEDIC_MEMBENCH_MODES=plan,apply, LEDGERMEDIC_MEMBENCH_PROFILE=dir
 // (heap profiles, see envMemProfile), LEDGERMEDIC_MEMBENCH_KEEP=dir (build each
 // size once and reuse it) and LEDGERMEDIC_MEMBENCH_SMAPS=1 (resident memory by
 // mapping at the run's and the close's largest sample, see envMemSmaps). A child's GOGC and GOMEMLIMIT come from the environment.
+// The last lines give each mode's peak at the largest case over its peak at the smallest.
 //
 // What apply's growth was (profiles at 1M and 2M ledgers): Badger's table builders.
 // A writable open compacts whatever L0 holds (a bulk-loaded ledger store at 2M
@@ -319,6 +322,10 @@ const (
 	// envMemSmaps (any value): each child also reads /proc/self/smaps every 100 ms
 	// and prints the resident memory by kind of mapping at its largest sample.
 	envMemSmaps = "LEDGERMEDIC_MEMBENCH_SMAPS"
+	// envMemDirs names existing data dirs (comma-separated, smallest first), such
+	// as `fixtures generate` makes, to measure instead of the built sizes; apply
+	// works on a copy of each, beside it.
+	envMemDirs = "LEDGERMEDIC_MEMBENCH_DIRS"
 )
 
 var memModes = []string{"scan", "bare", "plan", "apply"}
@@ -331,47 +338,92 @@ func TestMemoryFlat(t *testing.T) {
 	if os.Getenv(envMemBench) == "" && os.Getenv("LEDGERMEDIC_MEMTEST") == "" {
 		t.Skip("set " + envMemBench + "=1 to measure peak memory of scans and back-fill")
 	}
-	sizes := []struct{ topics, perTopic int }{{100, 100}, {2000, 100}}
-	if s := os.Getenv("LEDGERMEDIC_MEMBENCH_TOPICS"); s != "" { // e.g. "100,4000"
-		sizes = sizes[:0]
-		for _, f := range strings.Split(s, ",") {
-			n, err := strconv.Atoi(f)
-			if err != nil {
-				t.Fatal(err)
+	type memCase struct {
+		label string
+		dir   func() string // a closed data dir, built or found
+		own   bool          // the dir is the test's own: apply may write it
+	}
+	var cases []memCase
+	if s := os.Getenv(envMemDirs); s != "" {
+		for _, d := range strings.Split(s, ",") {
+			cases = append(cases, memCase{label: filepath.Base(d), dir: func() string { return d }})
+		}
+	} else {
+		sizes := []int{100, 2000}
+		if s := os.Getenv("LEDGERMEDIC_MEMBENCH_TOPICS"); s != "" { // e.g. "100,4000"
+			sizes = sizes[:0]
+			for _, f := range strings.Split(s, ",") {
+				n, err := strconv.Atoi(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sizes = append(sizes, n)
 			}
-			sizes = append(sizes, struct{ topics, perTopic int }{n, 100})
+		}
+		for _, n := range sizes {
+			cases = append(cases, memCase{
+				label: strconv.Itoa(n * 100), own: os.Getenv(envMemKeep) == "",
+				dir: func() string { return memBenchDir(t, n, 100) },
+			})
 		}
 	}
-	for _, c := range sizes {
-		dir := memBenchDir(t, c.topics, c.perTopic)
+	modes := memModes
+	if s := os.Getenv("LEDGERMEDIC_MEMBENCH_MODES"); s != "" { // e.g. "plan,apply"
+		modes = strings.Split(s, ",")
+	}
+	peaks := make(map[string][]int64) // VmHWM in KB by mode, in the order of cases
+	for _, c := range cases {
+		dir := c.dir()
 		size := dirSize(t, dir)
-		modes := memModes
-		if s := os.Getenv("LEDGERMEDIC_MEMBENCH_MODES"); s != "" { // e.g. "plan,apply"
-			modes = strings.Split(s, ",")
-		}
 		for _, mode := range modes {
 			// apply writes, so it runs last: every mode sees the same data.
 			cmd := exec.Command(os.Args[0], "-test.run=^TestMemoryFlat$", "-test.v", "-test.count=1")
 			childDir := dir
-			if mode == "apply" && os.Getenv(envMemKeep) != "" {
-				childDir = copyOf(t, dir) // the kept dir stays unwritten
+			if mode == "apply" && !c.own {
+				childDir = copyDir(t, dir) // a kept or given dir stays unwritten
 			}
-			cmd.Env = append(os.Environ(), envMemChild+"="+childDir, envMemMode+"="+mode,
-				"LEDGERMEDIC_MEM_LABEL="+strconv.Itoa(c.topics*c.perTopic))
+			cmd.Env = append(os.Environ(), envMemChild+"="+childDir, envMemMode+"="+mode, "LEDGERMEDIC_MEM_LABEL="+c.label)
 			out, err := cmd.CombinedOutput()
 			if err != nil {
 				t.Fatalf("child %s: %v\n%s", mode, err, out)
 			}
+			if childDir != dir {
+				os.RemoveAll(childDir)
+			}
 			for _, line := range strings.Split(string(out), "\n") {
 				if i := strings.Index(line, "SMAPS "); i >= 0 {
-					t.Logf("%7d ledgers %s", c.topics*c.perTopic, line[i:])
+					t.Logf("%s %s", c.label, line[i:])
 				}
 				if i := strings.Index(line, "MEM "); i >= 0 {
-					t.Logf("%7d ledgers (%4d topics, %5.1f MB on disk) %-5s %s", c.topics*c.perTopic, c.topics, float64(size)/1e6, mode, line[i+4:])
+					t.Logf("%s (%5.1f MB on disk) %-5s %s", c.label, float64(size)/1e6, mode, line[i+4:])
+					var hwm int64
+					fmt.Sscanf(line[i:], "MEM VmHWM %d", &hwm)
+					peaks[mode] = append(peaks[mode], hwm)
 				}
 			}
 		}
 	}
+	// The figure of docs/benchmarks.md: the largest case's peak over the smallest's.
+	for _, mode := range modes {
+		if p := peaks[mode]; len(p) > 1 && p[0] > 0 {
+			t.Logf("%s: peak RSS %s / %s = %.2fx (%d / %d MB)", mode, cases[len(p)-1].label, cases[0].label,
+				float64(p[len(p)-1])/float64(p[0]), p[len(p)-1], p[0])
+		}
+	}
+}
+
+// copyDir copies a data dir of any size (cp keeps sparse files sparse) to a new
+// folder beside it, for a workload that writes.
+func copyDir(t *testing.T, dir string) string {
+	dst, err := os.MkdirTemp(filepath.Dir(dir), filepath.Base(dir)+".copy-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("cp", "-a", "--sparse=always", dir+"/.", dst).CombinedOutput(); err != nil {
+		os.RemoveAll(dst)
+		t.Fatalf("copy %s: %v: %s", dir, err, out)
+	}
+	return dst
 }
 
 // memBenchDir returns a closed data dir of topics x perTopic ledgers. With

@@ -1,7 +1,6 @@
 package inspect
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +14,8 @@ import (
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/formats/bkpb"
-	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/spill"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -39,7 +37,7 @@ type CheckOptions struct {
 	// OnUsage, with SchemaUsage, receives the pass's whole usage report (what
 	// `inspect schema-usage` would print), so a caller that shows message counts
 	// needs no second pass.
-	OnUsage func(*UsageReport)
+	OnUsage func(*UsageRun)
 	// Workers read the ledger store in parallel; 0 means GOMAXPROCS. The result
 	// does not depend on it.
 	Workers int
@@ -48,6 +46,9 @@ type CheckOptions struct {
 	// owns, each finding stamped with its Order, so that the shards' results
 	// merged (MergeShardFindings) are the whole check's.
 	Shard cluster.Shard
+	// SpillDir is where the check keeps what it learns per ledger, topic and
+	// finding while it runs (internal/spill); "" is $TMPDIR.
+	SpillDir string
 }
 
 // CheckStats counts what Check looked at.
@@ -94,25 +95,41 @@ func (tc TopicCoverage) Percent() (pct float64, ok bool) {
 
 // CoverageTable renders Coverage, one row per managed ledger.
 func (s *CheckStats) CoverageTable() *report.Table {
-	cols := []string{"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
-		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct"}
-	sharded := s.Fingerprint != ""
-	if sharded {
-		cols = append(cols, "ORDER", "order")
-	}
-	t := report.NewTable("coverage", "firstEntryIndex coverage", cols...)
+	t := s.coverageTable()
 	for _, tc := range s.Coverage {
-		var pct any
-		if p, ok := tc.Percent(); ok {
-			pct = p
-		}
-		row := []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct}
-		if sharded {
-			row = append(row, tc.Order)
-		}
-		t.Add(row...)
+		t.Add(s.coverageCells(tc)...)
 	}
 	return t
+}
+
+// CoverageTableOf renders the coverage rows each yields as the table prints
+// (a big cluster's are on disk: CheckRun.Coverage).
+func (s *CheckStats) CoverageTableOf(each func(yield func(TopicCoverage) error) error) *report.Table {
+	return s.coverageTable().StreamCells(func(yield func(values ...any) error) error {
+		return each(func(tc TopicCoverage) error { return yield(s.coverageCells(tc)...) })
+	})
+}
+
+// coverageTable is the coverage table without rows; a sharded check's has
+// an order column.
+func (s *CheckStats) coverageTable() *report.Table {
+	cols := []string{"TOPIC", "topic", "INDEXED", "indexed", "LEDGERS WITH ENTRIES", "ledgers_with_entries",
+		"WITH PROPERTY", "ledgers_with_property", "COVERAGE %", "coverage_pct"}
+	if s.Fingerprint != "" {
+		cols = append(cols, "ORDER", "order")
+	}
+	return report.NewTable("coverage", "firstEntryIndex coverage", cols...)
+}
+
+func (s *CheckStats) coverageCells(tc TopicCoverage) []any {
+	var pct any
+	if p, ok := tc.Percent(); ok {
+		pct = p
+	}
+	if s.Fingerprint != "" {
+		return []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct, tc.Order}
+	}
+	return []any{tc.Topic, tc.Indexed, tc.WithEntries, tc.Covered, pct}
 }
 
 // Table renders the stats as a two-column table.
@@ -200,7 +217,8 @@ const (
 	refCursor
 )
 
-// ledgerFacts is what Check keeps per ledger id: a few words, never entries.
+// ledgerFacts is what Check knows of one ledger at a time: from its node, from
+// the metadata that refers to it, and from its entries.
 type ledgerFacts struct {
 	node          bool
 	badNode       bool // node exists but does not decode
@@ -221,6 +239,12 @@ type ledgerFacts struct {
 	// refers to it (its entries are read then, owned or not).
 	ownerPlus1 int32
 	needed     bool
+	// Who to tell what became of the ledger: the LedgerInfos and schema
+	// versions (ordinals) that name it, and the topics whose schema usage
+	// counts its entries.
+	liRefs []liRef
+	svRefs []svRef
+	usage  []usageRef
 }
 
 func (f *ledgerFacts) presence() cluster.Presence {
@@ -261,85 +285,170 @@ type schemaVersion struct {
 	owned   bool // by this shard (always, unsharded)
 }
 
+// checker is one run of Check. What it learns per ledger, managed ledger and
+// schema version goes to its spill dir as the steps go (checkspill.go), never
+// to maps that grow with the cluster.
 type checker struct {
 	dd    *datadir.DataDir
 	opts  CheckOptions
 	prog  report.Progress
 	stats CheckStats
 
-	findings []report.Finding
-	ledgers  map[int64]*ledgerFacts
-	mls      []*mlFacts
-	schemas  []schemaVersion
-	// Owners whose metadata does not decode: their ledgers are not called orphans.
+	spill *spill.Dir
+	out   *findingSink
+	// The metadata walk's records: by ledger (every node's word on a ledger,
+	// sorted by id), and the managed ledgers and schema versions in walk order.
+	byLedger *spill.Sorter
+	mls      *spill.File
+	svs      *spill.File
+	nMLs     uint64
+	nSVs     uint64
+	// facts is each ledger's records folded into one, by id.
+	facts *spill.File
+	// segs is what the entry pass found per ledger, by id.
+	segs *spill.Sorter
+	// What checkLedgers found of the ledgers each LedgerInfo and schema version
+	// names, by their ordinals: the answers the later steps read in walk order.
+	mlAnswers *spill.Sorter
+	svAnswers *spill.Sorter
+	coverage  *spill.File
+	// What the schema step found of each version, by schema key, for the
+	// schema-usage join (versions.go).
+	versionSort *spill.Sorter
+	// Owners whose metadata does not decode: their ledgers are not called
+	// orphans. As many as damaged nodes, so few.
 	badMLs     map[string]bool
 	badSchemas map[string]bool
-	badCursors map[string]bool   // ml name + "/" + cursor name as stored
-	strings    map[string]string // see intern
+	badCursors map[string]bool // ml name + "/" + cursor name as stored
 	// The schema-usage count of the pass, with opts.SchemaUsage.
-	usage       *usageScan
-	usageTopics []usageTopic
+	usage *usageScan
 	// live: the ledger store is a running cluster's whose replicas can each be
 	// asked (store.ReplicaProber); notOnBookies are the ledgers its probe found
-	// on no bookie.
+	// on no bookie, unreachable those no bookie asked answered for: as many as
+	// failures, so few.
 	live         bool
 	notOnBookies map[int64]*ledgerProbe
-	unreachable  map[int64]bool // ledgers no bookie asked answered for: their entries are unknown, not missing
+	unreachable  map[int64]bool
+	buf          enc // scratch for records
 	// A sharded check's walk state (shard.go).
 	shardWalk
 }
 
+// Budgets of the spill sorters: what each holds in memory before it writes a
+// sorted run.
+const (
+	byLedgerBudget = 16 << 20
+	answerBudget   = 4 << 20
+)
+
 // Check reads the whole data dir once, cross-checks metadata against ledgers and
-// returns the findings (errors and warnings first, then info) and what it scanned.
-// Memory grows with the number of ledgers and metadata nodes, not with entries.
+// returns the findings (errors and warnings first, then info) and what it
+// scanned, the coverage rows included. It holds every finding and row: for
+// tests and small clusters; RunCheck keeps them on disk.
 func Check(ctx context.Context, dd *datadir.DataDir, opts CheckOptions, prog report.Progress) ([]report.Finding, *CheckStats, error) {
+	run, err := RunCheck(ctx, dd, opts, prog)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer run.Close()
+	return run.collect(ctx)
+}
+
+// collect reads a run's findings and coverage rows into memory.
+func (r *CheckRun) collect(ctx context.Context) ([]report.Finding, *CheckStats, error) {
+	var fs []report.Finding
+	if err := r.Findings(ctx, func(f report.Finding) error { fs = append(fs, f); return nil }); err != nil {
+		return nil, nil, err
+	}
+	stats := r.Stats
+	if err := r.Coverage(ctx, func(tc TopicCoverage) error { stats.Coverage = append(stats.Coverage, tc); return nil }); err != nil {
+		return nil, nil, err
+	}
+	return fs, &stats, nil
+}
+
+// RunCheck is Check in memory that does not grow with the cluster: the
+// findings and coverage rows stay on disk (under opts.SpillDir) until the
+// run's Close.
+func RunCheck(ctx context.Context, dd *datadir.DataDir, opts CheckOptions, prog report.Progress) (*CheckRun, error) {
 	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
 	if prog == nil {
 		prog = report.NoProgress{}
 	}
-	c := newChecker(dd, opts, prog)
+	c, err := newChecker(dd, opts, prog)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.run(ctx); err != nil {
+		c.spill.Close()
+		return nil, err
+	}
+	return &CheckRun{Stats: c.stats, dir: c.spill, out: c.out, cover: c.coverage, dd: dd}, nil
+}
+
+func (c *checker) run(ctx context.Context) error {
 	steps := []func(context.Context) error{c.scanMetadata, c.scanLedgers, c.probeReplicas, c.checkLedgers, c.checkManagedLedgers, c.checkSchemas}
 	for i, step := range steps {
 		c.step = stepOf[i]
 		if err := step(ctx); err != nil {
-			return nil, nil, err
+			return err
+		}
+		if err := c.out.err(); err != nil {
+			return err
 		}
 	}
 	c.step = stepSources
-	for i, src := range opts.Sources {
-		fs, err := src(ctx, dd)
+	for i, src := range c.opts.Sources {
+		fs, err := src(ctx, c.dd)
 		if err != nil {
-			return nil, nil, fmt.Errorf("check source %d: %w", i+1, err)
+			return fmt.Errorf("check source %d: %w", i+1, err)
 		}
 		c.addSourced(fs)
 	}
 	if c.usage != nil {
-		fs, err := c.usageFindings(ctx)
-		if err != nil {
-			return nil, nil, err
+		if err := c.usageFindings(ctx); err != nil {
+			return err
 		}
-		c.addUsage(fs)
 	}
 	c.step = stepStoreDamage
-	c.addSourced(StoreDamageFindings(dd))
-	MarkStoreDamage(c.findings, dd)
-	sortFindings(c.findings)
-	return c.findings, &c.stats, nil
+	c.addSourced(StoreDamageFindings(c.dd))
+	return c.out.err()
 }
 
-func newChecker(dd *datadir.DataDir, opts CheckOptions, prog report.Progress) *checker {
+func newChecker(dd *datadir.DataDir, opts CheckOptions, prog report.Progress) (*checker, error) {
 	live := false
 	if dd != nil {
 		_, live = dd.Ledgers.(store.ReplicaProber)
 	}
-	return &checker{
+	d, err := spill.Open(opts.SpillDir)
+	if err != nil {
+		return nil, fmt.Errorf("check: %w", err)
+	}
+	c := &checker{
 		dd: dd, opts: opts, prog: prog, live: live, notOnBookies: map[int64]*ledgerProbe{}, unreachable: map[int64]bool{},
-		ledgers:    map[int64]*ledgerFacts{},
+		spill:      d,
+		out:        newFindingSink(d),
+		byLedger:   d.NewSorter("by-ledger", byLedgerBudget),
+		segs:       d.NewSorter("ledger-entries", answerBudget),
+		mlAnswers:  d.NewSorter("ledgerinfo-answers", answerBudget),
+		svAnswers:  d.NewSorter("schema-answers", answerBudget),
 		badMLs:     map[string]bool{},
 		badSchemas: map[string]bool{},
 		badCursors: map[string]bool{},
-		strings:    map[string]string{},
 	}
+	if opts.SchemaUsage {
+		c.usage = newUsageScan(d, DefaultMaxListedBadEntries)
+	}
+	for _, f := range []struct {
+		to   **spill.File
+		what string
+	}{{&c.mls, "managed-ledgers"}, {&c.svs, "schema-versions"}, {&c.facts, "ledger-facts"}, {&c.coverage, "coverage"}} {
+		if *f.to, err = d.NewFile(f.what); err != nil {
+			d.Close()
+			return nil, fmt.Errorf("check: %w", err)
+		}
+	}
+	return c, nil
 }
 
 // sortFindings orders by severity, then kind, keeping the scan's order (ledger
@@ -356,225 +465,16 @@ func bySeverityKind(a, b report.Finding) int {
 	return strings.Compare(a.Kind, b.Kind)
 }
 
-// add appends a finding of the step running, at c.major (a sharded check
-// stamps its Order).
-func (c *checker) add(f report.Finding) {
+// add adds a finding of the step running, at c.major.
+func (c *checker) add(f report.Finding) { c.addAt(f, c.major, "") }
+
+// addAt adds a finding of the step running at a place in it (a sharded check
+// stamps it as its Order).
+func (c *checker) addAt(f report.Finding, major int64, minor string) {
 	if c.sharded() {
-		f.Order = findingOrder(c.step, c.major, "")
+		f.Order = findingOrder(c.step, major, minor)
 	}
-	c.findings = append(c.findings, f)
-}
-
-func (c *checker) fact(id int64) *ledgerFacts {
-	f := c.ledgers[id]
-	if f == nil {
-		f = &ledgerFacts{lastEntryID: -1}
-		c.ledgers[id] = f
-	}
-	return f
-}
-
-// sortedLedgerIDs returns the ids of every ledger Check has heard of, ascending.
-func (c *checker) sortedLedgerIDs() []int64 {
-	ids := make([]int64, 0, len(c.ledgers))
-	for id := range c.ledgers {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	return ids
-}
-
-// scanMetadata walks every node once and keeps what later steps need.
-func (c *checker) scanMetadata(ctx context.Context) error {
-	c.prog.Start("metadata nodes", 0)
-	defer c.prog.Done()
-	start := len(c.findings)
-	err := walkNodes(ctx, c.dd.Metadata, "", func(n store.Node) error {
-		c.major = c.stats.Nodes
-		c.stats.Nodes++
-		c.prog.Add(1)
-		c.fingerprint(n.Path, n.Value)
-		c.node(n)
-		return nil
-	}, func(te *store.TruncatedError) error {
-		c.major = c.stats.Nodes
-		c.stats.Nodes++
-		c.fingerprint(te.Path, nil)
-		f := newFinding(KindValueTruncated, "node "+te.Path, "restore the node from a backup", "%s", truncatedDetail(te))
-		f.Path = te.Path
-		c.add(f)
-		c.noteBadNode(te.Path)
-		return nil
-	})
-	if err != nil {
-		return fmt.Errorf("check metadata: %w", err)
-	}
-	c.keepOwnedNodeFindings(start)
-	c.endFingerprint()
-	return nil
-}
-
-// noteBadNode records that the node at path exists but cannot be read, so its
-// ledger or owner is not reported again under another kind.
-func (c *checker) noteBadNode(path string) {
-	switch formats.ClassifyPath(path) {
-	case formats.NodeLedgerMetadata:
-		id, _ := formats.ParseLedgerPath(path)
-		f := c.fact(id)
-		f.node, f.badNode = true, true
-		c.stats.LedgerNodes++
-	case formats.NodeManagedLedger:
-		t, _ := formats.ParseManagedLedgerPath(path)
-		c.badMLs[t.ManagedLedgerName()] = true
-	case formats.NodeSchemaLocator:
-		t, _ := formats.ParseSchemaLocatorPath(path)
-		c.badSchemas[t.SchemaKey()] = true
-	case formats.NodeCursor:
-		t, cursor, _ := formats.ParseCursorPath(path)
-		c.badCursors[t.ManagedLedgerName()+"/"+cursor] = true
-		if name, err := formats.DecodeTopicLocalName(cursor); err == nil {
-			c.badCursors[t.ManagedLedgerName()+"/"+name] = true // as pulsar/cursor holds it
-		}
-	}
-}
-
-func (c *checker) undecodable(n store.Node, kind formats.NodeKind, err error) {
-	f := newFinding(KindNodeUndecodable, "node "+n.Path, "inspect it with: ledgermedic inspect node "+n.Path,
-		"%s node (%d bytes) does not decode: %v", kind, len(n.Value), err)
-	f.Path = n.Path
-	c.add(f)
-	c.noteBadNode(n.Path)
-}
-
-// decodeChecked decodes a node and insists on its required fields: a node
-// missing them would be rejected by the broker too.
-func decodeChecked(n store.Node) (formats.DecodedNode, error) {
-	d, err := formats.DecodeNode(n.Path, n.Value)
-	if err != nil {
-		return d, err
-	}
-	if d.Message != nil {
-		if err := proto.CheckInitialized(d.Message); err != nil {
-			return d, fmt.Errorf("node %s: %w", n.Path, err)
-		}
-	}
-	return d, nil
-}
-
-func (c *checker) node(n store.Node) {
-	kind := formats.ClassifyPath(n.Path)
-	if kind == formats.NodeOther {
-		return
-	}
-	d, err := decodeChecked(n)
-	if err != nil {
-		c.undecodable(n, kind, err)
-		return
-	}
-	switch m := d.Message.(type) {
-	case *mlpb.ManagedLedgerInfo:
-		c.stats.ManagedLedgers++
-		t, _ := formats.ParseManagedLedgerPath(n.Path)
-		c.managedLedger(t, n.Path, m)
-	case *mlpb.ManagedCursorInfo:
-		c.stats.Cursors++
-		if id := m.GetCursorsLedgerId(); id >= 0 {
-			f := c.fact(id)
-			f.refs |= refCursor
-			if t, _, ok := formats.ParseCursorPath(n.Path); ok {
-				c.referredBy(f, t)
-			}
-		}
-	case *schemapb.SchemaLocator:
-		c.stats.SchemaLocators++
-		t, _ := formats.ParseSchemaLocatorPath(n.Path)
-		c.schemaLocator(t, n.Path, m)
-	case *bkpb.LedgerMetadataFormat:
-		c.stats.LedgerNodes++
-		id, _ := formats.ParseLedgerPath(n.Path)
-		c.ledgerNode(id, m)
-	}
-}
-
-func (c *checker) managedLedger(t formats.TopicName, path string, info *mlpb.ManagedLedgerInfo) {
-	_, indexed := cluster.HasMLIndex(info)
-	ml := &mlFacts{topic: t.String(), path: path, indexProp: indexed, owned: c.ownsTopic(t)}
-	ml.withEntries, ml.covered = cluster.Coverage(info, c.opts.FirstEntryIndexKey)
-	for i, li := range info.GetLedgerInfo() {
-		id := li.GetLedgerId()
-		f := c.fact(id)
-		f.refs |= refLedgerInfo
-		c.referredBy(f, t)
-		f.openLast = f.openLast || cluster.IsOpen(info, i)
-		f.offloadedGone = f.offloadedGone || cluster.OffloadedAway(li)
-		ml.ledgers = append(ml.ledgers, mlLedger{id: id, entries: li.GetEntries()})
-	}
-	c.mls = append(c.mls, ml)
-}
-
-func (c *checker) schemaLocator(t formats.TopicName, path string, loc *schemapb.SchemaLocator) {
-	for _, ie := range locatorVersions(loc) {
-		c.stats.SchemaVersions++
-		id := ie.GetPosition().GetLedgerId()
-		f := c.fact(id)
-		f.refs |= refSchema
-		c.referredBy(f, t)
-		c.schemas = append(c.schemas, schemaVersion{
-			key: t.SchemaKey(), topic: t.String(), path: path, version: ie.GetVersion(),
-			ledger: id, entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash(), owned: c.ownsTopic(t),
-		})
-	}
-}
-
-// locatorVersions returns every version a locator names, ascending and once each:
-// the index, plus info when the index lacks it.
-func locatorVersions(loc *schemapb.SchemaLocator) []*schemapb.IndexEntry {
-	out := slices.Clone(loc.GetIndex())
-	if info := loc.GetInfo(); info != nil && !slices.ContainsFunc(out, func(ie *schemapb.IndexEntry) bool {
-		return ie.GetVersion() == info.GetVersion()
-	}) {
-		out = append(out, info)
-	}
-	slices.SortStableFunc(out, func(a, b *schemapb.IndexEntry) int {
-		switch {
-		case a.GetVersion() < b.GetVersion():
-			return -1
-		case a.GetVersion() > b.GetVersion():
-			return 1
-		}
-		return 0
-	})
-	return slices.CompactFunc(out, func(a, b *schemapb.IndexEntry) bool { return a.GetVersion() == b.GetVersion() })
-}
-
-// intern keeps one copy of strings that many ledgers share (component, owner).
-func (c *checker) intern(s string) string {
-	if v, ok := c.strings[s]; ok {
-		return v
-	}
-	c.strings[s] = s
-	return s
-}
-
-func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
-	f := c.fact(id)
-	f.node = true
-	f.lastEntryID = m.GetLastEntryId()
-	// BookKeeper keeps lastEntryId -1 (and length 0) until a ledger holds an entry
-	// and is closed: such a ledger may rightly have no entries.
-	f.metaEmpty = (m.LastEntryId != nil && m.GetLastEntryId() < 0) || (m.LastEntryId == nil && m.GetLength() == 0)
-	f.closed = m.GetState() == bkpb.LedgerMetadataFormat_CLOSED
-	component, _ := formats.CustomMetadata(m, cluster.CustomComponent)
-	f.component = c.intern(component)
-	switch f.component {
-	case cluster.ComponentML:
-		owner, _ := formats.CustomMetadata(m, cluster.CustomManagedLedger)
-		f.owner = c.intern(owner)
-		f.cursorName, f.cursorLedger = formats.CustomMetadata(m, cluster.CustomCursor)
-	case cluster.ComponentSchema:
-		owner, _ := formats.CustomMetadata(m, cluster.CustomSchemaID)
-		f.owner = c.intern(owner)
-	}
+	c.out.add(f, c.step, major, minor)
 }
 
 // scanLedgers reads every entry once, in one pass over the ledger store
@@ -584,18 +484,15 @@ func (c *checker) ledgerNode(id int64, m *bkpb.LedgerMetadataFormat) {
 func (c *checker) scanLedgers(ctx context.Context) error {
 	p := &entryPass{dd: c.dd, workers: scanWorkers(c.opts.Workers), prog: c.prog, check: c}
 	if c.sharded() {
-		p.ranges = c.shardRanges(p.workers)
-	} else {
-		p.ranges = wholeStoreRanges(c.dd, p.workers)
-	}
-	if c.opts.SchemaUsage {
-		topics, ledgers, _, err := usageTargets(ctx, c.dd.Metadata, nil, c.ownsTopic)
+		feed, err := c.shardRanges(ctx, p.workers)
 		if err != nil {
-			return fmt.Errorf("check: %w", err)
+			return err
 		}
-		c.usageTopics = topics
-		p.usage = newUsageScan(topics, ledgers, DefaultMaxListedBadEntries)
+		p.feed = feed
+	} else {
+		p.feed = wholeStoreRanges(c.dd, p.workers)
 	}
+	p.usage = c.usage
 	// The total comes from the store's own figures, not a counting pass.
 	if n, ok := c.dd.EstimateEntries(); ok {
 		report.StartEstimate(c.prog, "entries", n)
@@ -606,31 +503,15 @@ func (c *checker) scanLedgers(ctx context.Context) error {
 	if err := p.run(ctx); err != nil {
 		return fmt.Errorf("check ledgers: %w", err)
 	}
-	c.usage = p.usage
 	return nil
 }
 
-// mergeRange takes in what one range of the pass found, in key order.
-// A ledger a sharded check read only for its topics' sake adds its facts, not
-// its counts or findings (the workers count and report only the shard's own).
-func (c *checker) mergeRange(r *rangeResult) {
-	for _, s := range r.segs {
-		f := c.fact(s.id)
-		f.stored += s.stored
-		f.entry0Indexed = f.entry0Indexed || s.entry0Indexed
-		if c.ownsLedger(s.id) {
-			c.stats.Ledgers++
-		}
+// addSeg writes down what the entry pass found of one ledger.
+func (c *checker) addSeg(s ledgerSeg) error {
+	if err := c.segs.Add(idKey(nil, s.id), enc(nil).uint(uint64(s.stored)).flags(s.entry0Indexed)); err != nil {
+		return fmt.Errorf("check: %w", err)
 	}
-	c.stats.Entries += r.entries
-	c.stats.EntryBytes += r.entryBytes
-	c.stats.TopicEntries += r.topicEntries
-	for _, f := range r.findings {
-		if f.LedgerID != nil {
-			c.major = *f.LedgerID
-		}
-		c.add(f)
-	}
+	return nil
 }
 
 // maxEntryFindingsPerLedger bounds the per-entry findings of one kind listed for
@@ -646,7 +527,7 @@ func (w *passWorker) addEntryFinding(fd report.Finding) {
 	}
 	if w.entryListed[fd.Kind] < maxEntryFindingsPerLedger {
 		w.entryListed[fd.Kind]++
-		w.out.findings = append(w.out.findings, fd)
+		w.p.check.addAt(fd, *fd.LedgerID, "")
 		return
 	}
 	w.entryUnlisted[fd.Kind]++
@@ -660,7 +541,7 @@ func (w *passWorker) flushUnlisted(id int64, counted bool) {
 			fd := newFinding(kind, ledgerLoc(id), "inspect the ledger with: ledgermedic inspect entries --ledger "+strconv.FormatInt(id, 10),
 				"%s of this ledger had this problem too (only the first %d are listed)", plural(n, "more entry", "more entries"), maxEntryFindingsPerLedger)
 			fd.LedgerID = report.Int64(id)
-			w.out.findings = append(w.out.findings, fd)
+			w.p.check.addAt(fd, id, "")
 		}
 	}
 	clear(w.entryListed)
@@ -670,7 +551,7 @@ func (w *passWorker) flushUnlisted(id int64, counted bool) {
 // topicEntry checks one entry of a topic ledger; r and err are what decode made of it.
 func (w *passWorker) topicEntry(ledgerID, entryID int64, v []byte, r *formats.EntryRefs, err error) {
 	if w.counted {
-		w.out.topicEntries++
+		w.counts.topicEntries++
 	}
 	if err != nil {
 		fd := newFinding(KindEntryUndecodable, entryLoc(ledgerID, entryID), "inspect it with: "+entriesHint(ledgerID, entryID),
@@ -712,160 +593,6 @@ func entriesHint(ledgerID, entryID int64) string {
 	return fmt.Sprintf("ledgermedic inspect entries --ledger %d --from %d --to %d", ledgerID, entryID, entryID)
 }
 
-// checkLedgers compares each ledger's node with its entries and its referrers.
-func (c *checker) checkLedgers(context.Context) error {
-	for _, id := range c.sortedLedgerIDs() {
-		f := c.ledgers[id]
-		if f.offloadedGone || !c.ownsLedger(id) {
-			continue // offloaded to tiered storage and deleted from BookKeeper: as expected
-		}
-		c.major = id
-		path := formats.LedgerPath(id)
-		orphan := f.node && !f.badNode && f.refs == 0 && c.ownedByPulsar(f)
-		if c.live && f.node && !f.badNode {
-			if fd, ok := openLedgerFinding(id, path, f); ok {
-				c.add(fd)
-			}
-		}
-		probe, lost := c.notOnBookies[id]
-		switch {
-		case lost && f.refs&refSchema == 0:
-			c.add(notOnBookiesFinding(id, path, f, probe))
-		case lost:
-			// A schema version's ledger: schema-entry-lost already names the
-			// version and its repair, as for a data dir's ledger node without
-			// entries below.
-		case orphan && c.live && f.component == cluster.ComponentSchema:
-			// On a live cluster an unreferenced schema ledger is the expected
-			// leftover of concurrent first puts of one schema: each broker created
-			// a ledger and one locator write won (fixed in later Pulsar releases).
-			fd := newFinding(KindOrphanSchemaLedger, ledgerLoc(id), "expected on clusters that ran Pulsar before pulsar#25514; keep it until repairs are done, it may hold a lost schema",
-				"schema ledger of %q (%s) is referenced by no schema locator: concurrent first puts of a schema each created a ledger and one locator won (before pulsar#25514)",
-				f.owner, plural(f.stored, "entry", "entries"))
-			fd.LedgerID, fd.Path = report.Int64(id), path
-			c.add(fd)
-		case orphan:
-			fd := newFinding(KindOrphanLedger, ledgerLoc(id), "nothing points at it; keep it until repairs are done, it may hold a lost schema or topic data",
-				"%s ledger of %q (%s) is referenced by no LedgerInfo, schema locator or cursor", f.component, f.owner, plural(f.stored, "entry", "entries"))
-			fd.LedgerID, fd.Path = report.Int64(id), path
-			c.add(fd)
-		case f.node && c.unreachable[id]:
-			// Every bookie asked failed: the bookie-unavailable findings say
-			// so; that the store holds fewer entries proves nothing lost.
-		case f.node && !f.badNode && f.stored == 0 && !f.metaEmpty && !f.openLast && f.refs&refSchema == 0:
-			fd := newFinding(KindLedgerNodeWithoutEntries, ledgerLoc(id), "the ledger's entries are lost; restore them from a bookie replica",
-				"ledger node %s exists (lastEntryId %d) but the ledger store holds no entry of it", path, f.lastEntryID)
-			fd.LedgerID, fd.Path = report.Int64(id), path
-			c.add(fd)
-		case !f.node && f.stored > 0:
-			fd := newFinding(KindEntriesWithoutNode, ledgerLoc(id), "BookKeeper will not serve a ledger without metadata; recreate "+path+" or remove the entries",
-				"%s stored but ledger node %s does not exist", plural(f.stored, "entry is", "entries are"), path)
-			fd.LedgerID, fd.Path = report.Int64(id), path
-			c.add(fd)
-		case f.node && !f.badNode && f.closed && f.stored > 0 && f.lastEntryID+1 > f.stored:
-			fd := newFinding(KindLedgerEntriesMissing, ledgerLoc(id), "the missing entries are lost; restore them from a bookie replica",
-				"closed ledger has lastEntryId %d (%d entries) but the ledger store holds %d", f.lastEntryID, f.lastEntryID+1, f.stored)
-			fd.LedgerID, fd.Path = report.Int64(id), path
-			c.add(fd)
-		}
-	}
-	return nil
-}
-
-// ownedByPulsar reports whether a ledger's custom metadata says a topic or a schema
-// owns it, and that owner's metadata decoded (else it cannot be known unreferenced).
-func (c *checker) ownedByPulsar(f *ledgerFacts) bool {
-	switch f.component {
-	case cluster.ComponentML:
-		if f.cursorLedger && c.badCursors[f.owner+"/"+f.cursorName] {
-			return false
-		}
-		return !c.badMLs[f.owner]
-	case cluster.ComponentSchema:
-		return !c.badSchemas[f.owner]
-	}
-	return false
-}
-
-// checkManagedLedgers reports LedgerInfos of lost ledgers and, per indexed topic,
-// how many LedgerInfos lack firstEntryIndex; it fills the coverage table.
-func (c *checker) checkManagedLedgers(context.Context) error {
-	for i, ml := range c.mls {
-		if !ml.owned {
-			continue
-		}
-		c.major = int64(i)
-		ids := make([]int64, len(ml.ledgers))
-		for i, l := range ml.ledgers {
-			ids[i] = l.id
-		}
-		by, _ := cluster.TopicIndexed(ml.indexProp, ids, func(id int64) (bool, error) { return c.ledgers[id].entry0Indexed, nil })
-		indexed := by != cluster.NotIndexed
-		withEntries, covered := ml.withEntries, ml.covered
-		for _, l := range ml.ledgers {
-			f := c.ledgers[l.id]
-			if !f.offloadedGone && f.presence().Lost() {
-				fd := newFinding(KindLedgerMissing, ml.topic+" "+ledgerLoc(l.id), "the ledger's messages are lost; remove the LedgerInfo only after confirming no bookie holds the ledger",
-					"LedgerInfo names ledger %d (%s) but it has neither a node nor entries", l.id, plural(l.entries, "entry", "entries"))
-				fd.Topic, fd.Path, fd.LedgerID = ml.topic, ml.path, report.Int64(l.id)
-				c.add(fd)
-			}
-		}
-		tc := TopicCoverage{Topic: ml.topic, Path: ml.path, Indexed: indexed, WithEntries: withEntries, Covered: covered}
-		if c.sharded() {
-			tc.Order = findingOrder(stepManagedLedgers, c.major, "")
-		}
-		c.stats.Coverage = append(c.stats.Coverage, tc)
-		if lacking := withEntries - covered; indexed && lacking > 0 {
-			hint := "ledgermedic index backfill --topic " + ml.topic
-			if c.opts.FirstEntryIndexKey != cluster.FirstEntryIndexKey {
-				hint += " --index-key " + c.opts.FirstEntryIndexKey
-			}
-			fd := newFinding(KindFirstEntryIndexMissing, ml.topic, hint+" (then find-by-offset reads one ledger, not all)",
-				"%d of %d ledgers with entries have no %s property", lacking, withEntries, c.opts.FirstEntryIndexKey)
-			fd.Topic, fd.Path = ml.topic, ml.path
-			c.add(fd)
-		}
-	}
-	return nil
-}
-
-// checkSchemas reads the entry of every schema version the locators name.
-func (c *checker) checkSchemas(context.Context) error {
-	c.prog.Start("schema versions", int64(len(c.schemas)))
-	defer c.prog.Done()
-	for i, sv := range c.schemas {
-		c.prog.Add(1)
-		if !sv.owned {
-			continue
-		}
-		c.major = int64(i)
-		st, detail, _, err := schemaState(c.dd.Ledgers, c.ledgers[sv.ledger], sv)
-		if err != nil {
-			return fmt.Errorf("check %s: %w", schemaLoc(sv.key, sv.version), err)
-		}
-		var kind string
-		switch st {
-		case StateLedgerLost:
-			kind = KindSchemaLedgerLost
-		case StateEntryLost:
-			kind = KindSchemaEntryLost
-		case StateUndecodable:
-			kind = KindSchemaEntryUndecodable
-		case StateHashMismatch:
-			kind = KindSchemaHashMismatch
-		default:
-			continue
-		}
-		fd := newFinding(kind, schemaLoc(sv.key, sv.version), schemaRepairHint(sv.topic),
-			"ledger %d entry %d: %s", sv.ledger, sv.entry, detail)
-		fd.Topic, fd.Path = sv.topic, sv.path
-		fd.LedgerID, fd.EntryID, fd.Version = report.Int64(sv.ledger), report.Int64(sv.entry), report.Int64(sv.version)
-		c.add(fd)
-	}
-	return nil
-}
-
 // Schema version states shown by the schemas view and used by Check.
 const (
 	StateOK           = "ok"
@@ -883,34 +610,23 @@ const (
 // A read that fails for another reason than lost or damaged data is an error,
 // not a state: the schema may be fine, and a repair must not be suggested.
 func schemaState(ls store.LedgerStore, f *ledgerFacts, sv schemaVersion) (state, detail string, info *schemapb.SchemaInfo, err error) {
-	if f.presence().Lost() {
-		return StateLedgerLost, "the schema ledger has neither a node nor entries", nil, nil
-	}
-	v, err := ls.Entry(sv.ledger, sv.entry)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return StateEntryLost, "the schema ledger exists but this entry is gone", nil, nil
-	case errors.Is(err, store.ErrTruncatedValue):
-		return StateTruncated, err.Error(), nil, nil
-	case err != nil:
-		return "", "", nil, err
-	}
-	info, err = decodeSchemaValue(v)
-	if err != nil {
-		return StateUndecodable, err.Error(), nil, nil
-	}
-	if !info.GetDeleted() || len(sv.hash) != 0 {
-		if got := formats.SchemaHash(info.GetSchema()); !bytes.Equal(got, sv.hash) {
-			return StateHashMismatch, fmt.Sprintf("stored definition hashes to %x, locator says %x", got, sv.hash), info, nil
+	a := svAnswer{node: f.node, entries: f.stored > 0}
+	var ent *svEntryAnswer
+	if !f.presence().Lost() {
+		v, err := ls.Entry(sv.ledger, sv.entry)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+		case errors.Is(err, store.ErrTruncatedValue):
+			ent = &svEntryAnswer{state: StateTruncated, detail: err.Error()}
+		case err != nil:
+			return "", "", nil, err
+		default:
+			ent = &svEntryAnswer{}
+			ent.state, ent.detail, info = schemaEntryState(v, sv.hash)
 		}
 	}
-	if !f.node {
-		return StateNodeLost, "the entry is readable but the ledger node is gone: BookKeeper will not serve it", info, nil
-	}
-	if info.GetDeleted() {
-		return StateOK, "deleted (tombstone)", info, nil
-	}
-	return StateOK, "", info, nil
+	state, detail = schemaStateOf(a, ent)
+	return state, detail, info, nil
 }
 
 // decodeSchemaValue decodes a schema ledger entry down to its SchemaInfo.

@@ -300,14 +300,16 @@ func FuzzCheckNode(f *testing.F) {
 	f.Add([]byte{0x0a, 0x02, 0x08, 0x01})
 	paths := []string{ordersPath, cursorPath, ordersLoc, formats.LedgerPath(10)}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		c := newChecker(nil, CheckOptions{FirstEntryIndexKey: cluster.FirstEntryIndexKey}, report.NoProgress{})
+		c := fuzzChecker(t, CheckOptions{FirstEntryIndexKey: cluster.FirstEntryIndexKey})
 		for _, p := range paths {
-			c.node(store.Node{Path: p, Value: v})
+			if err := c.node(store.Node{Path: p, Value: v}); err != nil {
+				t.Fatal(err)
+			}
 			if d, err := formats.DecodeNode(p, v); err == nil && d.Message != nil {
 				flatten(d.Message.ProtoReflect(), "", func(string, string) {})
 			}
 		}
-		for _, fd := range c.findings {
+		for _, fd := range sinkFindings(t, c) {
 			if fd.Kind != KindNodeUndecodable || fd.Path == "" {
 				t.Fatalf("unexpected finding %+v", fd)
 			}
@@ -328,15 +330,22 @@ func FuzzEntryRow(f *testing.F) {
 			t.Fatalf("row %+v: want entry 7 with a CRC state or an error, not both", row)
 		}
 		// One worker of a pass that checks and counts, as check runs it.
-		c := newChecker(nil, CheckOptions{}, report.NoProgress{})
-		p := &entryPass{prog: report.NoProgress{}, check: c, usage: &usageScan{topics: 1, maxBad: 2}}
-		w := p.newWorker()
-		w.out = &rangeResult{}
-		w.ledger(7)
+		c := fuzzChecker(t, CheckOptions{})
+		if err := c.facts.Finish(); err != nil {
+			t.Fatal(err)
+		}
+		p := &entryPass{prog: report.NoProgress{}, check: c, usage: newUsageScan(c.spill, 2)}
+		w, err := p.newWorker()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := w.ledger(7); err != nil {
+			t.Fatal(err)
+		}
 		r, err := w.decode(v)
-		w.usage.account(0, Position{LedgerID: 7, EntryID: 0}, v, r, err)
+		w.usage.account([]usageRef{{base: "persistent://t/ns/x", partition: -1}}, Position{LedgerID: 7, EntryID: 0}, v, r, err)
 		w.topicEntry(7, 0, v, r, err)
-		findings := w.out.findings
+		findings := sinkFindings(t, c)
 		// One entry gives at most one finding, at that entry.
 		if len(findings) > 1 {
 			t.Fatalf("%d findings for one entry: %+v", len(findings), findings)
@@ -348,10 +357,35 @@ func FuzzEntryRow(f *testing.F) {
 		}
 		// schema-usage's count takes the entry once, and as bad exactly when
 		// check found it bad.
-		if tot := w.usage.totals[0]; tot.entries != 1 || tot.bad != int64(len(findings)) {
+		if tot := w.usage.tot; tot.entries != 1 || tot.bad != int64(len(findings)) {
 			t.Fatalf("usage totals %+v, check findings %d", tot, len(findings))
 		}
 	})
+}
+
+// fuzzChecker is a checker of no data dir, for its decoders.
+func fuzzChecker(t *testing.T, opts CheckOptions) *checker {
+	opts.SpillDir = t.TempDir()
+	c, err := newChecker(nil, opts, report.NoProgress{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.spill.Close() })
+	return c
+}
+
+// sinkFindings are the findings a checker added so far, in order.
+func sinkFindings(t *testing.T, c *checker) []report.Finding {
+	var out []report.Finding
+	err := c.out.sorter.Sorted(context.Background(), func(_, v []byte) error {
+		f, err := decodeFinding(v)
+		out = append(out, f)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // TestCheckCapsEntryFindings: a ledger full of bad entries lists the first

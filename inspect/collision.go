@@ -11,8 +11,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/report"
@@ -68,7 +70,7 @@ type VersionSplit struct {
 // managed ledger is ErrNoSuchTopic. Versions come back ascending.
 func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.TopicName, splitMs map[int64]int64) ([]VersionSplit, error) {
 	base := topic.Base()
-	_, ledgers, _, err := usageTargets(ctx, dd.Metadata, &base, nil)
+	ids, err := topicLedgerIDs(ctx, dd.Metadata, base)
 	if err != nil {
 		return nil, err
 	}
@@ -78,8 +80,8 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 		refs  formats.EntryRefs
 		entry formats.Entry
 	)
-	for _, l := range ledgers {
-		err := streamLedger(ctx, dd.Ledgers, l.id, 0, func(entryID int64, v []byte) error {
+	for _, id := range ids {
+		err := streamLedger(ctx, dd.Ledgers, id, 0, func(entryID int64, v []byte) error {
 			if !formats.PeekEntry(v, &refs) {
 				if formats.ParseEntryInto(v, &entry, nil, nil) != nil {
 					return nil
@@ -102,11 +104,11 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 			if at, ok := splitMs[version]; ok && int64(refs.PublishTime) < at {
 				c = &p.before
 			}
-			c.add(Position{LedgerID: l.id, EntryID: entryID}, refs.PublishTime, int64(refs.NumMessages))
+			c.add(Position{LedgerID: id, EntryID: entryID}, refs.PublishTime, int64(refs.NumMessages))
 			return nil
 		}, func(*store.TruncatedError) error { return nil })
 		if err != nil {
-			return nil, fmt.Errorf("split schema usage of %s: ledger %d: %w", base, l.id, err)
+			return nil, fmt.Errorf("split schema usage of %s: ledger %d: %w", base, id, err)
 		}
 	}
 	out := make([]VersionSplit, 0, len(counts))
@@ -121,11 +123,36 @@ func SplitVersionUsage(ctx context.Context, dd *datadir.DataDir, topic formats.T
 	return out, nil
 }
 
+// topicLedgerIDs are the ledgers of a base topic's managed ledgers (every
+// partition's), ascending, once each; those of nodes that do not decode are
+// left out (the scan reports them).
+func topicLedgerIDs(ctx context.Context, ms store.MetadataStore, base formats.TopicName) ([]int64, error) {
+	mls, err := cluster.TopicManagedLedgers(ctx, ms, base)
+	if err != nil {
+		return nil, fmt.Errorf("schema usage: %w", err)
+	}
+	var ids []int64
+	for _, ml := range mls {
+		if ml.Damaged != nil {
+			continue
+		}
+		info, _, err := formats.DecodeManagedLedgerInfo(ml.Node.Value)
+		if err != nil {
+			continue
+		}
+		for _, li := range info.GetLedgerInfo() {
+			ids = append(ids, li.GetLedgerId())
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids), nil
+}
+
 // topicCollisions looks, for every registry version the topic's stored messages
 // use and the locator lists readably, whether the version was registered after
 // the first of those messages was published; where one was, it splits the
 // messages at the registration times and reports each version.
-func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
+func topicCollisions(ctx context.Context, dd *datadir.DataDir, vs versionSource, locators *store.AheadReader, tu *TopicUsage) ([]report.Finding, error) {
 	suspects := map[int64]int64{} // version -> registration time
 	var locPath string
 	for _, u := range tu.Uses {
@@ -135,7 +162,7 @@ func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.A
 		if locPath == "" {
 			locPath = formats.SchemasRoot + "/" + tu.SchemaKey
 		}
-		ts, ok, err := registeredAt(dd, locators, locPath, u.ID.Version)
+		ts, ok, err := registeredAt(vs, locators, tu.SchemaKey, locPath, u.ID.Version)
 		if err != nil {
 			return nil, err
 		}
@@ -178,9 +205,9 @@ func topicCollisions(ctx context.Context, dd *datadir.DataDir, locators *store.A
 	return out, nil
 }
 
-// registeredAt reads the SchemaInfo timestamp of one version the locator at
+// registeredAt is the SchemaInfo timestamp of one version the locator at
 // path lists; ok is false when it cannot be read (other findings say why).
-func registeredAt(dd *datadir.DataDir, locators *store.AheadReader, path string, version int64) (ts int64, ok bool, err error) {
+func registeredAt(vs versionSource, locators *store.AheadReader, key, path string, version int64) (ts int64, ok bool, err error) {
 	n, err := locators.Get(path)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {
@@ -196,16 +223,9 @@ func registeredAt(dd *datadir.DataDir, locators *store.AheadReader, path string,
 	if ie == nil {
 		return 0, false, nil
 	}
-	v, err := dd.Ledgers.Entry(ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId())
+	vf, err := vs.version(key, version, ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId())
 	if err != nil {
-		if errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrTruncatedValue) {
-			return 0, false, nil
-		}
 		return 0, false, fmt.Errorf("schema collisions: %s version %d: %w", path, version, err)
 	}
-	info, err := decodeSchemaValue(v)
-	if err != nil || info.Timestamp == nil {
-		return 0, false, nil
-	}
-	return info.GetTimestamp(), true, nil
+	return vf.ts, vf.hasTS, nil
 }

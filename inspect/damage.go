@@ -41,24 +41,25 @@ func StoreDamageFindings(dd *datadir.DataDir) []report.Finding {
 // MarkStoreDamage notes on every finding that a store damage of dd could explain
 // which damaged files those are (Finding.StoreDamage, and a line in the message).
 func MarkStoreDamage(fs []report.Finding, dd *datadir.DataDir) {
-	if len(dd.Damage) == 0 {
+	for i := range fs {
+		markStoreDamage(&fs[i], dd.Damage)
+	}
+}
+
+// markStoreDamage is MarkStoreDamage of one finding.
+func markStoreDamage(f *report.Finding, damage []datadir.Damage) {
+	if len(damage) == 0 || f.Kind == KindStoreDamaged {
 		return
 	}
-	for i := range fs {
-		f := &fs[i]
-		if f.Kind == KindStoreDamaged {
-			continue
+	var files []string
+	for _, d := range damage {
+		if damageExplains(d, f) {
+			files = append(files, d.File)
 		}
-		var files []string
-		for _, d := range dd.Damage {
-			if damageExplains(d, f) {
-				files = append(files, d.File)
-			}
-		}
-		if len(files) > 0 {
-			f.StoreDamage = strings.Join(files, ", ")
-			f.Message += " [may be caused by store damage in " + strings.Join(files, ", ") + "]"
-		}
+	}
+	if len(files) > 0 {
+		f.StoreDamage = strings.Join(files, ", ")
+		f.Message += " [may be caused by store damage in " + strings.Join(files, ", ") + "]"
 	}
 }
 

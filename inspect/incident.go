@@ -1,6 +1,7 @@
 package inspect
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"fmt"
@@ -11,9 +12,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
-	"github.com/ledgermedic/ledgermedic/formats/bkpb"
-	"github.com/ledgermedic/ledgermedic/formats/schemapb"
-	"github.com/ledgermedic/ledgermedic/mutate"
+	"github.com/ledgermedic/ledgermedic/internal/spill"
 	"github.com/ledgermedic/ledgermedic/report"
 	htmlreport "github.com/ledgermedic/ledgermedic/report/html"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -21,8 +20,8 @@ import (
 
 // IncidentOptions configures Incident.
 type IncidentOptions struct {
-	// Topics limits the timelines, schemas and findings to these topics (a base
-	// name takes all its partitions); empty means every topic.
+	// Topics limits the report to these topics (a base name takes all its
+	// partitions); empty means every topic.
 	Topics []formats.TopicName
 	// FirstEntryIndexKey as in CheckOptions.
 	FirstEntryIndexKey string
@@ -33,15 +32,24 @@ type IncidentOptions struct {
 	JournalDir string
 	Now        time.Time
 	Version    string
+	// SpillDir is where the report keeps what it learns per topic, ledger and
+	// finding (internal/spill), the check's included; "" is $TMPDIR.
+	SpillDir string
 }
 
-// Incident gathers the incident report from the results of Check (with its
-// schema-usage source, the same scans `check` makes), one walk of the metadata
-// for what Check keeps to itself (ledger times, LedgerInfos, locator versions),
-// and the journal. Failures to read become Problems in the report: a report is
-// made of whatever can be read.
+// Incident gathers the incident report in memory that does not grow with the
+// cluster. It runs the check (with its schema-usage count: the scans `check`
+// makes), then, from its findings and coverage rows and one more walk of the
+// metadata, every topic's row of the table (in topic order, joined from
+// streams sorted on disk), the worst topics to draw (a bounded heap), and the
+// detail of those alone (incidentdetail.go), plus the journal. Failures to
+// read the stores become Problems in the report: a report is made of whatever
+// can be read. The report's Rows stay on disk until its Close.
 func Incident(ctx context.Context, dd *datadir.DataDir, opts IncidentOptions, prog report.Progress) (*htmlreport.Report, error) {
 	opts.FirstEntryIndexKey = cluster.KeyFor(opts.FirstEntryIndexKey)
+	if prog == nil {
+		prog = report.NoProgress{}
+	}
 	r := &htmlreport.Report{GeneratedAt: opts.Now, Version: opts.Version}
 	if dd == nil {
 		return r, nil
@@ -51,40 +59,33 @@ func Incident(ctx context.Context, dd *datadir.DataDir, opts IncidentOptions, pr
 		r.Sources = append(r.Sources, htmlreport.Source{URL: s.URL, Kind: s.Kind, ReadOnly: s.ReadOnly,
 			Zxid: s.Zxid, Revision: s.Revision, AsOf: s.AsOf, Notes: s.Notes})
 	}
-	var usage *UsageReport
-	copts := CheckOptions{FirstEntryIndexKey: opts.FirstEntryIndexKey}
+	var usage *UsageRun
+	copts := CheckOptions{FirstEntryIndexKey: opts.FirstEntryIndexKey, SpillDir: opts.SpillDir}
 	if opts.SkipMessageScan {
 		r.Notes = append(r.Notes, "the message scan was skipped (--skip-message-scan): schema versions show no message counts")
 	} else {
 		copts.SchemaUsage = true
-		copts.OnUsage = func(u *UsageReport) { usage = u }
+		copts.OnUsage = func(u *UsageRun) { usage = u }
 	}
-	fs, stats, err := Check(ctx, dd, copts, prog)
+	run, err := RunCheck(ctx, dd, copts, prog)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
 		r.Problems = append(r.Problems, "check could not read the stores: "+err.Error())
+		run, usage = nil, nil
+	} else {
+		defer run.Close() // the usage is the run's
+		r.Stats = statLines(&run.Stats)
 	}
-	if stats != nil {
-		r.Stats = statLines(stats)
+	in, err := newIncident(dd, opts, usage, prog)
+	if err != nil {
+		return nil, err
 	}
-	g := newGatherer(dd, opts, usage)
-	if err := g.walk(ctx); err != nil {
-		if ctx.Err() != nil {
-			return nil, err
-		}
-		r.Problems = append(r.Problems, "the metadata store could not be read: "+err.Error())
+	if err := in.gather(ctx, r, run); err != nil {
+		in.dir.Close()
+		return nil, err
 	}
-	g.journal(r) // before the schema states: they show which versions a repair restored
-	if err := g.schemaStates(ctx); err != nil {
-		r.Problems = append(r.Problems, "schema versions could not be read: "+err.Error())
-	}
-	g.coverage(stats)
-	g.place(fs)
-	r.Topics, r.Loose = g.topics(), g.loose
-	r.Findings, r.HiddenFindings = g.filterFindings(fs)
-	r.Problems = append(r.Problems, g.emptiness(stats)...)
 	return r, nil
 }
 
@@ -98,58 +99,184 @@ func statLines(s *CheckStats) []htmlreport.Stat {
 	}
 }
 
-// incidentNode is what the report needs of one ledger node.
-type incidentNode struct {
-	ctime     int64
-	component string
-	owner     string // managed-ledger name or schema key
-	entries   int64  // lastEntryId+1
-	size      int64
-}
-
-type incidentTopic struct {
-	name   formats.TopicName // base
-	lanes  []*htmlreport.Lane
-	schema *htmlreport.Schema
-}
-
-type gatherer struct {
+// incident is the report's state while it gathers: records on disk, and
+// counts, a bitset and a heap of fixed size in memory.
+//
+// Each finding is placed once, on the topic it concerns (attribution, below):
+// directly when it names its topic or a topic's node, else through its ledger
+// (the by-ledger join: the LedgerInfo that lists the ledger, else the managed
+// ledger or schema its node's custom metadata names). A finding placed on no
+// existing topic but on a ledger is loose.
+type incident struct {
 	dd    *datadir.DataDir
 	opts  IncidentOptions
-	usage *UsageReport
+	usage *UsageRun
+	prog  report.Progress
+	dir   *spill.Dir
 
-	nodes    map[int64]incidentNode
-	topicsBy map[string]*incidentTopic // by base topic name
-	laneByML map[string]*htmlreport.Lane
-	locators []locatorVersions2
-	loose    []htmlreport.Ledger
-	// restored maps schema key and version to the run that restored it.
-	restored map[string]restoredBy
+	// byTopic holds, under topicKey, every topic's managed ledgers, schema
+	// locator, coverage rows and findings: read back grouped by topic.
+	byTopic *spill.Sorter
+	// byLedger holds, under ledgerKey, the findings placed through their
+	// ledger, and the LedgerInfos and nodes of the ledgers they name.
+	byLedger *spill.Sorter
+	// needed marks the ledgers some finding in byLedger names (a Bloom-style
+	// bitset: a false hit only adds a record).
+	needed ledgerSet
+	// listed are the findings the page lists (by check order); loose those of
+	// ledgers that belong to no topic (by ledger).
+	listed, loose *spill.Sorter
+	rows          *spill.File
+
+	counts   report.Counts
+	hidden   int64
+	perKind  map[string]int // findings offered to listed, of each kind (without a filter)
+	walkSeq  uint64
+	failed   error // a spill write that failed: the report fails
+	problems []string
+	buf, key []byte // reused: a sorter copies what it is given
 }
 
-type locatorVersions2 struct {
-	key  string
-	loc  *schemapb.SchemaLocator
-	base formats.TopicName
+// Record types: the order of a topic's (or a ledger's) records when read back.
+const (
+	recTopicML       = 'a' // a managed ledger of the topic (topicKey)
+	recTopicLocator  = 'b' // the topic's schema locator
+	recTopicCoverage = 'c' // a coverage row of one of its managed ledgers
+	recTopicAsked    = 'd' // --topic named it
+	recFinding       = 'f' // a finding
+	recLedgerInfo    = 'a' // a LedgerInfo naming the ledger (ledgerKey)
+	recLedgerNode    = 'b' // the ledger's node
+)
+
+// topicKey: the base topic's name, a 0 (no name holds one, so one topic's
+// records sort together, before any longer name's), the record type and an
+// ordinal.
+func topicKey(b []byte, base string, typ byte, seq uint64) []byte {
+	b = append(append(append(b, base...), 0), typ)
+	return seqKey(b, seq)
 }
 
-type restoredBy struct {
-	run    string
-	undone bool
+func topicOfKey(k []byte) []byte { return k[:max(0, bytes.IndexByte(k, 0))] }
+
+func ledgerKey(b []byte, id int64, typ byte, seq uint64) []byte {
+	return seqKey(append(idKey(b, id), typ), seq)
 }
 
-func newGatherer(dd *datadir.DataDir, opts IncidentOptions, usage *UsageReport) *gatherer {
-	return &gatherer{dd: dd, opts: opts, usage: usage,
-		nodes: map[int64]incidentNode{}, topicsBy: map[string]*incidentTopic{},
-		laneByML: map[string]*htmlreport.Lane{}, restored: map[string]restoredBy{}}
+// ledgerSet is a fixed-size bitset of ledger ids: whether a ledger may be
+// one a finding needs.
+type ledgerSet []uint64
+
+const ledgerSetBits = 23 // 1 MB
+
+func newLedgerSet() ledgerSet { return make(ledgerSet, 1<<ledgerSetBits/64) }
+
+func (s ledgerSet) bit(id int64) uint64 {
+	return uint64(id) * 0x9E3779B97F4A7C15 >> (64 - ledgerSetBits)
+}
+func (s ledgerSet) add(id int64)      { b := s.bit(id); s[b/64] |= 1 << (b % 64) }
+func (s ledgerSet) has(id int64) bool { b := s.bit(id); return s[b/64]&(1<<(b%64)) != 0 }
+
+// Budgets of the sorters (memory held before a sorted run is written).
+const (
+	incidentTopicBudget  = 8 << 20
+	incidentLedgerBudget = 4 << 20
+	incidentListBudget   = 2 << 20
+)
+
+func newIncident(dd *datadir.DataDir, opts IncidentOptions, usage *UsageRun, prog report.Progress) (*incident, error) {
+	d, err := spill.Open(opts.SpillDir)
+	if err != nil {
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	rows, err := d.NewFile("topic-rows")
+	if err != nil {
+		d.Close()
+		return nil, fmt.Errorf("report: %w", err)
+	}
+	return &incident{dd: dd, opts: opts, usage: usage, prog: prog, dir: d,
+		byTopic:  d.NewSorter("incident-by-topic", incidentTopicBudget),
+		byLedger: d.NewSorter("incident-by-ledger", incidentLedgerBudget),
+		listed:   d.NewSorter("incident-listed", incidentListBudget),
+		loose:    d.NewSorter("incident-loose", incidentListBudget),
+		rows:     rows, needed: newLedgerSet(),
+		counts: report.Counts{}, perKind: map[string]int{}}, nil
+}
+
+// gather fills r from the check run (nil when the check failed) and the stores.
+func (in *incident) gather(ctx context.Context, r *htmlreport.Report, run *CheckRun) error {
+	if run != nil {
+		if err := in.readFindings(ctx, run); err != nil {
+			return err
+		}
+	}
+	if err := in.walk(ctx); err != nil {
+		if ctx.Err() != nil || in.failed != nil {
+			return cmp.Or(in.failed, err)
+		}
+		r.Problems = append(r.Problems, "the metadata store could not be read: "+err.Error())
+	}
+	if run != nil {
+		if err := in.readCoverage(ctx, run); err != nil {
+			return err
+		}
+	}
+	for _, w := range in.opts.Topics {
+		in.add(in.byTopic, topicKey(nil, w.Base().String(), recTopicAsked, 0), nil)
+	}
+	if err := in.joinLedgers(ctx); err != nil {
+		return err
+	}
+	drawn, err := in.topicPass(ctx)
+	if err != nil {
+		return err
+	}
+	if err := cmp.Or(in.failed, in.rows.Finish()); err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	if r.Loose, r.MoreLoose, err = in.looseLedgers(ctx); err != nil {
+		return err
+	}
+	if r.Findings, err = in.listedFindings(ctx); err != nil {
+		return err
+	}
+	r.Counts, r.HiddenFindings = in.counts, in.hidden
+	g := newGatherer(in.dd, in.opts, in.usage, drawn)
+	g.journal(r) // before the schema states: they show which versions a repair restored
+	if err := in.detail(ctx, g, drawn); err != nil {
+		if ctx.Err() != nil {
+			return err
+		}
+		r.Problems = append(r.Problems, "the drawn topics could not be read: "+err.Error())
+	}
+	r.Topics = g.topics(drawn)
+	r.Rows = &incidentRows{f: in.rows, dir: in.dir}
+	for _, s := range []*spill.Sorter{in.byTopic, in.byLedger, in.listed, in.loose} {
+		s.Close() // only the rows are read from here on
+	}
+	r.Problems = append(r.Problems, in.problems...)
+	r.Problems = append(r.Problems, g.problems...)
+	r.Problems = append(r.Problems, emptiness(run, in.rows.Len(), len(in.opts.Topics))...)
+	return nil
+}
+
+// add adds a record to a sorter; the first failure (a full disk) is kept and
+// fails the report.
+func (in *incident) add(s *spill.Sorter, k, v []byte) error {
+	if err := s.Add(k, v); err != nil && in.failed == nil {
+		in.failed = fmt.Errorf("report: %w", err)
+	}
+	return in.failed
 }
 
 // wanted reports whether a topic (base or partition) is in the report.
-func (g *gatherer) wanted(t formats.TopicName) bool {
-	if len(g.opts.Topics) == 0 {
+func (in *incident) wanted(t formats.TopicName) bool { return topicWanted(in.opts.Topics, t) }
+
+// topicWanted reports whether --topic (none: every topic) takes topic t.
+func topicWanted(asked []formats.TopicName, t formats.TopicName) bool {
+	if len(asked) == 0 {
 		return true
 	}
-	for _, w := range g.opts.Topics {
+	for _, w := range asked {
 		if cluster.Names(w, t) {
 			return true
 		}
@@ -157,510 +284,569 @@ func (g *gatherer) wanted(t formats.TopicName) bool {
 	return false
 }
 
-func (g *gatherer) topic(base formats.TopicName) *incidentTopic {
-	t := g.topicsBy[base.String()]
-	if t == nil {
-		t = &incidentTopic{name: base}
-		g.topicsBy[base.String()] = t
-	}
-	return t
+// placedFinding is a finding with its ordinal in the check's order and, when
+// it was placed through its ledger, what the ledger's node says.
+type placedFinding struct {
+	seq     uint64
+	f       report.Finding
+	node    incidentNode
+	hasNode bool
 }
 
-// walk reads every managed-ledger, ledger and schema locator node once.
-func (g *gatherer) walk(ctx context.Context) error {
-	return walkNodes(ctx, g.dd.Metadata, "", func(n store.Node) error {
+// encode appends p: its ordinal and node, then the finding (the rest).
+func (p *placedFinding) encode(b enc) enc {
+	b = b.uint(p.seq).flags(p.hasNode).int(p.node.ctime).str(p.node.component).str(p.node.owner).
+		int(p.node.entries).int(p.node.size)
+	return encodeFinding(b, &p.f)
+}
+
+func decodePlaced(v []byte, p *placedFinding) error {
+	d := dec{b: v}
+	p.seq = d.uint()
+	d.flags(&p.hasNode)
+	p.node = incidentNode{ctime: d.int(), component: d.str(), owner: d.str(), entries: d.int(), size: d.int()}
+	if err := d.done("report finding"); err != nil {
+		return err
+	}
+	f, err := decodeFinding(d.b)
+	p.f = f
+	return err
+}
+
+// How a finding is placed on its topic.
+const (
+	placeNone   = iota // no topic: listed only
+	placeTopic         // the topic it names
+	placeLedger        // through its ledger (the by-ledger join)
+)
+
+// placement says how a finding finds its topic: an orphan by its node's
+// owner, a schema version's and a ledger's that name their topic by it, other
+// ledgers' through their ledger, and the rest by the topic or node they name.
+func placement(f *report.Finding) (formats.TopicName, int) {
+	switch {
+	case orphanKind(f.Kind) && f.LedgerID != nil:
+		return formats.TopicName{}, placeLedger
+	case f.LedgerID != nil && f.Topic == "" && f.Kind != KindUsedSchemaVersionLost:
+		return formats.TopicName{}, placeLedger
+	case f.Topic != "":
+		if t, err := formats.ParseTopic(f.Topic); err == nil {
+			return t, placeTopic
+		}
+		return formats.TopicName{}, placeNone
+	}
+	p := cmp.Or(f.Path, strings.TrimPrefix(f.Location, "node "))
+	if t, ok := formats.ParseManagedLedgerPath(p); ok {
+		return t, placeTopic
+	}
+	if t, _, ok := formats.ParseCursorPath(p); ok {
+		return t, placeTopic
+	}
+	if t, ok := formats.ParseSchemaLocatorPath(p); ok {
+		return t, placeTopic
+	}
+	return formats.TopicName{}, placeNone
+}
+
+// readFindings reads the check's findings in its order and sends each to its topic.
+func (in *incident) readFindings(ctx context.Context, run *CheckRun) error {
+	var seq uint64
+	return run.Findings(ctx, func(f report.Finding) error {
+		seq++
+		p := placedFinding{seq: seq, f: f}
+		switch t, how := placement(&f); how {
+		case placeTopic:
+			return in.onTopic(t, &p)
+		case placeLedger:
+			in.needed.add(*f.LedgerID)
+			in.buf, in.key = p.encode(in.buf[:0]), ledgerKey(in.key[:0], *f.LedgerID, recFinding, seq)
+			return in.add(in.byLedger, in.key, in.buf)
+		}
+		if len(in.opts.Topics) > 0 && f.Kind != KindStoreDamaged { // damage may touch any topic
+			in.hidden++
+			return nil
+		}
+		return in.shown(&p)
+	})
+}
+
+// onTopic places a finding on topic t (base or partition), or hides it when a
+// filter leaves t out.
+func (in *incident) onTopic(t formats.TopicName, p *placedFinding) error {
+	if !in.wanted(t) {
+		in.hidden++
+		return nil
+	}
+	if err := in.shown(p); err != nil {
+		return err
+	}
+	in.buf = p.encode(in.buf[:0])
+	in.key = topicKey(in.key[:0], t.Base().String(), recFinding, p.seq)
+	return in.add(in.byTopic, in.key, in.buf)
+}
+
+// shown counts a finding the report is about and offers it to the list.
+func (in *incident) shown(p *placedFinding) error {
+	in.counts.Add(p.f)
+	if len(in.opts.Topics) == 0 {
+		// Offered in check order: only the first of each kind can be listed.
+		if in.perKind[p.f.Kind]++; in.perKind[p.f.Kind] > htmlreport.MaxFindingsPerKind {
+			return nil
+		}
+	}
+	in.buf = p.encode(in.buf[:0])
+	return in.add(in.listed, seqKey(nil, p.seq), in.buf)
+}
+
+// walk reads every managed-ledger and schema-locator node for the topics' rows,
+// and the LedgerInfos and nodes of the ledgers the by-ledger join needs.
+func (in *incident) walk(ctx context.Context) error {
+	in.prog.Start("report: metadata nodes", 0)
+	defer in.prog.Done()
+	return walkNodes(ctx, in.dd.Metadata, "", func(n store.Node) error {
+		in.walkSeq++
+		in.prog.Add(1)
 		switch formats.ClassifyPath(n.Path) {
 		case formats.NodeManagedLedger:
-			g.managedLedger(n)
+			return in.managedLedger(n)
 		case formats.NodeLedgerMetadata:
-			g.ledgerNode(n)
+			return in.ledgerNode(n)
 		case formats.NodeSchemaLocator:
-			g.locator(n)
+			return in.locator(n)
 		}
 		return nil
 	}, func(te *store.TruncatedError) error {
-		if t, ok := formats.ParseManagedLedgerPath(te.Path); ok && g.wanted(t) {
-			g.addLane(t, &htmlreport.Lane{Topic: t.String(), Path: te.Path, Error: te.Error()})
+		in.walkSeq++
+		if t, ok := formats.ParseManagedLedgerPath(te.Path); ok && in.wanted(t) {
+			return in.addTopicRec(t, recTopicML, enc(nil).uint(0).int(0).flags(true))
 		}
-		if t, ok := formats.ParseSchemaLocatorPath(te.Path); ok && g.wanted(t) {
-			g.topic(t.Base()).schema = &htmlreport.Schema{Key: t.SchemaKey(), Path: te.Path, Error: te.Error()}
+		if t, ok := formats.ParseSchemaLocatorPath(te.Path); ok && in.wanted(t) {
+			return in.addTopicRec(t, recTopicLocator, enc(nil).uint(0).flags(true))
 		}
 		return nil
 	})
 }
 
-func (g *gatherer) addLane(t formats.TopicName, lane *htmlreport.Lane) {
-	it := g.topic(t.Base())
-	it.lanes = append(it.lanes, lane)
-	g.laneByML[t.ManagedLedgerName()] = lane
+func (in *incident) addTopicRec(t formats.TopicName, typ byte, v []byte) error {
+	in.key = topicKey(in.key[:0], t.Base().String(), typ, in.walkSeq)
+	return in.add(in.byTopic, in.key, v)
 }
 
-func (g *gatherer) managedLedger(n store.Node) {
+// managedLedger: a managed-ledger record (ledgers, entries, whether it
+// decodes) for the topic's row, and its LedgerInfos of needed ledgers.
+func (in *incident) managedLedger(n store.Node) error {
 	t, ok := formats.ParseManagedLedgerPath(n.Path)
-	if !ok || !g.wanted(t) {
-		return
+	if !ok {
+		return nil
 	}
-	lane := &htmlreport.Lane{Topic: t.String(), Path: n.Path}
-	g.addLane(t, lane)
 	info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
 	if err != nil {
-		lane.Error = err.Error()
-		return
-	}
-	for i, li := range info.GetLedgerInfo() {
-		l := htmlreport.Ledger{ID: li.GetLedgerId(), Topic: lane.Topic, Entries: li.GetEntries(), Size: li.GetSize(),
-			End: li.GetTimestamp(), State: htmlreport.LedgerClosed}
-		_, _, l.FirstEntryIndex = cluster.FirstEntryIndex(li, g.opts.FirstEntryIndexKey)
-		switch {
-		case cluster.OffloadedAway(li):
-			l.State = htmlreport.LedgerOffloaded
-		case cluster.IsOpen(info, i):
-			l.State, l.End = htmlreport.LedgerOpen, 0
+		if !in.wanted(t) {
+			return nil
 		}
-		lane.Ledgers = append(lane.Ledgers, l)
+		return in.addTopicRec(t, recTopicML, enc(nil).uint(0).int(0).flags(true))
 	}
+	var entries int64
+	for _, li := range info.GetLedgerInfo() {
+		entries += li.GetEntries()
+		if id := li.GetLedgerId(); in.needed.has(id) {
+			in.key = ledgerKey(in.key[:0], id, recLedgerInfo, in.walkSeq)
+			if err := in.add(in.byLedger, in.key, []byte(t.String())); err != nil {
+				return err
+			}
+		}
+	}
+	if !in.wanted(t) {
+		return nil
+	}
+	in.buf = enc(in.buf[:0]).uint(uint64(len(info.GetLedgerInfo()))).int(entries).flags(false)
+	return in.addTopicRec(t, recTopicML, in.buf)
 }
 
-func (g *gatherer) ledgerNode(n store.Node) {
+// ledgerNode: the node of a needed ledger.
+func (in *incident) ledgerNode(n store.Node) error {
 	id, err := formats.ParseLedgerPath(n.Path)
-	if err != nil {
-		return
+	if err != nil || !in.needed.has(id) {
+		return nil
 	}
-	m, err := formats.DecodeLedgerMetadata(n.Value)
-	if err != nil {
-		g.nodes[id] = incidentNode{}
-		return // check reports it
+	nd, ok := decodeIncidentNode(n.Value)
+	if !ok {
+		return nil // check reports it
 	}
-	nd := incidentNode{ctime: m.GetCtime(), entries: m.GetLastEntryId() + 1, size: m.GetLength()}
-	nd.component, _ = formats.CustomMetadata(m, cluster.CustomComponent)
-	switch nd.component {
-	case cluster.ComponentML:
-		if _, cursor := formats.CustomMetadata(m, cluster.CustomCursor); !cursor {
-			nd.owner, _ = formats.CustomMetadata(m, cluster.CustomManagedLedger)
-		}
-	case cluster.ComponentSchema:
-		nd.owner, _ = formats.CustomMetadata(m, cluster.CustomSchemaID)
-	}
-	if m.GetState() != bkpb.LedgerMetadataFormat_CLOSED {
-		nd.entries = 0
-	}
-	g.nodes[id] = nd
+	p := placedFinding{node: nd, hasNode: true}
+	in.buf, in.key = p.encode(in.buf[:0]), ledgerKey(in.key[:0], id, recLedgerNode, in.walkSeq)
+	return in.add(in.byLedger, in.key, in.buf)
 }
 
-func (g *gatherer) locator(n store.Node) {
+// locator: the topic's schema versions.
+func (in *incident) locator(n store.Node) error {
 	t, ok := formats.ParseSchemaLocatorPath(n.Path)
-	if !ok || !g.wanted(t) {
-		return
+	if !ok || !in.wanted(t) {
+		return nil
 	}
-	it := g.topic(t.Base())
-	it.schema = &htmlreport.Schema{Key: t.SchemaKey(), Path: n.Path}
 	loc, err := formats.DecodeSchemaLocator(n.Value)
 	if err != nil {
-		it.schema.Error = err.Error()
-		return
+		return in.addTopicRec(t, recTopicLocator, enc(nil).uint(0).flags(true))
 	}
-	g.locators = append(g.locators, locatorVersions2{key: t.SchemaKey(), loc: loc, base: t.Base()})
+	in.buf = enc(in.buf[:0]).uint(uint64(len(locatorVersions(loc)))).flags(false)
+	return in.addTopicRec(t, recTopicLocator, in.buf)
 }
 
-// schemaStates reads each locator version's entry, as the schemas view does,
-// and joins it with the messages that use it.
-func (g *gatherer) schemaStates(ctx context.Context) error {
-	// Every version's ledger at once: one Get each cost a round trip on a live store.
-	var ids []int64
-	for _, lv := range g.locators {
-		for _, ie := range locatorVersions(lv.loc) {
-			ids = append(ids, ie.GetPosition().GetLedgerId())
+// readCoverage adds the check's coverage rows to their topics.
+func (in *incident) readCoverage(ctx context.Context, run *CheckRun) error {
+	var seq uint64
+	return run.Coverage(ctx, func(tc TopicCoverage) error {
+		seq++
+		t, err := formats.ParseTopic(tc.Topic)
+		if err != nil || !in.wanted(t) {
+			return nil
 		}
-	}
-	facts, err := ledgerPresences(g.dd, ids)
-	if err != nil {
-		return fmt.Errorf("schema ledgers: %w", err)
-	}
-	for _, lv := range g.locators {
-		if err := ctx.Err(); err != nil {
+		in.buf = encodeCoverage(in.buf[:0], &tc)
+		return in.add(in.byTopic, topicKey(in.key[:0], t.Base().String(), recTopicCoverage, seq), in.buf)
+	})
+}
+
+// joinLedgers places each finding of the by-ledger sort on the topic of its
+// ledger: the LedgerInfo that lists it, else (and always for an orphan) the
+// owner its node names; a ledger with neither is loose.
+func (in *incident) joinLedgers(ctx context.Context) error {
+	var (
+		cur        int64
+		started    bool
+		liTopic    string
+		node       placedFinding
+		p          placedFinding
+		haveLINode bool
+	)
+	err := in.byLedger.Sorted(ctx, func(k, v []byte) error {
+		id := idOfKey(k)
+		if !started || id != cur {
+			cur, started, liTopic, haveLINode = id, true, "", false
+			node = placedFinding{}
+		}
+		switch k[8] {
+		case recLedgerInfo:
+			if liTopic == "" {
+				liTopic = string(v)
+			}
+			return nil
+		case recLedgerNode:
+			haveLINode = true
+			return decodePlaced(v, &node)
+		}
+		if err := decodePlaced(v, &p); err != nil {
 			return err
 		}
-		s := g.topic(lv.base).schema
-		latest := int64(-1)
-		if info := lv.loc.GetInfo(); info != nil {
-			latest = info.GetVersion()
+		p.node, p.hasNode = node.node, haveLINode
+		owner, ok := p.node.ownerTopic()
+		if liTopic != "" && !orphanKind(p.f.Kind) {
+			owner, ok = formats.TopicName{}, false
+			if t, err := formats.ParseTopic(liTopic); err == nil {
+				owner, ok = t, true
+			}
 		}
-		for _, ie := range locatorVersions(lv.loc) {
-			sv := schemaVersion{key: lv.key, version: ie.GetVersion(), ledger: ie.GetPosition().GetLedgerId(),
-				entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash()}
-			f := facts[sv.ledger]
-			state, detail, info, err := schemaState(g.dd.Ledgers, &f, sv)
-			if err != nil {
-				return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
-			}
-			v := htmlreport.Version{Version: sv.version, Ledger: sv.ledger, Entry: sv.entry, State: state,
-				Detail: detail, Latest: sv.version == latest,
-				Lost: state == StateLedgerLost || state == StateEntryLost || state == StateTruncated || state == StateUndecodable}
-			if info != nil {
-				v.Type, v.Deleted, v.Created = cluster.SchemaTypeName(info.GetType()), info.GetDeleted(), info.GetTimestamp()
-			}
-			g.useOf(lv.base, &v)
-			if rb, ok := g.restored[restoredKey(lv.key, sv.version)]; ok {
-				v.RestoredBy, v.RestoreUndone = rb.run, rb.undone
-			}
-			s.Versions = append(s.Versions, v)
+		if ok {
+			return in.onTopic(owner, &p)
 		}
+		if len(in.opts.Topics) > 0 {
+			in.hidden++
+			return nil
+		}
+		if err := in.shown(&p); err != nil {
+			return err
+		}
+		return in.toLoose(&p)
+	})
+	return cmp.Or(in.failed, err)
+}
+
+func (in *incident) toLoose(p *placedFinding) error {
+	in.buf = p.encode(in.buf[:0])
+	return in.add(in.loose, seqKey(idKey(nil, *p.f.LedgerID), p.seq), in.buf)
+}
+
+// rowSum is one topic's row being added up in the topic pass.
+type rowSum struct {
+	htmlreport.TopicRow
+	exists      bool // a managed ledger or locator of it, or --topic named it
+	badVersions map[int64]bool
+}
+
+// topicPass reads the topics' records in topic order, writes each topic's
+// row, and keeps the worst (a bounded heap) to draw: it returns their names,
+// in name order when they are all the topics, else worst first.
+func (in *incident) topicPass(ctx context.Context) ([]string, error) {
+	in.prog.Start("report: topics", 0)
+	defer in.prog.Done()
+	var (
+		row   = rowSum{badVersions: map[int64]bool{}}
+		cur   []byte
+		worst = worstTopics{max: htmlreport.MaxDrawnTopics}
+		p     placedFinding
+		total int
+	)
+	flush := func() error {
+		if cur == nil || !row.exists {
+			return nil
+		}
+		total++
+		in.prog.Add(1)
+		row.BadVersions = int64(len(row.badVersions))
+		worst.offer(&row.TopicRow)
+		return in.rows.Append(cur, encodeRow(in.buf[:0], &row.TopicRow))
+	}
+	err := in.byTopic.Sorted(ctx, func(k, v []byte) error {
+		if name := topicOfKey(k); !bytes.Equal(name, cur) {
+			if err := flush(); err != nil {
+				return err
+			}
+			cur = append(cur[:0], name...)
+			clear(row.badVersions)
+			row = rowSum{TopicRow: htmlreport.TopicRow{Name: string(name)}, badVersions: row.badVersions}
+		}
+		return in.topicRecord(&row, k[len(cur)+1], v, &p)
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err != nil {
+		return nil, err
+	}
+	return worst.names(total), nil
+}
+
+// topicRecord adds one record to a topic's row.
+func (in *incident) topicRecord(row *rowSum, typ byte, v []byte, p *placedFinding) error {
+	d := dec{b: v}
+	switch typ {
+	case recTopicML:
+		row.exists = true
+		row.Partitions++
+		row.Ledgers += int64(d.uint())
+		row.Entries += d.int()
+		return d.done("report managed ledger")
+	case recTopicLocator:
+		row.exists = true
+		row.Versions += int64(d.uint())
+		return d.done("report schema locator")
+	case recTopicCoverage:
+		tc, err := decodeCoverage(v)
+		row.WithEntries += int64(tc.WithEntries)
+		row.Covered += int64(tc.Covered)
+		return err
+	case recTopicAsked:
+		row.exists = true
+		return nil
+	}
+	if err := decodePlaced(v, p); err != nil {
+		return err
+	}
+	if !row.exists { // its topic is not in the stores: loose when it is about a ledger
+		if p.f.LedgerID == nil || len(in.opts.Topics) > 0 {
+			return nil
+		}
+		return in.toLoose(p)
+	}
+	switch p.f.Severity {
+	case report.SeverityError:
+		row.Errors++
+	case report.SeverityWarning:
+		row.Warnings++
+	default:
+		row.Info++
+	}
+	if p.f.Version != nil {
+		row.badVersions[*p.f.Version] = true
 	}
 	return nil
 }
 
-// useOf fills a version's message counts from the schema-usage scan.
-func (g *gatherer) useOf(base formats.TopicName, v *htmlreport.Version) {
-	if g.usage == nil {
+func encodeRow(b enc, r *htmlreport.TopicRow) []byte {
+	return b.uint(uint64(r.Partitions)).int(r.Ledgers).int(r.Entries).int(r.Errors).int(r.Warnings).int(r.Info).
+		int(r.WithEntries).int(r.Covered).int(r.Versions).int(r.BadVersions)
+}
+
+func decodeRow(name, v []byte, r *htmlreport.TopicRow) error {
+	d := dec{b: v}
+	*r = htmlreport.TopicRow{Name: string(name), Partitions: int(d.uint()), Ledgers: d.int(), Entries: d.int(),
+		Errors: d.int(), Warnings: d.int(), Info: d.int(), WithEntries: d.int(), Covered: d.int(),
+		Versions: d.int(), BadVersions: d.int()}
+	return d.done("topic row")
+}
+
+// worstTopics keeps the max worst rows offered (htmlreport.CompareWorst),
+// worst first: a bounded heap, kept as a sorted slice (it is small).
+type worstTopics struct {
+	max  int
+	rows []htmlreport.TopicRow
+}
+
+func (w *worstTopics) offer(r *htmlreport.TopicRow) {
+	if len(w.rows) == w.max && htmlreport.CompareWorst(r, &w.rows[w.max-1]) >= 0 {
 		return
 	}
-	g.usage.TopicUses(base.String(), v.Version, func(u SchemaUse) {
-		v.Messages += u.Messages
-		v.Entries += u.Entries
-		v.FirstPublish, v.LastPublish = int64(u.FirstPublishMs), int64(u.LastPublishMs)
+	i, _ := slices.BinarySearchFunc(w.rows, r, func(a htmlreport.TopicRow, b *htmlreport.TopicRow) int {
+		return htmlreport.CompareWorst(&a, b)
+	})
+	if len(w.rows) == w.max {
+		w.rows = w.rows[:w.max-1]
+	}
+	w.rows = slices.Insert(w.rows, i, *r)
+}
+
+// names are the topics to draw: all of them in name order when there are no
+// more than max, else the worst, worst first.
+func (w *worstTopics) names(total int) []string {
+	out := make([]string, len(w.rows))
+	for i := range w.rows {
+		out[i] = w.rows[i].Name
+	}
+	if total <= w.max {
+		slices.Sort(out)
+	}
+	return out
+}
+
+// looseLedgers are the first MaxLooseLedgers ledgers (by id) whose findings
+// belong to no topic, with the number of the others.
+func (in *incident) looseLedgers(ctx context.Context) ([]htmlreport.Ledger, int64, error) {
+	var (
+		out            []htmlreport.Ledger
+		more, lastMore int64
+		p              placedFinding
+	)
+	err := in.loose.Sorted(ctx, func(_, v []byte) error {
+		if err := decodePlaced(v, &p); err != nil {
+			return err
+		}
+		id := *p.f.LedgerID
+		if n := len(out); n > 0 && out[n-1].ID == id {
+			out[n-1].Faults = append(out[n-1].Faults, fault(&p))
+			if orphanKind(p.f.Kind) {
+				out[n-1].State = htmlreport.LedgerOrphan
+			}
+			return nil
+		}
+		if len(out) == htmlreport.MaxLooseLedgers {
+			if more == 0 || id != lastMore {
+				more, lastMore = more+1, id
+			}
+			return nil
+		}
+		l := htmlreport.Ledger{ID: id, Entries: p.node.entries, Size: p.node.size, Start: p.node.ctime,
+			State: htmlreport.LedgerClosed, Faults: []htmlreport.Fault{fault(&p)}}
+		if orphanKind(p.f.Kind) {
+			l.State, l.End = htmlreport.LedgerOrphan, p.node.ctime
+		}
+		out = append(out, l)
+		return nil
+	})
+	return out, more, err
+}
+
+// listedFindings are the findings the page lists: the first MaxFindingsPerKind
+// of each kind, in check order.
+func (in *incident) listedFindings(ctx context.Context) ([]report.Finding, error) {
+	var (
+		out  []report.Finding
+		seen = map[string]int{}
+		p    placedFinding
+	)
+	err := in.listed.Sorted(ctx, func(_, v []byte) error {
+		if err := decodePlaced(v, &p); err != nil {
+			return err
+		}
+		if seen[p.f.Kind]++; seen[p.f.Kind] <= htmlreport.MaxFindingsPerKind {
+			out = append(out, p.f)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// detail builds the drawn topics: a targeted read of their own nodes and
+// ledgers, and their coverage rows and findings (a second read of the topic
+// sort, keeping only theirs).
+func (in *incident) detail(ctx context.Context, g *gatherer, drawn []string) error {
+	if len(drawn) == 0 {
+		return nil
+	}
+	var (
+		covs []TopicCoverage
+		ps   []placedFinding
+	)
+	err := in.byTopic.Sorted(ctx, func(k, v []byte) error {
+		name := topicOfKey(k)
+		if !g.drawn[string(name)] {
+			return nil
+		}
+		switch k[len(name)+1] {
+		case recTopicCoverage:
+			tc, err := decodeCoverage(v)
+			covs = append(covs, tc)
+			return err
+		case recFinding:
+			var p placedFinding
+			err := decodePlaced(v, &p)
+			ps = append(ps, p)
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, n := range drawn {
+		t, err := formats.ParseTopic(n)
+		if err != nil {
+			continue
+		}
+		if err := g.readTopic(ctx, t); err != nil {
+			return err
+		}
+	}
+	if err := g.readLedgerNodes(); err != nil {
+		return err
+	}
+	if err := g.schemaStates(ctx); err != nil {
+		g.problems = append(g.problems, "schema versions could not be read: "+err.Error())
+	}
+	g.coverage(covs)
+	g.place(ps)
+	return nil
+}
+
+// incidentRows are the report's rows, in the spill file the topic pass wrote;
+// closing them removes the report's spill dir.
+type incidentRows struct {
+	f   *spill.File
+	dir *spill.Dir
+}
+
+func (r *incidentRows) Len() int64 { return r.f.Len() }
+
+func (r *incidentRows) Each(ctx context.Context, fn func(*htmlreport.TopicRow) error) error {
+	var row htmlreport.TopicRow
+	return r.f.Scan(ctx, nil, func(k, v []byte) error {
+		if err := decodeRow(k, v, &row); err != nil {
+			return err
+		}
+		return fn(&row)
 	})
 }
 
-func restoredKey(key string, version int64) string { return fmt.Sprintf("%s\x00%d", key, version) }
-
-// journal lists every run and learns which schema versions schema repair
-// restored: a committed run's locator write that moved a version to another ledger.
-func (g *gatherer) journal(r *htmlreport.Report) {
-	if g.opts.JournalDir == "" {
-		r.JournalNote = "no data dir, so no journal: the stores came from URLs"
-		return
-	}
-	runs, err := mutate.List(g.opts.JournalDir)
-	if err != nil {
-		r.JournalNote = "the journal could not be read: " + err.Error()
-		return
-	}
-	if len(runs) == 0 {
-		r.JournalNote = "the journal holds no run: ledgermedic has written nothing here"
-		return
-	}
-	for _, s := range runs {
-		run := htmlreport.Run{ID: s.RunID, Command: s.Command, Args: s.Args, Created: s.CreatedAt, State: string(s.State),
-			Items: s.Items, Verified: s.Verified, UndoOf: s.UndoOf, UndoneBy: s.UndoneBy, MetadataStore: s.MetadataStore, Error: s.Error}
-		rec, err := mutate.Show(g.opts.JournalDir, s.RunID)
-		if err != nil {
-			run.Error = strings.TrimSpace(run.Error + " (record unreadable: " + err.Error() + ")")
-		} else {
-			g.runChanges(&run, rec)
-		}
-		r.Runs = append(r.Runs, run)
-	}
-}
-
-func (g *gatherer) runChanges(run *htmlreport.Run, rec *mutate.RunRecord) {
-	for _, it := range rec.Items {
-		if len(run.Changes) == htmlreport.MaxRunChanges {
-			run.MoreChanges++
-		} else {
-			d := it.Description
-			if d == "" {
-				d = fmt.Sprintf("%s %s", it.Kind, cmp.Or(it.Path, fmt.Sprintf("ledger %d", it.LedgerID)))
-			}
-			run.Changes = append(run.Changes, d+" ["+string(it.Status)+"]")
-		}
-		if rec.State != mutate.StateCommitted || rec.UndoOf != "" || it.Kind != mutate.KindSet {
-			continue
-		}
-		t, ok := formats.ParseSchemaLocatorPath(it.Path)
-		if !ok {
-			continue
-		}
-		for _, v := range movedVersions(it.Before, it.After) {
-			g.restored[restoredKey(t.SchemaKey(), v)] = restoredBy{run: rec.RunID, undone: run.UndoneBy != ""}
-		}
-	}
-}
-
-// movedVersions lists the versions a locator write pointed at another ledger entry.
-func movedVersions(before, after []byte) []int64 {
-	b, err1 := formats.DecodeSchemaLocator(before)
-	a, err2 := formats.DecodeSchemaLocator(after)
-	if err1 != nil || err2 != nil {
-		return nil
-	}
-	old := map[int64]*schemapb.IndexEntry{}
-	for _, ie := range locatorVersions(b) {
-		old[ie.GetVersion()] = ie
-	}
-	var out []int64
-	for _, ie := range locatorVersions(a) {
-		o := old[ie.GetVersion()]
-		if o != nil && (o.GetPosition().GetLedgerId() != ie.GetPosition().GetLedgerId() || o.GetPosition().GetEntryId() != ie.GetPosition().GetEntryId()) {
-			out = append(out, ie.GetVersion())
-		}
-	}
-	return out
-}
-
-// orphanKind: the findings of ledgers nothing references (an unreferenced
-// schema ledger on live bookies is info, not a warning, but still an orphan).
-func orphanKind(kind string) bool { return kind == KindOrphanLedger || kind == KindOrphanSchemaLedger }
-
-// place fills in ledger times from their nodes, adds orphan ledgers to their
-// owners, and puts each finding about a ledger or schema version at its place.
-func (g *gatherer) place(fs []report.Finding) {
-	g.times()
-	// Orphans first: adding them grows the lanes, which must not move under byLedger.
-	for _, f := range fs {
-		if orphanKind(f.Kind) && f.LedgerID != nil {
-			g.orphan(*f.LedgerID, f)
-		}
-	}
-	byLedger := map[int64]*htmlreport.Ledger{}
-	for _, lane := range g.laneByML {
-		for i := range lane.Ledgers {
-			byLedger[lane.Ledgers[i].ID] = &lane.Ledgers[i]
-		}
-	}
-	for _, f := range fs {
-		switch {
-		case orphanKind(f.Kind) && f.LedgerID != nil:
-		case f.Version != nil && g.placeOnVersion(f):
-		case f.LedgerID == nil || f.Kind == KindUsedSchemaVersionLost:
-		case byLedger[*f.LedgerID] != nil:
-			l := byLedger[*f.LedgerID]
-			l.Faults = append(l.Faults, fault(f))
-		default:
-			g.looseLedger(*f.LedgerID, fault(f))
-		}
-	}
-	for _, lane := range g.laneByML {
-		slices.SortFunc(lane.Ledgers, func(a, b htmlreport.Ledger) int {
-			return cmp.Or(cmp.Compare(a.Start, b.Start), cmp.Compare(a.ID, b.ID))
-		})
-	}
-}
-
-func fault(f report.Finding) htmlreport.Fault {
-	return htmlreport.Fault{Kind: f.Kind, Severity: f.Severity, Message: f.Location + ": " + f.Message, EntryID: f.EntryID}
-}
-
-// times sets Start from the ledger node's ctime; a ledger without a node starts
-// when the ledger before it closed (estimated).
-func (g *gatherer) times() {
-	for _, lane := range g.laneByML {
-		prevEnd := int64(0)
-		for i := range lane.Ledgers {
-			l := &lane.Ledgers[i]
-			if nd, ok := g.nodes[l.ID]; ok && nd.ctime > 0 {
-				l.Start = nd.ctime
-			} else {
-				l.Start, l.StartEstimated = prevEnd, true
-			}
-			if l.End > 0 {
-				prevEnd = l.End
-			}
-		}
-	}
-}
-
-// orphan adds an orphan ledger to the lane of the managed ledger (or to the
-// schema) its node names, else to the loose ledgers.
-func (g *gatherer) orphan(id int64, f report.Finding) {
-	nd := g.nodes[id]
-	l := htmlreport.Ledger{ID: id, Entries: nd.entries, Size: nd.size, Start: nd.ctime, End: nd.ctime,
-		State: htmlreport.LedgerOrphan, Faults: []htmlreport.Fault{fault(f)}}
-	switch nd.component {
-	case cluster.ComponentML:
-		if lane := g.laneByML[nd.owner]; lane != nil {
-			l.Topic = lane.Topic
-			lane.Ledgers = append(lane.Ledgers, l)
-			return
-		}
-	case cluster.ComponentSchema:
-		for _, it := range g.topicsBy {
-			if it.schema != nil && it.schema.Key == nd.owner {
-				l.Topic = it.name.String()
-				it.schema.Orphans = append(it.schema.Orphans, l)
-				return
-			}
-		}
-	}
-	if len(g.opts.Topics) == 0 { // else owned by a topic outside the filter: not shown
-		g.loose = append(g.loose, l)
-	}
-}
-
-// placeOnVersion puts a schema finding on its version; false when the version is not shown.
-func (g *gatherer) placeOnVersion(f report.Finding) bool {
-	t, err := formats.ParseTopic(f.Topic)
-	if err != nil {
-		return false
-	}
-	it := g.topicsBy[t.Base().String()]
-	if it == nil || it.schema == nil {
-		return false
-	}
-	for i := range it.schema.Versions {
-		if v := &it.schema.Versions[i]; v.Version == *f.Version {
-			v.Faults = append(v.Faults, fault(f))
-			return true
-		}
-	}
-	if f.Kind == KindUsedSchemaVersionMissing {
-		// Messages use a version the locator no longer lists: show it as a lost row.
-		it.schema.Versions = append(it.schema.Versions, htmlreport.Version{Version: *f.Version, State: UseMissing,
-			Lost: true, Detail: f.Message, Faults: []htmlreport.Fault{fault(f)}})
-		g.useOf(t.Base(), &it.schema.Versions[len(it.schema.Versions)-1])
-		slices.SortFunc(it.schema.Versions, func(a, b htmlreport.Version) int { return cmp.Compare(a.Version, b.Version) })
-		return true
-	}
-	return false
-}
-
-// looseLedger adds a fault to a ledger no shown managed ledger lists; with a
-// topic filter, only when its node names a selected topic.
-func (g *gatherer) looseLedger(id int64, flt htmlreport.Fault) {
-	for i := range g.loose {
-		if g.loose[i].ID == id {
-			g.loose[i].Faults = append(g.loose[i].Faults, flt)
-			return
-		}
-	}
-	nd, node := g.nodes[id]
-	if len(g.opts.Topics) > 0 {
-		if !node || g.laneByML[nd.owner] == nil {
-			return
-		}
-	}
-	g.loose = append(g.loose, htmlreport.Ledger{ID: id, Entries: nd.entries, Size: nd.size, Start: nd.ctime,
-		State: htmlreport.LedgerClosed, Faults: []htmlreport.Fault{flt}})
-}
-
-// topics returns the topics in name order, lanes in partition order; a topic
-// asked for by --topic that the stores do not hold is listed with a note.
-func (g *gatherer) topics() []htmlreport.Topic {
-	for _, w := range g.opts.Topics {
-		if _, ok := g.topicsBy[w.Base().String()]; !ok {
-			g.topic(w.Base())
-		}
-	}
-	names := make([]string, 0, len(g.topicsBy))
-	for n := range g.topicsBy {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	out := make([]htmlreport.Topic, 0, len(names))
-	for _, n := range names {
-		it := g.topicsBy[n]
-		t := htmlreport.Topic{Name: n, SchemaKey: it.name.SchemaKey(), Schema: it.schema}
-		for _, l := range it.lanes {
-			t.Lanes = append(t.Lanes, *l)
-		}
-		slices.SortFunc(t.Lanes, func(a, b htmlreport.Lane) int { return laneOrder(a.Topic, b.Topic) })
-		t.Note = topicNote(it)
-		out = append(out, t)
-	}
-	return out
-}
-
-func laneOrder(a, b string) int {
-	ta, _ := formats.ParseTopic(a)
-	tb, _ := formats.ParseTopic(b)
-	return cmp.Or(cmp.Compare(ta.PartitionIndex(), tb.PartitionIndex()), strings.Compare(a, b))
-}
-
-func topicNote(it *incidentTopic) string {
-	switch {
-	case len(it.lanes) == 0 && it.schema == nil:
-		return "no managed ledger and no schema locator in the stores: the topic does not exist here (or its metadata is gone)"
-	case len(it.lanes) == 0:
-		return "no managed ledger: only the schema locator exists"
-	}
-	for _, l := range it.lanes {
-		if len(l.Ledgers) > 0 || l.Error != "" {
-			return ""
-		}
-	}
-	return "the topic has no ledgers"
-}
-
-// coverage copies check's firstEntryIndex coverage onto the lanes.
-func (g *gatherer) coverage(stats *CheckStats) {
-	if stats == nil {
-		return
-	}
-	for _, c := range stats.Coverage {
-		t, err := formats.ParseTopic(c.Topic)
-		if err != nil {
-			continue
-		}
-		if lane := g.laneByML[t.ManagedLedgerName()]; lane != nil {
-			lane.Indexed, lane.WithEntries, lane.Covered = c.Indexed, c.WithEntries, c.Covered
-		}
-	}
-}
-
-// filterFindings keeps, with a topic filter, the findings about the selected
-// topics: by topic, by one of their ledgers, or by one of their nodes.
-func (g *gatherer) filterFindings(fs []report.Finding) (shown []report.Finding, hidden int) {
-	if len(g.opts.Topics) == 0 {
-		return fs, 0
-	}
-	ledgers := map[int64]bool{}
-	for _, lane := range g.laneByML {
-		for _, l := range lane.Ledgers {
-			ledgers[l.ID] = true
-		}
-	}
-	for _, it := range g.topicsBy {
-		if it.schema != nil {
-			for _, v := range it.schema.Versions {
-				ledgers[v.Ledger] = true
-			}
-			for _, o := range it.schema.Orphans {
-				ledgers[o.ID] = true
-			}
-		}
-	}
-	for _, l := range g.loose {
-		ledgers[l.ID] = true
-	}
-	for _, f := range fs {
-		if g.findingShown(f, ledgers) {
-			shown = append(shown, f)
-		} else {
-			hidden++
-		}
-	}
-	return shown, hidden
-}
-
-func (g *gatherer) findingShown(f report.Finding, ledgers map[int64]bool) bool {
-	if t, err := formats.ParseTopic(f.Topic); err == nil && f.Topic != "" {
-		return g.wanted(t)
-	}
-	if f.LedgerID != nil {
-		return ledgers[*f.LedgerID]
-	}
-	p := cmp.Or(f.Path, strings.TrimPrefix(f.Location, "node "))
-	if t, ok := formats.ParseManagedLedgerPath(p); ok {
-		return g.wanted(t)
-	}
-	if t, _, ok := formats.ParseCursorPath(p); ok {
-		return g.wanted(t)
-	}
-	if t, ok := formats.ParseSchemaLocatorPath(p); ok {
-		return g.wanted(t)
-	}
-	return f.Kind == KindStoreDamaged // damage may touch any topic
-}
+func (r *incidentRows) Close() error { return r.dir.Close() }
 
 // emptiness says so when the stores hold nothing to show.
-func (g *gatherer) emptiness(stats *CheckStats) []string {
+func emptiness(run *CheckRun, topics int64, asked int) []string {
 	var out []string
-	if stats != nil && stats.Nodes == 0 {
+	if run != nil && run.Stats.Nodes == 0 {
 		out = append(out, "the metadata store holds no node: nothing to report on (an empty or wrong store?)")
 	}
-	if stats != nil && stats.Entries == 0 && stats.LedgerNodes > 0 {
+	if run != nil && run.Stats.Entries == 0 && run.Stats.LedgerNodes > 0 {
 		out = append(out, "the ledger store holds no entry: every ledger's data is missing here")
 	}
-	if len(g.topicsBy) == 0 && len(g.opts.Topics) == 0 && (stats == nil || stats.Nodes > 0) {
+	if topics == 0 && asked == 0 && (run == nil || run.Stats.Nodes > 0) {
 		out = append(out, "no topic (managed ledger or schema locator) was found")
 	}
 	return out

@@ -40,47 +40,52 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 	if !ok {
 		return nil
 	}
-	var ids []int64
-	for _, id := range c.sortedLedgerIDs() {
-		if f := c.ledgers[id]; f.node && !f.badNode && !f.offloadedGone && c.ownsLedger(id) {
-			ids = append(ids, id)
-		}
-	}
-	c.prog.Start("ledgers probed on every bookie", int64(len(ids)))
+	c.prog.Start("ledgers probed on every bookie", 0)
 	defer c.prog.Done()
-	out := make([]*ledgerProbe, len(ids))
-	next, done := make(chan int), make(chan struct{}, probeWorkers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type job struct {
+		id     int64
+		last   int64
+		closed bool
+	}
+	jobs, results := make(chan job), make(chan *ledgerProbe)
 	var wg sync.WaitGroup
-	for range min(probeWorkers, len(ids)) {
+	for range probeWorkers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				out[i] = c.probeLedger(ctx, pr, ids[i])
-				done <- struct{}{}
+			for j := range jobs {
+				results <- c.probeLedger(ctx, pr, j.id, j.last, j.closed)
 			}
 		}()
 	}
+	var feedErr error
 	go func() {
-		for i := range ids {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
-		close(done)
+		defer func() { close(jobs); wg.Wait(); close(results) }()
+		var f ledgerFacts
+		feedErr = c.facts.Scan(ctx, nil, func(k, v []byte) error {
+			if err := decodeFacts(v, &f); err != nil {
+				return err
+			}
+			id := idOfKey(k)
+			if !f.node || f.badNode || f.offloadedGone || !c.ownsLedger(id, &f) {
+				return nil
+			}
+			select {
+			case jobs <- job{id, f.lastEntryID, f.closed}:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
 	}()
-	for range done {
+	var firstErr error
+	for p := range results {
 		c.prog.Add(1) // progress from this goroutine only
-	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	for _, p := range out {
-		if p == nil {
-			continue
-		}
-		if p.err != nil {
-			return fmt.Errorf("check: probe ledger %d: %w", p.id, p.err)
+		if p.err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("check: probe ledger %d: %w", p.id, p.err)
+			cancel()
 		}
 		if p.lost {
 			c.notOnBookies[p.id] = p
@@ -88,21 +93,24 @@ func (c *checker) probeReplicas(ctx context.Context) error {
 		if p.unreachable {
 			c.unreachable[p.id] = true
 		}
-		c.major = p.id
 		for _, f := range p.findings {
-			c.add(f)
+			c.addAt(f, p.id, "")
 		}
 	}
-	return nil
+	if firstErr != nil {
+		return firstErr
+	}
+	if feedErr != nil {
+		return fmt.Errorf("check: %w", feedErr)
+	}
+	return ctx.Err()
 }
 
 // probeLedger probes entry 0 and the last entry (a closed ledger's lastEntryId,
 // an open one's last add confirmed) of one ledger.
-func (c *checker) probeLedger(ctx context.Context, pr store.ReplicaProber, id int64) *ledgerProbe {
-	f := c.ledgers[id]
+func (c *checker) probeLedger(ctx context.Context, pr store.ReplicaProber, id, last int64, closed bool) *ledgerProbe {
 	p := &ledgerProbe{id: id}
-	last := f.lastEntryID
-	if !f.closed {
+	if !closed {
 		l, err := c.dd.Ledgers.LastEntry(id)
 		if err != nil {
 			return p // nothing confirmed yet (or no bookie answered): nothing to probe

@@ -12,6 +12,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/formats/schemapb"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -48,10 +49,10 @@ func truncatedDetail(te *store.TruncatedError) string { return te.Detail() }
 // reads the entries through an entryPass: each entry is read and decoded once
 // and handed to every consumer that asked for it. The key space is cut into
 // ranges of whole ledgers (datadir.DataDir.LedgerRanges, from Badger's table
-// metadata) that workers take in turn; what must come out in key order (Check's
-// per-ledger facts and findings) is kept per range and merged in range order,
-// and what does not (usage counters) is kept per worker and added up. The output
-// is the same whatever the number of workers.
+// metadata) that workers take in turn. What Check learns per ledger goes to its
+// spill in ledger id order whatever worker learns it, findings go to its sink
+// at their ledger's place, and usage counters are kept per worker and added
+// up: the output is the same whatever the number of workers.
 
 // rangesPerWorker: more ranges than workers, so one that finishes early takes
 // another and a range of dense ledgers does not hold the others up.
@@ -68,42 +69,46 @@ func scanWorkers(n int) int {
 	return n
 }
 
+// rangeFeed hands out the ranges of a pass, in id order, one at a time (the
+// pass calls it under its lock).
+type rangeFeed interface {
+	next() (store.LedgerRange, bool, error)
+}
+
+// rangeList is a rangeFeed of ranges known up front.
+type rangeList []store.LedgerRange
+
+func (l *rangeList) next() (store.LedgerRange, bool, error) {
+	if len(*l) == 0 {
+		return store.LedgerRange{}, false, nil
+	}
+	r := (*l)[0]
+	*l = (*l)[1:]
+	return r, true, nil
+}
+
 // entryPass is one pass over (part of) the ledger store and its consumers.
 type entryPass struct {
 	dd      *datadir.DataDir
-	ranges  []store.LedgerRange
+	feed    rangeFeed
 	workers int
 	prog    report.Progress
 	check   *checker   // Check's core scan; nil: none
 	usage   *usageScan // schema usage; nil: none
+
+	mu sync.Mutex // over feed
 }
 
-// usageScan is the schema-usage consumer of a pass.
-type usageScan struct {
-	topics   int
-	topicsOf map[int64][]int32 // ledger id -> the topics whose managed ledgers list it
-	maxBad   int
-	states   []*usageState // one per worker
-}
-
-func newUsageScan(topics []usageTopic, ledgers []usageLedger, maxBad int) *usageScan {
-	u := &usageScan{topics: len(topics), topicsOf: make(map[int64][]int32, len(ledgers)), maxBad: maxBad}
-	for _, l := range ledgers {
-		u.topicsOf[l.id] = append(u.topicsOf[l.id], l.topic)
-	}
-	return u
-}
-
-// ledgerRanges are the ranges of a pass over the ledgers of ids (sorted by id,
-// as usageTargets returns them): one per ledger.
-func ledgerRanges(ledgers []usageLedger) []store.LedgerRange {
-	var out []store.LedgerRange
-	for i, l := range ledgers {
-		if i == 0 || ledgers[i-1].id != l.id {
-			out = append(out, store.OneLedger(l.id))
+// ledgerRanges are the ranges of a pass over the ledgers of ids, one per
+// ledger.
+func ledgerRanges(ids []int64) *rangeList {
+	var out rangeList
+	for i, id := range ids {
+		if i == 0 || ids[i-1] != id {
+			out = append(out, store.OneLedger(id))
 		}
 	}
-	return out
+	return &out
 }
 
 // rangesForTest, when set, replaces the cut of the whole store (tests use it to
@@ -111,15 +116,17 @@ func ledgerRanges(ledgers []usageLedger) []store.LedgerRange {
 var rangesForTest func(dd *datadir.DataDir) []store.LedgerRange
 
 // wholeStoreRanges cuts the whole ledger store for workers.
-func wholeStoreRanges(dd *datadir.DataDir, workers int) []store.LedgerRange {
+func wholeStoreRanges(dd *datadir.DataDir, workers int) *rangeList {
 	if rangesForTest != nil {
-		return rangesForTest(dd)
+		l := rangeList(rangesForTest(dd))
+		return &l
 	}
 	rs, splittable := dd.LedgerRanges(workers * rangesPerWorker)
 	if !splittable {
-		return []store.LedgerRange{store.WholeLedgerStore}
+		rs = []store.LedgerRange{store.WholeLedgerStore}
 	}
-	return rs
+	l := rangeList(rs)
+	return &l
 }
 
 // ledgerSeg is what Check learns of one ledger from its entries.
@@ -129,51 +136,54 @@ type ledgerSeg struct {
 	entry0Indexed bool
 }
 
-// rangeResult is what one range gave Check, in key order.
-type rangeResult struct {
-	segs         []ledgerSeg
-	findings     []report.Finding
-	entries      int64
-	entryBytes   int64
-	topicEntries int64
+// passCounts is what a worker counted of the ledgers it owns.
+type passCounts struct {
+	ledgers, entries, entryBytes, topicEntries int64
 }
 
 // passesRun counts entry passes started in this process: tests use it to prove
 // that a command reads the ledger store once.
 var passesRun atomic.Int64
 
-// run reads every range once and merges the results.
+// nextRange takes the next range to read.
+func (p *entryPass) nextRange() (store.LedgerRange, bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.feed.next()
+}
+
+// run reads every range once.
 func (p *entryPass) run(ctx context.Context) error {
 	passesRun.Add(1)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	workers := min(p.workers, len(p.ranges))
-	results := make([]*rangeResult, len(p.ranges))
-	errs := make([]error, workers)
-	var (
-		next atomic.Int64
-		wg   sync.WaitGroup
-	)
-	ws := make([]*passWorker, workers)
+	errs := make([]error, p.workers)
+	var wg sync.WaitGroup
+	ws := make([]*passWorker, p.workers)
 	for i := range ws {
-		ws[i] = p.newWorker()
+		w, err := p.newWorker()
+		if err != nil {
+			return err
+		}
+		ws[i] = w
 		wg.Add(1)
 		go func(w *passWorker) {
 			defer wg.Done()
 			for {
-				r := int(next.Add(1) - 1)
-				if r >= len(p.ranges) {
-					return
+				r, ok, err := p.nextRange()
+				if err == nil && ok {
+					err = w.scan(ctx, r)
 				}
-				res, err := w.scan(ctx, p.ranges[r])
 				if err != nil {
 					errs[i] = err
 					cancel()
 					return
 				}
-				results[r] = res
+				if !ok {
+					return
+				}
 			}
-		}(ws[i])
+		}(w)
 	}
 	wg.Wait()
 	for _, w := range ws {
@@ -188,9 +198,12 @@ func (p *entryPass) run(ctx context.Context) error {
 		}
 		return err
 	}
-	if p.check != nil {
-		for _, r := range results {
-			p.check.mergeRange(r)
+	if c := p.check; c != nil {
+		for _, w := range ws {
+			c.stats.Ledgers += w.counts.ledgers
+			c.stats.Entries += w.counts.entries
+			c.stats.EntryBytes += w.counts.entryBytes
+			c.stats.TopicEntries += w.counts.topicEntries
 		}
 	}
 	if p.usage != nil {
@@ -204,20 +217,23 @@ func (p *entryPass) run(ctx context.Context) error {
 // passWorker reads ranges for a pass; its decode buffers and usage counters
 // live as long as the pass.
 type passWorker struct {
-	p     *entryPass
-	usage *usageState
+	p      *entryPass
+	usage  *usageState
+	facts  *factsCursor // Check's facts of the ledgers, read along
+	counts passCounts
 
 	refs formats.EntryRefs
 	e    formats.Entry
 	md   pulsarpb.MessageMetadata
 	bm   pulsarpb.BrokerEntryMetadata
 
-	// The range being read.
-	out     *rangeResult
-	seg     *ledgerSeg
-	topic   bool    // Check parses the ledger's entries as topic entries
-	uTopics []int32 // the topics counting the ledger's entries
-	pending int64   // entries not yet reported to the progress bar
+	// The ledger being read.
+	seg     ledgerSeg
+	inSeg   bool
+	topic   bool       // Check parses the ledger's entries as topic entries
+	svRefs  []svRef    // the schema versions whose entries the ledger holds (Check)
+	uTopics []usageRef // the topics counting the ledger's entries
+	pending int64      // entries not yet reported to the progress bar
 	// Of a sharded check (shard.go): the ledger being read is another shard's and
 	// no topic of this one refers to it (skipped), or another shard's that one
 	// refers to (read for its facts, not counted or reported: counted false).
@@ -229,86 +245,124 @@ type passWorker struct {
 	entryUnlisted map[string]int64
 }
 
-func (p *entryPass) newWorker() *passWorker {
+func (p *entryPass) newWorker() (*passWorker, error) {
 	w := &passWorker{p: p, entryListed: map[string]int{}, entryUnlisted: map[string]int64{}}
 	if p.usage != nil {
-		w.usage = newUsageState(p.usage.topics, p.usage.maxBad)
+		st, err := newUsageState(p.usage)
+		if err != nil {
+			return nil, err
+		}
+		w.usage = st
 	}
-	return w
+	if c := p.check; c != nil {
+		fc, err := newFactsCursor(c.facts)
+		if err != nil {
+			return nil, err
+		}
+		w.facts = fc
+	}
+	return w, nil
 }
 
 // scan reads one range.
-func (w *passWorker) scan(ctx context.Context, r store.LedgerRange) (*rangeResult, error) {
-	w.out, w.seg, w.skipping = &rangeResult{}, nil, false
-	err := w.p.dd.ScanLedgerRange(ctx, r, w.entry, w.truncated)
-	if err != nil {
-		return nil, err
+func (w *passWorker) scan(ctx context.Context, r store.LedgerRange) error {
+	w.inSeg, w.skipping = false, false
+	if err := w.p.dd.ScanLedgerRange(ctx, r, w.entry, w.truncated); err != nil {
+		return err
 	}
-	w.endLedger()
-	return w.out, nil
+	return w.endLedger()
 }
 
 // ledger accounts for one stored entry, good or truncated, of ledger id, and
 // reports false when the entry is to be skipped.
-func (w *passWorker) ledger(id int64) bool {
+func (w *passWorker) ledger(id int64) (bool, error) {
 	if w.skipping && w.skipID == id {
-		return false
+		return false, nil
 	}
-	if w.seg == nil || w.seg.id != id {
-		w.endLedger()
-		w.skipping, w.counted = false, true
-		if c := w.p.check; c != nil && c.sharded() {
-			w.counted = c.ownsLedger(id)
-			if f := c.ledgers[id]; !w.counted && (f == nil || !f.needed) {
-				w.skipping, w.skipID = true, id
-				return false
+	if !w.inSeg || w.seg.id != id {
+		if err := w.endLedger(); err != nil {
+			return false, err
+		}
+		w.skipping, w.counted, w.topic, w.uTopics, w.svRefs = false, true, false, nil, nil
+		if c := w.p.check; c != nil {
+			f, err := w.facts.at(id)
+			if err != nil {
+				return false, err
+			}
+			if f != nil && w.usage != nil {
+				w.uTopics = f.usage
+			}
+			if c.sharded() {
+				w.counted = c.ownsLedger(id, f)
+				if !w.counted && (f == nil || !f.needed) {
+					w.skipping, w.skipID = true, id
+					return false, nil
+				}
+			}
+			if f != nil {
+				w.topic, w.svRefs = f.topicLedger(), f.svRefs
 			}
 		}
-		w.out.segs = append(w.out.segs, ledgerSeg{id: id})
-		w.seg = &w.out.segs[len(w.out.segs)-1]
-		if c := w.p.check; c != nil {
-			// Read-only during the pass: facts of unknown ledgers are made at the merge.
-			f := c.ledgers[id]
-			w.topic = f != nil && f.topicLedger()
-		}
-		if u := w.p.usage; u != nil {
-			w.uTopics = u.topicsOf[id]
+		w.seg, w.inSeg = ledgerSeg{id: id}, true
+		if w.usage != nil && w.p.check == nil {
+			var err error
+			if w.uTopics, err = w.usage.topicsOf(id); err != nil {
+				return false, err
+			}
 		}
 	}
 	w.seg.stored++
 	if w.counted {
-		w.out.entries++
+		w.counts.entries++
 	}
 	if w.pending++; w.pending == progressEvery {
 		w.p.prog.Add(w.pending)
 		w.pending = 0
 	}
-	return true
+	return true, nil
 }
 
-// endLedger closes the ledger being read.
-func (w *passWorker) endLedger() {
-	if w.seg != nil && w.p.check != nil {
-		w.flushUnlisted(w.seg.id, w.counted)
+// endLedger closes the ledger being read: its per-entry findings are
+// summed up and what its entries say goes to Check's spill.
+func (w *passWorker) endLedger() error {
+	if !w.inSeg {
+		return nil
 	}
-	// w.seg points into w.out.segs, which the next append may move.
-	w.seg = nil
+	w.inSeg = false
+	if w.usage != nil {
+		if err := w.usage.endLedger(w.p.usage.out, w.seg.id, w.uTopics); err != nil {
+			return err
+		}
+	}
+	c := w.p.check
+	if c == nil {
+		return nil
+	}
+	w.flushUnlisted(w.seg.id, w.counted)
+	if w.counted {
+		w.counts.ledgers++
+	}
+	return c.addSeg(w.seg)
 }
 
 func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
-	if !w.ledger(ledgerID) {
-		return nil
+	if ok, err := w.ledger(ledgerID); !ok || err != nil {
+		return err
 	}
 	if w.counted {
-		w.out.entryBytes += int64(len(v))
+		w.counts.entryBytes += int64(len(v))
+	}
+	if len(w.svRefs) > 0 {
+		if err := w.schemaEntry(entryID, v, nil); err != nil {
+			return err
+		}
 	}
 	if !w.topic && len(w.uTopics) == 0 {
 		return nil
 	}
 	r, err := w.decode(v)
-	pos := Position{LedgerID: ledgerID, EntryID: entryID}
-	for _, t := range w.uTopics {
-		w.usage.account(t, pos, v, r, err)
+	if len(w.uTopics) > 0 {
+		w.usage.account(w.uTopics, Position{LedgerID: ledgerID, EntryID: entryID}, v, r, err)
 	}
 	if w.topic {
 		w.topicEntry(ledgerID, entryID, v, r, err)
@@ -317,13 +371,16 @@ func (w *passWorker) entry(ledgerID, entryID int64, v []byte) error {
 }
 
 func (w *passWorker) truncated(te *store.TruncatedError) error {
-	if !w.ledger(te.LedgerID) {
-		return nil
+	if ok, err := w.ledger(te.LedgerID); !ok || err != nil {
+		return err
 	}
-	for _, t := range w.uTopics {
-		w.usage.totals[t].entries++
-		w.usage.addBad(badEntry{topic: t, pos: Position{LedgerID: te.LedgerID, EntryID: te.EntryID}, kind: KindValueTruncated,
-			detail: fmt.Sprintf("entry value is truncated: %v", te)})
+	if len(w.uTopics) > 0 {
+		w.usage.truncated(w.uTopics, Position{LedgerID: te.LedgerID, EntryID: te.EntryID}, fmt.Sprintf("entry value is truncated: %v", te))
+	}
+	if len(w.svRefs) > 0 {
+		if err := w.schemaEntry(te.EntryID, nil, te); err != nil {
+			return err
+		}
 	}
 	if w.p.check != nil {
 		fd := newFinding(KindValueTruncated, entryLoc(te.LedgerID, te.EntryID), "the entry's bytes are lost; restore the ledger from a bookie replica",
@@ -346,4 +403,30 @@ func (w *passWorker) decode(v []byte) (*formats.EntryRefs, error) {
 	}
 	*r = w.e.Refs()
 	return r, nil
+}
+
+// schemaEntry checks one entry of a schema ledger against every schema
+// version whose locator names it (its bytes v, or te when they are
+// truncated), and answers those versions: the schema step reads no entry
+// again.
+func (w *passWorker) schemaEntry(entryID int64, v []byte, te *store.TruncatedError) error {
+	for _, sv := range w.svRefs {
+		if sv.entry != entryID {
+			continue
+		}
+		var a svEntryAnswer
+		if te != nil {
+			a.state, a.detail = StateTruncated, te.Error()
+		} else {
+			var info *schemapb.SchemaInfo
+			a.state, a.detail, info = schemaEntryState(v, sv.hash)
+			if info != nil && info.Timestamp != nil {
+				a.ts, a.hasTS = info.GetTimestamp(), true
+			}
+		}
+		if err := w.p.check.svAnswers.Add(append(seqKey(nil, sv.seq), svEntry), a.encode()); err != nil {
+			return fmt.Errorf("check: %w", err)
+		}
+	}
+	return nil
 }

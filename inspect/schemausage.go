@@ -1,15 +1,14 @@
 package inspect
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"google.golang.org/protobuf/proto"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/spill"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/schemaid"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -61,6 +61,9 @@ type UsageOptions struct {
 	// MaxListedBadEntries bounds the unreadable entries listed as findings (the
 	// rest are counted in one more finding); 0 means DefaultMaxListedBadEntries.
 	MaxListedBadEntries int
+	// SpillDir is where the count keeps what it learns per topic and ledger
+	// (internal/spill); "" is $TMPDIR.
+	SpillDir string
 }
 
 // Position is one entry, ledger:entry.
@@ -81,6 +84,9 @@ type SchemaUse struct {
 	FirstPublishMs, LastPublishMs uint64
 	Status                        string // Use* constants
 	Detail                        string // why, for lost and missing versions
+
+	raw                 []byte // the reference's bytes, as stored
+	firstPart, lastPart int    // the partitions of First and Last (-1: not partitioned)
 }
 
 // TopicUsage is the schema usage of one base topic, partitions together.
@@ -92,17 +98,15 @@ type TopicUsage struct {
 	Messages       int64  // messages in readable entries
 	BadEntries     int64  // entries that did not parse or failed their CRC
 	Uses           []SchemaUse
-
-	partitionOf map[int64]int // ledger → partition, for a partitioned topic
 }
 
-// partition is the partition a ledger of the topic belongs to, nil for a topic
-// that is not partitioned.
-func (tu *TopicUsage) partition(ledgerID int64) *int {
-	if p, ok := tu.partitionOf[ledgerID]; ok {
-		return &p
+// partitionPtr is a use's first or last partition as the view shows it: nil
+// for a topic that is not partitioned.
+func partitionPtr(p int) *int {
+	if p < 0 {
+		return nil
 	}
-	return nil
+	return &p
 }
 
 // usagePlace is a first or last use in the table: the entry, and its partition
@@ -114,55 +118,139 @@ func usagePlace(pos Position, partition *int) string {
 	return fmt.Sprintf("%s (partition %d)", pos, *partition)
 }
 
-// UsageReport is what SchemaUsage found.
+// UsageReport is what SchemaUsage found, all of it in memory.
 type UsageReport struct {
 	Topics     []TopicUsage // by topic name
 	Findings   []report.Finding
 	Entries    int64
 	BadEntries int64
-
-	indexOnce sync.Once
-	byTopic   map[string][]int // positions in Topics, by Topic
-	byKey     map[string][]int // by SchemaKey
 }
 
-// index maps topic names and schema keys to their topics, once: the report and
-// schema repair look up each schema version, and a scan of every topic per version
-// made a report of 10k topics take 22 s.
-func (r *UsageReport) index() {
-	r.indexOnce.Do(func() {
-		r.byTopic, r.byKey = make(map[string][]int), make(map[string][]int)
-		for i, t := range r.Topics {
-			r.byTopic[t.Topic] = append(r.byTopic[t.Topic], i)
-			r.byKey[t.SchemaKey] = append(r.byKey[t.SchemaKey], i)
+// UsageRun is a finished schema-usage count whose per-topic results and
+// findings stay on disk (a million topics are a million rows) until Close.
+type UsageRun struct {
+	Entries    int64
+	BadEntries int64
+	topics     *spill.File // TopicUsage by base topic
+	needs      *spill.File // messages by schema key and registry version
+	out        *findingSink
+	dd         *datadir.DataDir
+	own        *spill.Dir // nil when the run is part of a check's
+}
+
+// Topics calls fn with every topic's usage, by topic name.
+func (r *UsageRun) Topics(ctx context.Context, fn func(*TopicUsage) error) error {
+	var tu TopicUsage
+	return r.topics.Scan(ctx, nil, func(_, v []byte) error {
+		if err := decodeTopicUsage(v, &tu); err != nil {
+			return err
 		}
+		return fn(&tu)
 	})
+}
+
+// Findings calls fn with every finding: by severity, kind, then location. The
+// run of a check has none of its own (they are the check's).
+func (r *UsageRun) Findings(ctx context.Context, fn func(report.Finding) error) error {
+	if r.out == nil {
+		return nil
+	}
+	return r.out.sorter.Sorted(ctx, func(_, v []byte) error {
+		f, err := decodeFinding(v)
+		if err != nil {
+			return err
+		}
+		markStoreDamage(&f, r.dd.Damage)
+		return fn(f)
+	})
+}
+
+// Actionable reports whether any finding is an error or a warning.
+func (r *UsageRun) Actionable() bool { return r.out != nil && r.out.counted().Actionable() }
+
+// Counts is how many findings there are of each kind and severity.
+func (r *UsageRun) Counts() report.Counts {
+	if r.out == nil {
+		return report.Counts{}
+	}
+	return r.out.counted()
+}
+
+// Close removes what the run keeps on disk.
+func (r *UsageRun) Close() error {
+	if r == nil || r.own == nil {
+		return nil
+	}
+	return r.own.Close()
 }
 
 // TopicUses calls fn with every use of registry version version by the stored
 // messages of topic (a base topic, persistent://tenant/ns/name).
-func (r *UsageReport) TopicUses(topic string, version int64, fn func(SchemaUse)) {
-	r.index()
-	r.versionUses(r.byTopic[topic], version, fn)
+func (r *UsageRun) TopicUses(topic string, version int64, fn func(SchemaUse)) error {
+	v, ok, err := r.topics.Get([]byte(topic))
+	if err != nil || !ok {
+		return err
+	}
+	var tu TopicUsage
+	if err := decodeTopicUsage(v, &tu); err != nil {
+		return err
+	}
+	for _, u := range tu.Uses {
+		if isRegistryVersion(u, version) {
+			fn(u)
+		}
+	}
+	return nil
 }
 
-func (r *UsageReport) versionUses(topics []int, version int64, fn func(SchemaUse)) {
-	for _, i := range topics {
-		for _, u := range r.Topics[i].Uses {
-			if u.Field == schemaid.FieldSchemaVersion && u.ID.Kind == schemaid.KindPulsarVersion && u.ID.Version == version {
+// MessagesNeeding returns how many stored messages of the topics with this
+// schema key carry registry version version: what a repair of that version
+// brings back to life.
+func (r *UsageRun) MessagesNeeding(schemaKey string, version int64) (int64, error) {
+	v, ok, err := r.needs.Get(needsKey(schemaKey, version))
+	if err != nil || !ok {
+		return 0, err
+	}
+	d := dec{b: v}
+	n := int64(d.uint())
+	return n, d.done("messages needing a version")
+}
+
+func isRegistryVersion(u SchemaUse, version int64) bool {
+	return u.Field == schemaid.FieldSchemaVersion && u.ID.Kind == schemaid.KindPulsarVersion && u.ID.Version == version
+}
+
+func needsKey(schemaKey string, version int64) []byte {
+	return idKey(append([]byte(schemaKey), 0), version)
+}
+
+// TopicUses is UsageRun.TopicUses of a report in memory.
+func (r *UsageReport) TopicUses(topic string, version int64, fn func(SchemaUse)) {
+	for _, tu := range r.Topics {
+		if tu.Topic != topic {
+			continue
+		}
+		for _, u := range tu.Uses {
+			if isRegistryVersion(u, version) {
 				fn(u)
 			}
 		}
 	}
 }
 
-// MessagesNeeding returns how many stored messages of the topics with this
-// schema key carry registry version version: what a repair of that version
-// brings back to life.
+// MessagesNeeding is UsageRun.MessagesNeeding of a report in memory.
 func (r *UsageReport) MessagesNeeding(schemaKey string, version int64) int64 {
-	r.index()
 	var n int64
-	r.versionUses(r.byKey[schemaKey], version, func(u SchemaUse) { n += u.Messages })
+	for _, tu := range r.Topics {
+		if tu.SchemaKey != schemaKey {
+			continue
+		}
+		for _, u := range tu.Uses {
+			if isRegistryVersion(u, version) {
+				n += u.Messages
+			}
+		}
+	}
 	return n
 }
 
@@ -191,28 +279,35 @@ type UsageRow struct {
 	Detail         string      `json:"detail,omitempty"`
 }
 
+// usageRows are one topic's rows of the schema-usage view.
+func usageRows(tu *TopicUsage) []UsageRow {
+	rows := make([]UsageRow, 0, len(tu.Uses))
+	for _, u := range tu.Uses {
+		row := UsageRow{Topic: tu.Topic, ID: u.ID, Ref: u.ID.String(), Messages: u.Messages, Entries: u.Entries,
+			First: u.First, FirstPartition: partitionPtr(u.firstPart),
+			Last: u.Last, LastPartition: partitionPtr(u.lastPart),
+			FirstPublish: report.Millis(int64(u.FirstPublishMs)), LastPublish: report.Millis(int64(u.LastPublishMs)),
+			Status: u.Status, Detail: u.Detail}
+		row.FirstAt, row.LastAt = usagePlace(row.First, row.FirstPartition), usagePlace(row.Last, row.LastPartition)
+		if u.Field != schemaid.FieldUnknown {
+			row.Field = u.Field.String()
+		}
+		if u.FirstPublishMs != 0 {
+			row.FirstPublishMs = report.Ptr(u.FirstPublishMs)
+		}
+		if u.LastPublishMs != 0 {
+			row.LastPublishMs = report.Ptr(u.LastPublishMs)
+		}
+		rows = append(rows, row)
+	}
+	return rows
+}
+
 // Table is the per-topic, per-reference usage view.
 func (r *UsageReport) Table() *report.Table {
 	var rows []UsageRow
-	for _, tu := range r.Topics {
-		for _, u := range tu.Uses {
-			row := UsageRow{Topic: tu.Topic, ID: u.ID, Ref: u.ID.String(), Messages: u.Messages, Entries: u.Entries,
-				First: u.First, FirstPartition: tu.partition(u.First.LedgerID),
-				Last: u.Last, LastPartition: tu.partition(u.Last.LedgerID),
-				FirstPublish: report.Millis(int64(u.FirstPublishMs)), LastPublish: report.Millis(int64(u.LastPublishMs)),
-				Status: u.Status, Detail: u.Detail}
-			row.FirstAt, row.LastAt = usagePlace(row.First, row.FirstPartition), usagePlace(row.Last, row.LastPartition)
-			if u.Field != schemaid.FieldUnknown {
-				row.Field = u.Field.String()
-			}
-			if u.FirstPublishMs != 0 {
-				row.FirstPublishMs = report.Ptr(u.FirstPublishMs)
-			}
-			if u.LastPublishMs != 0 {
-				row.LastPublishMs = report.Ptr(u.LastPublishMs)
-			}
-			rows = append(rows, row)
-		}
+	for i := range r.Topics {
+		rows = append(rows, usageRows(&r.Topics[i])...)
 	}
 	return report.Rows("schema_usage", "Schema usage", rows)
 }
@@ -227,61 +322,115 @@ type UsageTopicRow struct {
 	BadEntries     int64  `json:"bad_entries" table:"BAD ENTRIES"`
 }
 
+func topicRow(tu *TopicUsage) UsageTopicRow {
+	return UsageTopicRow{tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries}
+}
+
+// TopicsTable is one row per topic, totals, read from disk as it prints.
+func (r *UsageRun) TopicsTable(ctx context.Context) *report.Table {
+	return report.Stream("topics", "Topics", func(yield func(UsageTopicRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error { return yield(topicRow(tu)) })
+	})
+}
+
+// Table is the per-topic, per-reference usage view, read from disk as it prints.
+func (r *UsageRun) Table(ctx context.Context) *report.Table {
+	return report.Stream("schema_usage", "Schema usage", func(yield func(UsageRow) error) error {
+		return r.Topics(ctx, func(tu *TopicUsage) error {
+			for _, row := range usageRows(tu) {
+				if err := yield(row); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
 // TopicsTable is one row per topic: totals.
 func (r *UsageReport) TopicsTable() *report.Table {
 	rows := make([]UsageTopicRow, len(r.Topics))
-	for i, tu := range r.Topics {
-		rows[i] = UsageTopicRow{tu.Topic, tu.ManagedLedgers, tu.Entries, tu.Messages, len(tu.Uses), tu.BadEntries}
+	for i := range r.Topics {
+		rows[i] = topicRow(&r.Topics[i])
 	}
 	return report.Rows("topics", "Topics", rows)
 }
 
-// usageTopic is one base topic being scanned.
-type usageTopic struct {
-	name formats.TopicName // base
-	mls  int
-	// partitionOf maps each ledger of a partitioned topic to its partition, so
-	// the first and last use, which may lie in different partitions, say which.
-	partitionOf map[int64]int
-}
-
-// usageLedger is one ledger to read and the topic it belongs to.
-type usageLedger struct {
-	id    int64
-	topic int32
-}
-
 // SchemaUsage reads every stored entry of the topics' ledgers once and counts,
 // per topic and schema reference, the messages and entries that carry it; then
-// it joins the registry versions with the topic's schema locator.
-//
-// Without a topic it is one pass over the whole ledger store (entryPass), cut
-// into ranges that Workers read and decode in parallel; with one, the topic's
-// ledgers are read one by one the same way. Each worker keeps its own counters (a
-// few per topic and schema reference, never entries), added up at the end, so
-// memory stays flat however many entries there are.
+// it joins the registry versions with the topic's schema locator. It holds the
+// whole report: for tests and small clusters; RunSchemaUsage keeps it on disk.
 func SchemaUsage(ctx context.Context, dd *datadir.DataDir, opts UsageOptions, progress report.Progress) (*UsageReport, error) {
-	if progress == nil {
-		progress = report.NoProgress{}
-	}
-	topics, ledgers, findings, err := usageTargets(ctx, dd.Metadata, opts.Topic, nil)
+	run, err := RunSchemaUsage(ctx, dd, opts, progress)
 	if err != nil {
 		return nil, err
+	}
+	defer run.Close()
+	return run.Report(ctx)
+}
+
+// Report reads the whole run into memory.
+func (run *UsageRun) Report(ctx context.Context) (*UsageReport, error) {
+	r := &UsageReport{Entries: run.Entries, BadEntries: run.BadEntries}
+	err := run.Topics(ctx, func(tu *TopicUsage) error {
+		c := *tu
+		c.Uses = slices.Clone(tu.Uses)
+		r.Topics = append(r.Topics, c)
+		return nil
+	})
+	if err == nil {
+		err = run.Findings(ctx, func(f report.Finding) error { r.Findings = append(r.Findings, f); return nil })
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// RunSchemaUsage is SchemaUsage in memory that does not grow with the
+// cluster. Without a topic it is one pass over the whole ledger store
+// (entryPass), cut into ranges that Workers read and decode in parallel; with
+// one, the topic's ledgers are read one by one the same way. Each worker
+// counts the ledger it reads and writes the counts down per topic
+// (usagescan.go); finishing adds them up topic by topic.
+func RunSchemaUsage(ctx context.Context, dd *datadir.DataDir, opts UsageOptions, progress report.Progress) (*UsageRun, error) {
+	if progress == nil {
+		progress = report.NoProgress{}
 	}
 	maxBad := opts.MaxListedBadEntries
 	if maxBad <= 0 {
 		maxBad = DefaultMaxListedBadEntries
 	}
-	p := &entryPass{dd: dd, workers: scanWorkers(opts.Workers), prog: progress, usage: newUsageScan(topics, ledgers, maxBad)}
+	d, err := spill.Open(opts.SpillDir)
+	if err != nil {
+		return nil, fmt.Errorf("schema usage: %w", err)
+	}
+	run, err := runSchemaUsage(ctx, dd, d, opts, maxBad, progress)
+	if err != nil {
+		d.Close()
+		return nil, err
+	}
+	return run, nil
+}
+
+func runSchemaUsage(ctx context.Context, dd *datadir.DataDir, d *spill.Dir, opts UsageOptions, maxBad int, progress report.Progress) (*UsageRun, error) {
+	u := newUsageScan(d, maxBad)
+	out := newFindingSink(d)
+	add := func(f report.Finding) { out.add(f, stepUsage, 0, f.Location) }
+	ranges, err := usageWalk(ctx, dd.Metadata, opts.Topic, u, d, add)
+	if err != nil {
+		return nil, err
+	}
+	p := &entryPass{dd: dd, workers: scanWorkers(opts.Workers), prog: progress, usage: u}
 	if opts.Topic == nil {
-		p.ranges = wholeStoreRanges(dd, p.workers)
+		p.feed = wholeStoreRanges(dd, p.workers)
 		if n, ok := dd.EstimateEntries(); ok {
 			report.StartEstimate(progress, "schema usage", n)
 		} else {
 			progress.Start("schema usage", 0)
 		}
 	} else {
-		p.ranges = ledgerRanges(ledgers)
+		p.feed = ranges
 		progress.Start("schema usage", 0)
 	}
 	err = p.run(ctx)
@@ -289,100 +438,31 @@ func SchemaUsage(ctx context.Context, dd *datadir.DataDir, opts UsageOptions, pr
 	if err != nil {
 		return nil, fmt.Errorf("schema usage: %w", err)
 	}
-	return finishUsage(ctx, dd, topics, p.usage.states, maxBad, findings)
-}
-
-// usageLocatorWindow topics' locators are read ahead at once by finishUsage.
-const usageLocatorWindow = 100
-
-// finishUsage adds up the workers' counters and joins them with the locators.
-// findings are the ones made before the pass; the report's come after them.
-func finishUsage(ctx context.Context, dd *datadir.DataDir, topics []usageTopic, states []*usageState, maxBad int, findings []report.Finding) (*UsageReport, error) {
-	r := mergeUsage(topics, states, maxBad)
-	// The topics' locators are read ahead a window at a time: a Get per topic
-	// (and another per version checked for a collision) cost a round trip each
-	// on a live store, and all of them at once would hold every locator.
-	var collisions []report.Finding
-	for lo := 0; lo < len(r.Topics); lo += usageLocatorWindow {
-		hi := min(lo+usageLocatorWindow, len(r.Topics))
-		paths := make([]string, 0, hi-lo)
-		for i := lo; i < hi; i++ {
-			paths = append(paths, topics[i].name.SchemaLocatorPath())
-		}
-		locators := store.ReadAhead(dd.Metadata, paths)
-		for i := lo; i < hi; i++ {
-			fs, err := joinLocator(dd, locators, &r.Topics[i], topics[i].name)
-			if err != nil {
-				return nil, err
-			}
-			findings = append(findings, fs...)
-			// Versions registered after messages that use them (inspect/collision.go).
-			cf, err := topicCollisions(ctx, dd, locators, &r.Topics[i])
-			if err != nil {
-				return nil, err
-			}
-			collisions = append(collisions, cf...)
-		}
-	}
-	findings = append(findings, collisions...)
-	r.Findings = append(findings, r.Findings...)
-	r.Findings = append(r.Findings, StoreDamageFindings(dd)...)
-	MarkStoreDamage(r.Findings, dd)
-	report.SortFindings(r.Findings)
-	return r, nil
-}
-
-// usageFindings are the schema-usage findings of Check's pass (checkUsageFindings
-// of the report SchemaUsage would give).
-func (c *checker) usageFindings(ctx context.Context) ([]report.Finding, error) {
-	r, err := finishUsage(ctx, c.dd, c.usageTopics, c.usage.states, c.usage.maxBad, nil)
+	run, err := u.finish(ctx, dd, d, add)
 	if err != nil {
 		return nil, err
 	}
-	if c.opts.OnUsage != nil {
-		c.opts.OnUsage(r)
+	for _, f := range StoreDamageFindings(dd) {
+		add(f)
 	}
-	return checkUsageFindings(r), nil
+	run.out, run.own = out, d
+	return run, out.err()
 }
 
-// checkUsageFindings are the findings of a usage report that Check's own scan
-// does not make (it already reports unreadable entries).
-func checkUsageFindings(r *UsageReport) []report.Finding {
-	var out []report.Finding
-	for _, f := range r.Findings {
-		switch f.Kind {
-		case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindSchemaVersionCollision:
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// usageTargets lists the topics (by base name) and the ledgers of their managed
-// ledgers, in ledger id order so the store is read front to back. Managed-ledger
-// nodes that cannot be read become findings.
-// keep, when not nil, keeps only the topics it returns true for (a sharded
-// check's own).
-func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.TopicName, keep func(formats.TopicName) bool) ([]usageTopic, []usageLedger, []report.Finding, error) {
+// usageWalk reads the managed ledgers (of one topic, or all): each one's
+// topic record goes to the usage sort, and which topics count each ledger to
+// u.ledgers. Managed-ledger nodes that cannot be read are findings. With a
+// topic, it returns the ranges of its ledgers.
+func usageWalk(ctx context.Context, ms store.MetadataStore, only *formats.TopicName, u *usageScan, d *spill.Dir, add func(report.Finding)) (*rangeList, error) {
+	byID := d.NewSorter("usage-ledgers", usageBudget)
+	defer byID.Close()
 	var (
-		topics   []usageTopic
-		byName   = map[formats.TopicName]int32{}
-		ledgers  []usageLedger
-		findings []report.Finding
+		seq uint64
+		ids []int64 // of the one topic
 	)
-	topicIdx := func(t formats.TopicName) int32 {
-		base := t.Base()
-		i, ok := byName[base]
-		if !ok {
-			i = int32(len(topics))
-			byName[base] = i
-			topics = append(topics, usageTopic{name: base})
-		}
-		return i
-	}
 	visit := func(n store.Node) error {
 		t, ok := formats.ParseManagedLedgerPath(n.Path)
-		if !ok || (keep != nil && !keep(t)) {
+		if !ok {
 			return nil
 		}
 		info, _, err := formats.DecodeManagedLedgerInfo(n.Value)
@@ -391,19 +471,20 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 				"its ledgers were not scanned; inspect it with: ledgermedic inspect node "+n.Path,
 				"managed-ledger info does not decode: %v", err)
 			f.Path = n.Path
-			findings = append(findings, f)
+			add(f)
 			return nil
 		}
-		i := topicIdx(t)
-		topics[i].mls++
-		p := t.PartitionIndex()
-		if p >= 0 && topics[i].partitionOf == nil {
-			topics[i].partitionOf = map[int64]int{}
+		if err := u.addTopic(t); err != nil {
+			return err
 		}
+		ref := enc(nil).str(t.Base().String()).int(int64(t.PartitionIndex()))
 		for _, li := range info.GetLedgerInfo() {
-			ledgers = append(ledgers, usageLedger{id: li.GetLedgerId(), topic: i})
-			if p >= 0 {
-				topics[i].partitionOf[li.GetLedgerId()] = p
+			seq++
+			if err := byID.Add(seqKey(idKey(nil, li.GetLedgerId()), seq), ref); err != nil {
+				return fmt.Errorf("schema usage: %w", err)
+			}
+			if only != nil {
+				ids = append(ids, li.GetLedgerId())
 			}
 		}
 		return nil
@@ -413,14 +494,14 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 			f := newFinding(KindValueTruncated, "node "+te.Path, "its ledgers were not scanned",
 				"managed-ledger info is unreadable: %v", te)
 			f.Path = te.Path
-			findings = append(findings, f)
+			add(f)
 		}
 		return nil
 	}
 	if only != nil {
 		mls, err := cluster.TopicManagedLedgers(ctx, ms, *only)
 		if err != nil {
-			return nil, nil, nil, fmt.Errorf("schema usage: %w", err)
+			return nil, fmt.Errorf("schema usage: %w", err)
 		}
 		for _, ml := range mls {
 			if ml.Damaged != nil {
@@ -429,214 +510,319 @@ func usageTargets(ctx context.Context, ms store.MetadataStore, only *formats.Top
 				err = visit(ml.Node)
 			}
 			if err != nil {
-				return nil, nil, nil, err
+				return nil, err
 			}
 		}
 	} else if err := walkNodes(ctx, ms, formats.ManagedLedgersRoot+"/", visit, bad); err != nil {
-		return nil, nil, nil, fmt.Errorf("schema usage: list managed ledgers: %w", err)
+		return nil, fmt.Errorf("schema usage: list managed ledgers: %w", err)
 	}
-	// Sort topics by name and renumber, so the report's order does not depend on
-	// the walk's.
-	order := make([]int32, len(topics))
-	for i := range order {
-		order[i] = int32(i)
+	if err := u.foldLedgers(ctx, d, byID); err != nil {
+		return nil, err
 	}
-	slices.SortFunc(order, func(a, b int32) int { return strings.Compare(topics[a].name.String(), topics[b].name.String()) })
-	renum := make([]int32, len(topics))
-	sorted := make([]usageTopic, len(topics))
-	for newI, oldI := range order {
-		renum[oldI] = int32(newI)
-		sorted[newI] = topics[oldI]
+	slices.Sort(ids)
+	var ranges rangeList
+	for _, id := range slices.Compact(ids) {
+		ranges = append(ranges, store.OneLedger(id))
 	}
-	for i := range ledgers {
-		ledgers[i].topic = renum[ledgers[i].topic]
-	}
-	slices.SortFunc(ledgers, func(a, b usageLedger) int {
-		return cmp.Or(cmp.Compare(a.id, b.id), cmp.Compare(a.topic, b.topic))
-	})
-	ledgers = slices.Compact(ledgers)
-	return sorted, ledgers, findings, nil
+	return &ranges, nil
 }
 
-// useCounter is what a decoder keeps per topic and schema reference.
-type useCounter struct {
-	messages, entries int64
-	first, last       Position
-	firstMs, lastMs   uint64
-}
-
-func (c *useCounter) add(pos Position, publishMs uint64, messages int64) {
-	if c.entries == 0 || publishMs < c.firstMs || publishMs == c.firstMs && pos.Less(c.first) {
-		c.first, c.firstMs = pos, publishMs
-	}
-	if c.entries == 0 || publishMs > c.lastMs || publishMs == c.lastMs && c.last.Less(pos) {
-		c.last, c.lastMs = pos, publishMs
-	}
-	c.entries++
-	c.messages += messages
-}
-
-func (c *useCounter) merge(o *useCounter) {
-	if o.entries == 0 {
-		return
-	}
-	if c.entries == 0 {
-		*c = *o
-		return
-	}
-	if o.firstMs < c.firstMs || o.firstMs == c.firstMs && o.first.Less(c.first) {
-		c.first, c.firstMs = o.first, o.firstMs
-	}
-	if o.lastMs > c.lastMs || o.lastMs == c.lastMs && c.last.Less(o.last) {
-		c.last, c.lastMs = o.last, o.lastMs
-	}
-	c.entries += o.entries
-	c.messages += o.messages
-}
-
-// badEntry is an entry that could not be read, parsed or checked.
-type badEntry struct {
-	topic  int32
-	pos    Position
-	kind   string
-	detail string
-}
-
-type topicTotals struct {
-	entries, messages, bad int64
-}
-
-// usageState is one decoder's counters. Reference keys are the field number
-// byte followed by the field's raw bytes (FieldUnknown and no bytes: no schema).
-type usageState struct {
-	uses   []map[string]*useCounter // per topic
-	totals []topicTotals
-	bad    []badEntry // the lowest positions, at most 2*maxBad before trimming
-	maxBad int
-
-	key []byte
-}
-
-func newUsageState(topics, maxBad int) *usageState {
-	st := &usageState{uses: make([]map[string]*useCounter, topics), totals: make([]topicTotals, topics), maxBad: maxBad}
-	for i := range st.uses {
-		st.uses[i] = map[string]*useCounter{}
-	}
-	return st
-}
-
-// account counts one entry of a topic; r and err are what passWorker.decode
-// made of it.
-func (st *usageState) account(topic int32, pos Position, v []byte, r *formats.EntryRefs, err error) {
-	tot := &st.totals[topic]
-	tot.entries++
+// foldLedgers writes u.ledgers: for each ledger id, the topics that count it.
+func (u *usageScan) foldLedgers(ctx context.Context, d *spill.Dir, byID *spill.Sorter) error {
+	f, err := d.NewFile("usage-ledgers")
 	if err != nil {
-		st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryUndecodable, detail: err.Error()})
-		return
+		return fmt.Errorf("schema usage: %w", err)
 	}
-	if r.HasChecksum && !r.ChecksumOK {
-		// The metadata parsed, so the entry still counts; the bytes are damaged.
-		st.addBad(badEntry{topic: topic, pos: pos, kind: KindEntryCRCMismatch,
-			detail: fmt.Sprintf("stored CRC32C %08x does not match the entry's %d bytes from offset %d",
-				r.Checksum, len(v)-r.MetadataOffset, r.MetadataOffset)})
+	var (
+		refs []usageRef
+		cur  int64
+		have bool
+	)
+	flush := func() error {
+		if !have {
+			return nil
+		}
+		refs = sortedRefs(refs)
+		b := enc(nil).uint(uint64(len(refs)))
+		for _, r := range refs {
+			b = b.str(r.base).int(int64(r.partition))
+		}
+		return f.Append(idKey(nil, cur), b)
 	}
-	messages := int64(r.NumMessages)
-	tot.messages += messages
-	if r.SchemaVersion != nil {
-		st.count(topic, schemaid.FieldSchemaVersion, r.SchemaVersion, pos, r.PublishTime, messages)
+	err = byID.Sorted(ctx, func(k, v []byte) error {
+		id := idOfKey(k)
+		if have && id != cur {
+			if err := flush(); err != nil {
+				return err
+			}
+			refs = refs[:0]
+		}
+		cur, have = id, true
+		d := dec{b: v}
+		refs = append(refs, usageRef{base: d.str(), partition: int(d.int())})
+		return d.done("usage ledger")
+	})
+	if err == nil {
+		err = flush()
 	}
-	if r.SchemaID != nil {
-		st.count(topic, schemaid.FieldSchemaID, r.SchemaID, pos, r.PublishTime, messages)
+	if err == nil {
+		err = f.Finish()
 	}
-	if r.SchemaVersion == nil && r.SchemaID == nil {
-		st.count(topic, schemaid.FieldUnknown, nil, pos, r.PublishTime, messages)
+	if err != nil {
+		return fmt.Errorf("schema usage: %w", err)
 	}
+	u.ledgers = f
+	return nil
 }
 
-func (st *usageState) count(topic int32, field schemaid.Field, raw []byte, pos Position, publishMs uint64, messages int64) {
-	st.key = append(append(st.key[:0], byte(field)), raw...)
-	m := st.uses[topic]
-	c := m[string(st.key)] // no allocation for the lookup
-	if c == nil {
-		c = &useCounter{}
-		m[string(st.key)] = c
-	}
-	c.add(pos, publishMs, messages)
-}
+// usageLocatorWindow topics' locators are read ahead at once by finish.
+const usageLocatorWindow = 100
 
-func (st *usageState) addBad(e badEntry) {
-	st.totals[e.topic].bad++
-	st.bad = append(st.bad, e)
-	if len(st.bad) >= 2*st.maxBad {
-		st.bad = lowestBad(st.bad, st.maxBad)
+// finish adds up the workers' counts topic by topic, joins each topic's with
+// its locator, and gives the findings to add; the topics' usage goes to the
+// run it returns.
+func (u *usageScan) finish(ctx context.Context, dd *datadir.DataDir, d *spill.Dir, add func(report.Finding)) (*UsageRun, error) {
+	run := &UsageRun{dd: dd}
+	topics, err := d.NewFile("topic-usage")
+	if err != nil {
+		return nil, fmt.Errorf("schema usage: %w", err)
 	}
-}
-
-// lowestBad keeps the n entries with the lowest positions, so the list does not
-// depend on which decoder saw what.
-func lowestBad(es []badEntry, n int) []badEntry {
-	sort.Slice(es, func(i, j int) bool { return es[i].pos.Less(es[j].pos) })
-	if len(es) > n {
-		es = es[:n]
-	}
-	return es
-}
-
-// mergeUsage adds up the decoders' counters into the report and lists the
-// unreadable entries as findings.
-func mergeUsage(topics []usageTopic, states []*usageState, maxBad int) *UsageReport {
-	r := &UsageReport{Topics: make([]TopicUsage, len(topics))}
-	var bad []badEntry
-	var badTotal int64
-	for i, t := range topics {
-		tu := &r.Topics[i]
-		tu.Topic, tu.SchemaKey, tu.ManagedLedgers, tu.partitionOf = t.name.String(), t.name.SchemaKey(), t.mls, t.partitionOf
-		merged := map[string]*useCounter{}
-		for _, st := range states {
-			tot := st.totals[i]
-			tu.Entries += tot.entries
-			tu.Messages += tot.messages
-			tu.BadEntries += tot.bad
-			for k, c := range st.uses[i] {
-				if m := merged[k]; m != nil {
-					m.merge(c)
-				} else {
-					cc := *c
-					merged[k] = &cc
+	needs := d.NewSorter("version-needs", usageBudget)
+	defer needs.Close()
+	// The topics' locators are read ahead a window at a time: a Get per topic
+	// (and another per version checked for a collision) cost a round trip each
+	// on a live store, and all of them at once would hold every locator.
+	var window []TopicUsage
+	flush := func() error {
+		if err := u.joinWindow(ctx, dd, window, add); err != nil {
+			return err
+		}
+		for i := range window {
+			tu := &window[i]
+			run.Entries += tu.Entries
+			run.BadEntries += tu.BadEntries
+			if err := topics.Append([]byte(tu.Topic), encodeTopicUsage(nil, tu)); err != nil {
+				return err
+			}
+			for _, us := range tu.Uses {
+				if us.Field == schemaid.FieldSchemaVersion && us.ID.Kind == schemaid.KindPulsarVersion {
+					if err := needs.Add(needsKey(tu.SchemaKey, us.ID.Version), enc(nil).uint(uint64(us.Messages))); err != nil {
+						return err
+					}
 				}
 			}
 		}
-		for k, c := range merged {
-			tu.Uses = append(tu.Uses, newSchemaUse(k, c))
-		}
-		sortUses(tu.Uses)
-		r.Entries += tu.Entries
-		badTotal += tu.BadEntries
+		window = window[:0]
+		return nil
 	}
-	for _, st := range states {
+	err = eachTopicUsage(ctx, u.out, func(tu *TopicUsage) error {
+		c := *tu
+		c.Uses = slices.Clone(tu.Uses)
+		window = append(window, c)
+		if len(window) == usageLocatorWindow {
+			return flush()
+		}
+		return nil
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = topics.Finish()
+	}
+	if err == nil {
+		run.needs, err = sumNeeds(ctx, d, needs)
+	}
+	u.out.Close()
+	if err != nil {
+		return nil, fmt.Errorf("schema usage: %w", err)
+	}
+	run.topics = topics
+	u.badFindings(run.BadEntries, add)
+	return run, nil
+}
+
+// joinWindow joins a window of topics with their locators.
+func (u *usageScan) joinWindow(ctx context.Context, dd *datadir.DataDir, window []TopicUsage, add func(report.Finding)) error {
+	paths := make([]string, 0, len(window))
+	names := make([]formats.TopicName, len(window))
+	for i := range window {
+		t, err := window[i].topicName()
+		if err != nil {
+			return err
+		}
+		names[i] = t
+		paths = append(paths, t.SchemaLocatorPath())
+	}
+	locators := store.ReadAhead(dd.Metadata, paths)
+	var vs versionSource = storeVersions{dd}
+	if u.versions != nil {
+		r, err := u.versions.NewReader()
+		if err != nil {
+			return err
+		}
+		vs = &versionFile{r: r, store: storeVersions{dd}}
+	}
+	var collisions []report.Finding
+	for i := range window {
+		fs, err := joinLocator(vs, locators, &window[i], names[i])
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			add(f)
+		}
+		// Versions registered after messages that use them (inspect/collision.go).
+		cf, err := topicCollisions(ctx, dd, vs, locators, &window[i])
+		if err != nil {
+			return err
+		}
+		collisions = append(collisions, cf...)
+	}
+	for _, f := range collisions {
+		add(f)
+	}
+	return nil
+}
+
+// sumNeeds adds up the messages of each schema key and version.
+func sumNeeds(ctx context.Context, d *spill.Dir, needs *spill.Sorter) (*spill.File, error) {
+	f, err := d.NewFile("version-needs")
+	if err != nil {
+		return nil, err
+	}
+	var (
+		key  []byte
+		sum  uint64
+		have bool
+	)
+	flush := func() error {
+		if !have {
+			return nil
+		}
+		return f.Append(key, enc(nil).uint(sum))
+	}
+	err = needs.Sorted(ctx, func(k, v []byte) error {
+		if have && !bytes.Equal(k, key) {
+			if err := flush(); err != nil {
+				return err
+			}
+			sum = 0
+		}
+		key, have = append(key[:0], k...), true
+		d := dec{b: v}
+		sum += d.uint()
+		return d.done("messages needing a version")
+	})
+	if err == nil {
+		err = flush()
+	}
+	if err == nil {
+		err = f.Finish()
+	}
+	return f, err
+}
+
+// badFindings lists the unreadable entries with the lowest positions, and
+// says how many more there are.
+func (u *usageScan) badFindings(badTotal int64, add func(report.Finding)) {
+	var bad []badEntry
+	for _, st := range u.states {
 		bad = append(bad, st.bad...)
 	}
-	r.BadEntries = badTotal
-	bad = lowestBad(bad, maxBad)
+	bad = lowestBad(bad, u.maxBad)
 	for _, e := range bad {
-		topic := r.Topics[e.topic].Topic
 		f := newFinding(e.kind, entryLoc(e.pos.LedgerID, e.pos.EntryID),
-			"inspect it with: "+entriesHint(e.pos.LedgerID, e.pos.EntryID), "%s: %s", topic, e.detail)
-		f.Topic, f.LedgerID, f.EntryID = topic, report.Int64(e.pos.LedgerID), report.Int64(e.pos.EntryID)
-		r.Findings = append(r.Findings, f)
+			"inspect it with: "+entriesHint(e.pos.LedgerID, e.pos.EntryID), "%s: %s", e.topic, e.detail)
+		f.Topic, f.LedgerID, f.EntryID = e.topic, report.Int64(e.pos.LedgerID), report.Int64(e.pos.EntryID)
+		add(f)
 	}
 	if more := badTotal - int64(len(bad)); more > 0 {
-		r.Findings = append(r.Findings, newFinding(KindBadEntriesNotListed, "ledger store",
+		add(newFinding(KindBadEntriesNotListed, "ledger store",
 			"list them with: ledgermedic check", "%d more unreadable entries are not listed (%d in all; the %d lowest positions are)",
 			more, badTotal, len(bad)))
 	}
-	return r
+}
+
+// usageFindings finishes the schema-usage count of Check's pass and adds the
+// findings it gives that Check's own scan does not make (it already reports
+// unreadable entries).
+func (c *checker) usageFindings(ctx context.Context) error {
+	c.step = stepUsage
+	run, err := c.usage.finish(ctx, c.dd, c.spill, func(f report.Finding) {
+		if checkAddsUsage(f.Kind) {
+			c.addAt(f, 0, f.Location)
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if c.opts.OnUsage != nil {
+		c.opts.OnUsage(run)
+	}
+	return nil
+}
+
+// checkAddsUsage says which kinds of schema-usage findings Check adds to its
+// own (it reports unreadable entries itself).
+func checkAddsUsage(kind string) bool {
+	switch kind {
+	case KindUsedSchemaVersionLost, KindUsedSchemaVersionMissing, KindSchemaRefUnchecked, KindSchemaVersionCollision:
+		return true
+	}
+	return false
+}
+
+// checkUsageFindings are the findings of a usage report that Check adds.
+func checkUsageFindings(r *UsageReport) []report.Finding {
+	var out []report.Finding
+	for _, f := range r.Findings {
+		if checkAddsUsage(f.Kind) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// encodeTopicUsage and decodeTopicUsage keep a finished topic's usage on disk.
+func encodeTopicUsage(b enc, tu *TopicUsage) []byte {
+	b = b.str(tu.Topic).str(tu.SchemaKey).uint(uint64(tu.ManagedLedgers)).uint(uint64(tu.Entries)).
+		uint(uint64(tu.Messages)).uint(uint64(tu.BadEntries)).uint(uint64(len(tu.Uses)))
+	for _, u := range tu.Uses {
+		b = b.uint(uint64(u.Field)).bytes(u.raw).uint(uint64(u.Messages)).uint(uint64(u.Entries)).
+			int(u.First.LedgerID).int(u.First.EntryID).int(u.Last.LedgerID).int(u.Last.EntryID).
+			uint(u.FirstPublishMs).uint(u.LastPublishMs).str(u.Status).str(u.Detail).
+			int(int64(u.firstPart)).int(int64(u.lastPart))
+	}
+	return b
+}
+
+func decodeTopicUsage(v []byte, tu *TopicUsage) error {
+	d := dec{b: v}
+	*tu = TopicUsage{Uses: tu.Uses[:0]}
+	tu.Topic, tu.SchemaKey = d.str(), d.str()
+	tu.ManagedLedgers = int(d.uint())
+	tu.Entries, tu.Messages, tu.BadEntries = int64(d.uint()), int64(d.uint()), int64(d.uint())
+	for n := d.uint(); n > 0 && d.err == nil; n-- {
+		field := schemaid.Field(d.uint())
+		raw := d.bytes()
+		u := newSchemaUse(string(append([]byte{byte(field)}, raw...)), &useCounter{})
+		u.Messages, u.Entries = int64(d.uint()), int64(d.uint())
+		u.First = Position{LedgerID: d.int(), EntryID: d.int()}
+		u.Last = Position{LedgerID: d.int(), EntryID: d.int()}
+		u.FirstPublishMs, u.LastPublishMs = d.uint(), d.uint()
+		u.Status, u.Detail = d.str(), d.str()
+		u.firstPart, u.lastPart = int(d.int()), int(d.int())
+		tu.Uses = append(tu.Uses, u)
+	}
+	return d.done("topic usage")
 }
 
 func newSchemaUse(key string, c *useCounter) SchemaUse {
 	field := schemaid.Field(key[0])
 	u := SchemaUse{Field: field, Messages: c.messages, Entries: c.entries,
-		First: c.first, Last: c.last, FirstPublishMs: c.firstMs, LastPublishMs: c.lastMs}
+		First: c.first, Last: c.last, FirstPublishMs: c.firstMs, LastPublishMs: c.lastMs,
+		raw: []byte(key[1:]), firstPart: c.firstPart, lastPart: c.lastPart}
 	if field == schemaid.FieldUnknown {
 		u.ID, u.Status = schemaid.ID{Kind: schemaid.KindEmpty}, UseNoSchema
 		return u
@@ -668,7 +854,7 @@ func sortUses(us []SchemaUse) {
 
 // joinLocator sets the status of each schema reference of a topic from its
 // schema locator and returns the findings.
-func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
+func joinLocator(vs versionSource, locators *store.AheadReader, tu *TopicUsage, base formats.TopicName) ([]report.Finding, error) {
 	var (
 		findings []report.Finding
 		loc      *schemapb.SchemaLocator
@@ -706,7 +892,7 @@ func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsag
 			if err := readLocator(); err != nil {
 				return nil, err
 			}
-			f, err := checkVersion(dd, tu, u, loc, locErr, path)
+			f, err := checkVersion(vs, tu, u, loc, locErr, path)
 			if err != nil {
 				return nil, err
 			}
@@ -732,7 +918,7 @@ func joinLocator(dd *datadir.DataDir, locators *store.AheadReader, tu *TopicUsag
 }
 
 // checkVersion joins one registry version with the locator.
-func checkVersion(dd *datadir.DataDir, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
+func checkVersion(vs versionSource, tu *TopicUsage, u *SchemaUse, loc *schemapb.SchemaLocator, locErr error, path string) (*report.Finding, error) {
 	v := u.ID.Version
 	where := fmt.Sprintf("%s schema version %d", tu.Topic, v)
 	used := usedBy(u)
@@ -756,28 +942,21 @@ func checkVersion(dd *datadir.DataDir, tu *TopicUsage, u *SchemaUse, loc *schema
 		return withSchema(f, tu, path, v, nil), nil
 	}
 	ledger, entry := ie.GetPosition().GetLedgerId(), ie.GetPosition().GetEntryId()
-	_, err := dd.Ledgers.Entry(ledger, entry)
-	switch {
-	case err == nil:
-		u.Status = UseOK
-		return nil, nil
-	case !errors.Is(err, store.ErrNotFound) && !errors.Is(err, store.ErrTruncatedValue):
-		return nil, fmt.Errorf("schema usage: %s version %d: %w", path, v, err)
+	vf, err := vs.version(tu.SchemaKey, v, ledger, entry)
+	if err != nil {
+		return nil, err
 	}
 	var what string
 	switch {
-	case errors.Is(err, store.ErrTruncatedValue):
+	case vf.stored && !vf.truncated:
+		u.Status = UseOK
+		return nil, nil
+	case vf.truncated:
 		what = fmt.Sprintf("entry %d of ledger %d is truncated (value log damaged)", entry, ledger)
+	case vf.node:
+		what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
 	default:
-		node, nerr := cluster.LedgerNodeExists(dd.Metadata, ledger)
-		switch {
-		case nerr != nil:
-			return nil, fmt.Errorf("schema usage: ledger %d node: %w", ledger, nerr)
-		case node:
-			what = fmt.Sprintf("ledger %d's node exists but entry %d is gone", ledger, entry)
-		default:
-			what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
-		}
+		what = fmt.Sprintf("ledger %d has neither a node nor entry %d", ledger, entry)
 	}
 	u.Status, u.Detail = UseLost, what
 	f := newFinding(KindUsedSchemaVersionLost, where, schemaRepairHint(tu.Topic),

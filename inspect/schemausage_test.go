@@ -258,7 +258,12 @@ func TestSchemaUsageCountsBothKVLayouts(t *testing.T) {
 	dd := usageOpen(t, dir, true)
 	var fromCheck *UsageReport
 	if _, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true,
-		OnUsage: func(u *UsageReport) { fromCheck = u }}, report.NoProgress{}); err != nil {
+		OnUsage: func(u *UsageRun) {
+			var err error
+			if fromCheck, err = u.Report(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}}, report.NoProgress{}); err != nil {
 		t.Fatal(err)
 	}
 	if fromCheck == nil {
@@ -698,5 +703,56 @@ func TestSchemaUsageDamagedLocator(t *testing.T) {
 				t.Errorf("check reports %+v, want one at %s", cf, w[0].location)
 			}
 		})
+	}
+}
+
+// TestCheckJoinsUsageAsTheViewDoes: check joins stored messages with the
+// locators from what its own pass read of every schema version; the
+// schema-usage view reads each version's entry from the store. Both must give
+// the same statuses and findings, on fixtures with every schema fault
+// (lost ledgers and entries, deleted and reset histories: collisions).
+func TestCheckJoinsUsageAsTheViewDoes(t *testing.T) {
+	for _, o := range []fixtures.Options{
+		{Seed: 11, LoseSchemaLedgers: 2, LoseSchemaEntries: 1},
+		{Seed: 3, DeleteSchemaHistory: 1, ResetSchemaHistory: 2, LoseSchemaLedgers: 1},
+	} {
+		dir, _ := testutil.Fixture(t, o)
+		dd := usageOpen(t, dir, true)
+		view, err := SchemaUsage(context.Background(), dd, UsageOptions{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromCheck *UsageReport
+		fs, _, err := Check(context.Background(), dd, CheckOptions{SchemaUsage: true, OnUsage: func(u *UsageRun) {
+			if fromCheck, err = u.Report(context.Background()); err != nil {
+				t.Error(err)
+			}
+		}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var checkUsage []report.Finding
+		for _, f := range fs {
+			if checkAddsUsage(f.Kind) {
+				checkUsage = append(checkUsage, f)
+			}
+		}
+		if want := checkUsageFindings(view); !reflect.DeepEqual(checkUsage, want) || len(want) == 0 {
+			t.Errorf("seed %d: check's usage findings %v, the view's %v", o.Seed, got(checkUsage), got(want))
+		}
+		if !reflect.DeepEqual(fromCheck.Topics, view.Topics) {
+			t.Errorf("seed %d: check's topic usage differs from the view's", o.Seed)
+		}
+		collisions := 0
+		for _, tu := range view.Topics {
+			for _, u := range tu.Uses {
+				if u.Status == UseCollision {
+					collisions++
+				}
+			}
+		}
+		if o.ResetSchemaHistory > 0 && collisions == 0 {
+			t.Errorf("seed %d: no collision joined: the test does not reach the registration times", o.Seed)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/mlpb"
 	"github.com/ledgermedic/ledgermedic/formats/pulsarpb"
+	"github.com/ledgermedic/ledgermedic/internal/spill"
 	"github.com/ledgermedic/ledgermedic/report"
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/testutil"
@@ -132,11 +133,16 @@ func TestSchemaUsageTruncatedValues(t *testing.T) {
 	}
 
 	// One worker meets every truncated value: its list is trimmed as it grows.
-	topics, ledgers, _, err := usageTargets(context.Background(), dd.Metadata, nil, nil)
+	sd, err := spill.Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &entryPass{dd: dd, ranges: wholeStoreRanges(dd, 1), workers: 1, prog: report.NoProgress{}, usage: newUsageScan(topics, ledgers, maxBad)}
+	defer sd.Close()
+	u := newUsageScan(sd, maxBad)
+	if _, err := usageWalk(context.Background(), dd.Metadata, nil, u, sd, func(report.Finding) {}); err != nil {
+		t.Fatal(err)
+	}
+	p := &entryPass{dd: dd, feed: wholeStoreRanges(dd, 1), workers: 1, prog: report.NoProgress{}, usage: u}
 	if err := p.run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

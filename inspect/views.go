@@ -23,12 +23,30 @@ var ErrNoSuchTopic = cluster.ErrNoSuchTopic
 
 // Topics lists every managed ledger: its ledgers, entries and size, the encoding
 // of its node, whether the topic is indexed and how many of its ledgers carry
-// firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey).
+// firstEntryIndex (indexKey; "" means cluster.FirstEntryIndexKey). It holds
+// every row: TopicsTable reads them as the table prints.
 func Topics(ctx context.Context, dd *datadir.DataDir, indexKey string) (*report.Table, error) {
-	indexKey = cluster.KeyFor(indexKey)
 	// Pointers: a cluster has tens of thousands of topics, and a growing slice
 	// of rows would copy each row (pointers and all) at every doubling.
 	var rows []*TopicRow
+	if err := EachTopic(ctx, dd, indexKey, func(r *TopicRow) error { rows = append(rows, r); return nil }); err != nil {
+		return nil, err
+	}
+	return report.Rows("topics", "", rows), nil
+}
+
+// TopicsTable is the topics view whose rows are read from the metadata as it
+// prints, in walk order: memory stays flat however many topics there are.
+func TopicsTable(ctx context.Context, dd *datadir.DataDir, indexKey string) *report.Table {
+	return report.Stream("topics", "", func(yield func(*TopicRow) error) error {
+		return EachTopic(ctx, dd, indexKey, yield)
+	})
+}
+
+// EachTopic calls fn with the topics view's row of every managed ledger, in
+// walk order.
+func EachTopic(ctx context.Context, dd *datadir.DataDir, indexKey string, fn func(*TopicRow) error) error {
+	indexKey = cluster.KeyFor(indexKey)
 	err := walkNodes(ctx, dd.Metadata, formats.ManagedLedgersRoot+"/", func(n store.Node) error {
 		topic, ok := formats.ParseManagedLedgerPath(n.Path)
 		if !ok {
@@ -36,8 +54,7 @@ func Topics(ctx context.Context, dd *datadir.DataDir, indexKey string) (*report.
 		}
 		info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
 		if err != nil {
-			rows = append(rows, &TopicRow{Topic: topic.String(), Error: err.Error()})
-			return nil
+			return fn(&TopicRow{Topic: topic.String(), Error: err.Error()})
 		}
 		var entries, size int64
 		for _, li := range info.GetLedgerInfo() {
@@ -57,19 +74,17 @@ func Topics(ctx context.Context, dd *datadir.DataDir, indexKey string) (*report.
 			LedgersWithIndex: report.Ptr(covered)}
 		property, _ := cluster.HasMLIndex(info)
 		row.setIndexed(by, property)
-		rows = append(rows, row)
-		return nil
+		return fn(row)
 	}, func(te *store.TruncatedError) error {
-		topic, ok := formats.ParseManagedLedgerPath(te.Path)
-		if ok {
-			rows = append(rows, &TopicRow{Topic: topic.String(), Error: te.Error()})
+		if topic, ok := formats.ParseManagedLedgerPath(te.Path); ok {
+			return fn(&TopicRow{Topic: topic.String(), Error: te.Error()})
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list topics: %w", err)
+		return fmt.Errorf("list topics: %w", err)
 	}
-	return report.Rows("topics", "", rows), nil
+	return nil
 }
 
 // TopicRow is one managed ledger of the topics view. A node that does not

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/formats/crc32c"
@@ -36,7 +37,8 @@ import (
 // the whole record, which folds its updates in.
 //
 // So a run costs three fsyncs: the applying record and folder before the first
-// write, the commit's append before the run is reported done. An engine's first run
+// write, the commit's append before the run is reported done (the runs of a Series
+// journaled at once share their folder fsync: syncDir). An engine's first run
 // (and any run after another engine took the journal) also writes the epoch file,
 // whose rename the record's folder fsync that follows makes durable. Appending also
 // spares a commit the second encoding and write of every before and after image, and
@@ -906,13 +908,70 @@ func (s syncer) writeFileAtomic(dir, name string, data []byte) (err error) {
 	return nil
 }
 
+// syncDir makes every rename and creation in dir before the call durable. Calls
+// for one folder that arrive while its fsync runs share the next one (group
+// commit): a folder's fsync covers every change made in it before the fsync
+// started, so the runs a Series journals at once pay one folder fsync between
+// them, not one each.
 func (s syncer) syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
+	return dirSyncerOf(dir).sync(func() error {
+		d, err := os.Open(dir)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		return s.fsync(d)
+	})
+}
+
+// dirSyncers holds one *dirSyncer per folder path.
+var dirSyncers sync.Map
+
+func dirSyncerOf(dir string) *dirSyncer {
+	if ds, ok := dirSyncers.Load(dir); ok {
+		return ds.(*dirSyncer)
 	}
-	defer d.Close()
-	return s.fsync(d)
+	ds, _ := dirSyncers.LoadOrStore(dir, newDirSyncer())
+	return ds.(*dirSyncer)
+}
+
+// dirSyncer runs one folder's fsyncs one at a time. Each call takes a ticket; a
+// fsync covers the tickets taken before it started, and a call whose ticket a
+// finished fsync covers returns that fsync's outcome without one of its own.
+type dirSyncer struct {
+	mu      sync.Mutex
+	idle    *sync.Cond
+	running bool
+	asked   uint64 // tickets handed out
+	synced  uint64 // tickets the last finished fsync covers
+	err     error  // its outcome
+}
+
+func newDirSyncer() *dirSyncer {
+	ds := &dirSyncer{}
+	ds.idle = sync.NewCond(&ds.mu)
+	return ds
+}
+
+func (ds *dirSyncer) sync(fsync func() error) error {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	ds.asked++
+	ticket := ds.asked
+	for ds.running {
+		ds.idle.Wait()
+	}
+	if ds.synced >= ticket {
+		return ds.err
+	}
+	ds.running = true
+	covers := ds.asked
+	ds.mu.Unlock()
+	err := fsync()
+	ds.mu.Lock()
+	ds.running, ds.synced, ds.err = false, covers, err
+	ds.idle.Broadcast()
+	return err
 }
 
 // removeTemps deletes temp files a crash left behind.

@@ -12,7 +12,7 @@ import (
 
 // A Series applies many plans as a pipeline of runs: while runs write
 // (seriesWriters at once), the next ones (seriesJournals at once) are journaled and
-// the ones before them are verified and committed. Back-fill uses it
+// the ones before them are verified and committed (seriesFinishers at once). Back-fill uses it
 // for its batches, so a batch's journal fsyncs and read-back overlap the next
 // batch's compare-and-set instead of adding to it.
 //
@@ -115,10 +115,12 @@ type flight struct {
 	journaled chan *runEnd
 }
 
-// seriesJournals runs may be journaled at once: a run's applying record costs two
-// fsyncs, which the filesystem commits together with the next run's when they
-// overlap, so the journal stage keeps up with the writes.
-const seriesJournals = 2
+// seriesJournals runs may be journaled at once. A run's applying record costs two
+// fsyncs in a row (its file, then the folder, which the runs journaled together
+// share: syncDir), 3-5 ms each on this project's loaded disk, where a batch's
+// compare-and-set takes about 2.5 ms: with two at once, the journal stage fell
+// behind the writes (docs/benchmarks.md, "Measured decisions").
+const seriesJournals = 4
 
 // end reports a run's outcome and releases its nodes and ledgers. A failure that
 // is not a refusal (a node changed since it was read) stops the series.
@@ -281,14 +283,19 @@ func (s *Series) writeRuns() {
 	}
 }
 
-// seriesWriters runs are written, and as many verified, at once.
+// seriesWriters runs are written at once.
 const seriesWriters = 2
 
-// finishStage verifies and commits the written runs, seriesWriters at once.
+// seriesFinishers runs are verified and committed at once: a commit waits for its
+// record's fsync, which must not hold up the next written run's verification
+// (see seriesJournals).
+const seriesFinishers = 4
+
+// finishStage verifies and commits the written runs, seriesFinishers at once.
 func (s *Series) finishStage() {
 	defer s.stages.Done()
 	var finishers sync.WaitGroup
-	for range seriesWriters {
+	for range seriesFinishers {
 		finishers.Go(func() {
 			for f := range s.toFinish {
 				res, err := s.e.finishRun(s.ctx, f.rec)

@@ -50,12 +50,18 @@ func Int64(v int64) *int64 { return &v }
 // Actionable reports whether any finding is an error or a warning.
 func Actionable(fs []Finding) bool {
 	for _, f := range fs {
-		if f.Severity != SeverityInfo {
+		if f.Severity.actionable() {
 			return true
 		}
 	}
 	return false
 }
+
+// actionable: errors and warnings make a command exit 1, info does not.
+func (s Severity) actionable() bool { return s != SeverityInfo }
+
+// atLeast reports whether s is as serious as least or more.
+func (s Severity) atLeast(least Severity) bool { return severityRank[s] <= severityRank[least] }
 
 // ParseSeverity reads a severity as users type it (--severity).
 func ParseSeverity(s string) (Severity, error) {
@@ -70,7 +76,7 @@ func ParseSeverity(s string) (Severity, error) {
 func AtLeast(fs []Finding, least Severity) []Finding {
 	out := make([]Finding, 0, len(fs))
 	for _, f := range fs {
-		if severityRank[f.Severity] <= severityRank[least] {
+		if f.Severity.atLeast(least) {
 			out = append(out, f)
 		}
 	}
@@ -122,28 +128,97 @@ func FindingsTable(fs []Finding) *Table {
 }
 
 // SummaryTable counts findings by kind and severity.
-func SummaryTable(fs []Finding) *Table {
-	type key struct {
-		kind string
-		sev  Severity
-	}
-	counts := map[key]int{}
+func SummaryTable(fs []Finding) *Table { return CountFindings(fs).SummaryTable() }
+
+// KindSeverity is a kind of finding at one severity: what the summary counts.
+type KindSeverity struct {
+	Kind     string
+	Severity Severity
+}
+
+// Counts is how many findings there are of each kind and severity: what the
+// summary, the exit code and the notes of a check say, without the findings
+// themselves (a check that keeps its findings on disk counts them as they come).
+type Counts map[KindSeverity]int
+
+// CountFindings counts findings by kind and severity.
+func CountFindings(fs []Finding) Counts {
+	c := Counts{}
 	for _, f := range fs {
-		counts[key{f.Kind, f.Severity}]++
+		c.Add(f)
 	}
-	keys := make([]key, 0, len(counts))
-	for k := range counts {
-		keys = append(keys, k)
+	return c
+}
+
+// Add counts one finding.
+func (c Counts) Add(f Finding) { c[KindSeverity{f.Kind, f.Severity}]++ }
+
+// Total is the number of findings counted.
+func (c Counts) Total() int {
+	n := 0
+	for _, v := range c {
+		n += v
 	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].sev != keys[j].sev {
-			return severityRank[keys[i].sev] < severityRank[keys[j].sev]
+	return n
+}
+
+// Actionable reports whether any finding counted is an error or a warning.
+func (c Counts) Actionable() bool {
+	for k, v := range c {
+		if v > 0 && k.Severity.actionable() {
+			return true
 		}
-		return keys[i].kind < keys[j].kind
+	}
+	return false
+}
+
+// AtLeast is the counts of AtLeast's findings: those as serious as least or more.
+func (c Counts) AtLeast(least Severity) Counts {
+	out := Counts{}
+	for k, v := range c {
+		if k.Severity.atLeast(least) {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// firstOfEachKind is how many findings FirstOfEachKind lists of the counted
+// ones, and how many of each kind it leaves out (nil: none).
+func (c Counts) firstOfEachKind(limit int) (int, map[string]int) {
+	byKind := map[string]int{}
+	for k, v := range c {
+		byKind[k.Kind] += v
+	}
+	listed := 0
+	var left map[string]int
+	for kind, n := range byKind {
+		listed += min(n, limit)
+		if n > limit {
+			if left == nil {
+				left = map[string]int{}
+			}
+			left[kind] = n - limit
+		}
+	}
+	return listed, left
+}
+
+// SummaryTable is the summary of the counted findings: one row per kind and
+// severity, the most serious first, then by kind.
+func (c Counts) SummaryTable() *Table {
+	keys := make([]KindSeverity, 0, len(c))
+	for k, v := range c {
+		if v > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b KindSeverity) int {
+		return cmp.Or(cmp.Compare(severityRank[a.Severity], severityRank[b.Severity]), strings.Compare(a.Kind, b.Kind))
 	})
 	t := NewTable("summary", "Summary", "KIND", "kind", "SEVERITY", "severity", "COUNT", "count")
 	for _, k := range keys {
-		t.Add(k.kind, string(k.sev), counts[k])
+		t.Add(k.Kind, string(k.Severity), c[k])
 	}
 	return t
 }

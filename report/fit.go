@@ -165,7 +165,6 @@ func fitsTable(headers []string, rows [][]string, width int) bool {
 // for the findings table: every field gets the whole width, so messages and
 // suggested commands stay readable.
 func renderFindingsList(w io.Writer, fs []Finding, width int) {
-	fmt.Fprintf(w, "Findings (%d)\n", len(fs))
 	for _, f := range fs {
 		for _, l := range wrapWords(fmt.Sprintf("%-7s %s  %s", strings.ToUpper(string(f.Severity)), f.Kind, f.Location), width, "        ") {
 			fmt.Fprintln(w, l)
@@ -236,6 +235,17 @@ func wrapWords(s string, width int, indent string) []string {
 		}
 		for runewidth.StringWidth(line) > width {
 			cut := wrapCell(line, width)
+			if strings.TrimSpace(cut[0]) == "" {
+				// The break fell in the indentation (a long word without a
+				// break near its end): cut the word itself, in the room
+				// beside the indentation, or the line comes round again.
+				word := strings.TrimLeft(line, " ")
+				pad := line[:len(line)-len(word)]
+				if cut = wrapCell(word, max(width-runewidth.StringWidth(pad), 1)); len(cut) == 1 {
+					break // only the indentation is too wide: the line stays as it is
+				}
+				cut[0] = pad + cut[0]
+			}
 			lines = append(lines, cut[0])
 			line = indent + strings.Join(cut[1:], "")
 		}
@@ -249,8 +259,7 @@ func wrapWords(s string, width int, indent string) []string {
 // printJSONL writes one JSON object per line: each table row with its table's
 // name first ("table"), each finding ("table":"findings"), each extra value and
 // each note. For line tools (jq -c, grep) on large outputs.
-func printJSONL(out io.Writer, d *Document) error {
-	w := &stickyWriter{w: out}
+func printJSONL(w io.Writer, d *Document, fs FindingStream, hasFindings bool) error {
 	line := func(o orderedObject) error {
 		b, err := json.Marshal(o)
 		if err != nil {
@@ -260,14 +269,12 @@ func printJSONL(out io.Writer, d *Document) error {
 		return err
 	}
 	for _, t := range d.Tables {
-		for _, r := range jsonRows(t) {
-			if err := tableLine(w, t.Name, r); err != nil {
-				return err
-			}
+		if err := t.eachJSON(func(v any) error { return tableLine(w, t.Name, v) }); err != nil {
+			return err
 		}
 	}
-	for _, f := range d.Findings {
-		if err := tableLine(w, "findings", f); err != nil {
+	if hasFindings {
+		if err := fs.each(func(f Finding) error { return tableLine(w, "findings", f) }); err != nil {
 			return err
 		}
 	}
@@ -288,7 +295,7 @@ func printJSONL(out io.Writer, d *Document) error {
 			return err
 		}
 	}
-	return w.err
+	return nil
 }
 
 // tableLine writes one JSON object: {"table":name, then the members of v (an object).

@@ -3,6 +3,7 @@ package report
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestHintLinesKeepCommandsWhole(t *testing.T) {
@@ -51,5 +52,36 @@ func TestAtLeastAndParseSeverity(t *testing.T) {
 	}
 	if _, err := ParseSeverity("fatal"); err == nil {
 		t.Error("ParseSeverity(fatal) accepted")
+	}
+}
+
+// A word too long for the room beside the indentation, with no break near its
+// end, is cut within that room: wrapping it used to cut only the indentation
+// off and loop forever.
+func TestWrapWordsLongWordAfterIndent(t *testing.T) {
+	for _, c := range []struct {
+		s      string
+		width  int
+		indent string
+	}{
+		{"        hint: topic中文,&persistent://t/n/x,", 40, "              "},
+		{"        hint: " + strings.Repeat("abcdef0123", 9), 40, "              "},
+		{"x " + strings.Repeat("y", 30), 10, strings.Repeat(" ", 12)}, // indentation wider than the line
+	} {
+		done := make(chan []string, 1)
+		go func() { done <- wrapWords(c.s, c.width, c.indent) }()
+		select {
+		case lines := <-done:
+			if got, want := strings.ReplaceAll(strings.Join(lines, ""), " ", ""), strings.ReplaceAll(c.s, " ", ""); got != want {
+				t.Errorf("wrapWords(%q, %d) lost text: %q", c.s, c.width, lines)
+			}
+			for _, l := range lines {
+				if len([]rune(l)) > c.width && strings.TrimSpace(l) != "" && len(c.indent) < c.width {
+					t.Errorf("wrapWords(%q, %d): line %q too wide", c.s, c.width, l)
+				}
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("wrapWords(%q, %d) does not return", c.s, c.width)
+		}
 	}
 }

@@ -16,6 +16,18 @@ import (
 // Fields without a table tag are JSON only; `json:"-"` fields are table only.
 // T must be a struct type (or a pointer to one).
 func Rows[T any](name, title string, rows []T) *Table {
+	cols, fields := typedColumns[T](name)
+	t := &Table{Name: name, Title: title, Columns: cols, items: make([]any, 0, len(rows)), Rows: make([][]any, 0, len(rows))}
+	for _, r := range rows {
+		t.items = append(t.items, r)
+		t.Rows = append(t.Rows, typedCells(r, fields))
+	}
+	return t
+}
+
+// typedColumns are the columns of a table of T rows (Rows, Stream) and the
+// index of the struct field each shows.
+func typedColumns[T any](name string) ([]Column, []int) {
 	rt := reflect.TypeFor[T]()
 	if rt.Kind() == reflect.Pointer {
 		rt = rt.Elem()
@@ -23,7 +35,7 @@ func Rows[T any](name, title string, rows []T) *Table {
 	if rt.Kind() != reflect.Struct {
 		panic(fmt.Sprintf("report: table %q: rows of %s, want a struct", name, rt))
 	}
-	t := &Table{Name: name, Title: title, items: make([]any, 0, len(rows)), Rows: make([][]any, 0, len(rows))}
+	var cols []Column
 	var fields []int
 	for i := range rt.NumField() {
 		f := rt.Field(i)
@@ -35,22 +47,23 @@ func Rows[T any](name, title string, rows []T) *Table {
 		if key == "" || key == "-" {
 			key = ""
 		}
-		t.Columns = append(t.Columns, Column{Header: header, Key: key})
+		cols = append(cols, Column{Header: header, Key: key})
 		fields = append(fields, i)
 	}
-	for _, r := range rows {
-		t.items = append(t.items, r)
-		v := reflect.ValueOf(r)
-		if v.Kind() == reflect.Pointer {
-			v = v.Elem()
-		}
-		cells := make([]any, len(fields))
-		for j, i := range fields {
-			cells[j] = cellValue(v.Field(i))
-		}
-		t.Rows = append(t.Rows, cells)
+	return cols, fields
+}
+
+// typedCells is the human table's cells of one typed row.
+func typedCells(r any, fields []int) []any {
+	v := reflect.ValueOf(r)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
 	}
-	return t
+	cells := make([]any, len(fields))
+	for j, i := range fields {
+		cells[j] = cellValue(v.Field(i))
+	}
+	return cells
 }
 
 // Fields makes a two-column FIELD/VALUE table of one typed value (a struct, or
@@ -97,6 +110,9 @@ func (t *Table) DropColumn(header string) *Table {
 		if c.Header != header {
 			continue
 		}
+		if t.stream != nil {
+			t.dropStreamed(i)
+		}
 		t.Columns = append(t.Columns[:i:i], t.Columns[i+1:]...)
 		for j, r := range t.Rows {
 			t.Rows[j] = append(r[:i:i], r[i+1:]...)
@@ -106,7 +122,8 @@ func (t *Table) DropColumn(header string) *Table {
 	return t
 }
 
-// Items returns the typed rows of a table made by Rows (nil for a table of cells).
+// Items returns the typed rows of a table made by Rows (nil for a table of
+// cells and a streamed table).
 func (t *Table) Items() []any { return t.items }
 
 // cellValue is what a field shows in the table: a nil pointer is absent ("-"),

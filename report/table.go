@@ -19,13 +19,15 @@ type Column struct {
 
 // Table is one view: columns plus rows of typed values (string, integers, bool,
 // []byte, fmt.Stringer, nil). The same rows feed the table and the JSON output.
+// A streamed table (Stream, StreamCells) has no Rows: they come at print time.
 type Table struct {
 	Name    string // JSON key of the table in a document
 	Title   string // printed above the table; empty for none
 	Columns []Column
-	Rows    [][]any // the cells of the human table
-	items   []any   // the typed rows of a table made by Rows: its JSON
-	object  any     // the value of a table made by Fields: its JSON
+	Rows    [][]any    // the cells of the human table
+	items   []any      // the typed rows of a table made by Rows: its JSON
+	object  any        // the value of a table made by Fields: its JSON
+	stream  *rowStream // the rows of a table made by Stream or StreamCells, produced at print time
 }
 
 // NewTable starts a table; cols alternate header, key: NewTable("topics", "", "TOPIC", "topic", ...).
@@ -39,8 +41,8 @@ func NewTable(name, title string, cols ...string) *Table {
 
 // Add appends one row; it must have one value per column.
 func (t *Table) Add(values ...any) {
-	if t.items != nil || t.object != nil {
-		panic(fmt.Sprintf("report: table %q: Add on a table of typed rows", t.Name))
+	if t.items != nil || t.object != nil || t.stream != nil {
+		panic(fmt.Sprintf("report: table %q: Add on a table of typed or streamed rows", t.Name))
 	}
 	if len(values) != len(t.Columns) {
 		panic(fmt.Sprintf("report: table %q: row has %d values for %d columns", t.Name, len(values), len(t.Columns)))

@@ -45,6 +45,11 @@ const chromiumTimeout = 90 * time.Second
 // network but the file, and returns its stdout. The browser and its helper
 // processes are one process group, killed by its id if the run overruns.
 func runChromium(t testing.TB, file string, args ...string) []byte {
+	return runChromiumAt(t, file, "", args...)
+}
+
+// runChromiumAt is runChromium on the file's address with a #fragment ("": none).
+func runChromiumAt(t testing.TB, file, fragment string, args ...string) []byte {
 	t.Helper()
 	bin := ChromiumPath()
 	if bin == "" {
@@ -60,7 +65,11 @@ func runChromium(t testing.TB, file string, args ...string) []byte {
 		"--disable-extensions", "--hide-scrollbars", "--user-data-dir=" + profile}
 	ctx, cancel := context.WithTimeout(context.Background(), chromiumTimeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), "file://"+abs)...)
+	url := "file://" + abs
+	if fragment != "" {
+		url += "#" + fragment
+	}
+	cmd := exec.CommandContext(ctx, bin, append(append(base, args...), url)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	var stdout, stderr bytes.Buffer
@@ -83,6 +92,13 @@ func lastBytes(b []byte, n int) []byte {
 func ChromiumDOM(t testing.TB, file string) string {
 	t.Helper()
 	return string(runChromium(t, file, "--dump-dom"))
+}
+
+// ChromiumDOMAt is ChromiumDOM of the file's address with a #fragment, which
+// the page's scripts may read (the incident report's table filters).
+func ChromiumDOMAt(t testing.TB, file, fragment string) string {
+	t.Helper()
+	return string(runChromiumAt(t, file, fragment, "--dump-dom"))
 }
 
 // ChromiumScreenshot renders an HTML file at width x height CSS pixels and

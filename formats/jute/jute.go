@@ -2,8 +2,8 @@
 // (BinaryOutputArchive and BinaryInputArchive in org.apache.jute): an int32 or
 // int64 big-endian, a bool one byte, a buffer or a string an int32 length (-1:
 // null) and its bytes, a vector an int32 count (-1: null) and its elements. One
-// writer and one reader for the live ZooKeeper client (store/zk) and ZooKeeper's
-// files (formats/zkdisk). Standard library only.
+// writer and one reader, over bytes or a stream, for the live ZooKeeper client
+// (store/zk) and ZooKeeper's files (formats/zkdisk). Standard library only.
 package jute
 
 import "encoding/binary"

@@ -3,7 +3,11 @@ package jute
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"hash/adler32"
+	"io"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -191,4 +195,113 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// chunked hands out its bytes a few at a time, as a slow file or pipe might.
+type chunked struct {
+	b    []byte
+	size int
+}
+
+func (c *chunked) Read(p []byte) (int, error) {
+	if len(c.b) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.size)], c.b)
+	c.b = c.b[n:]
+	return n, nil
+}
+
+// FuzzStreamReader: a stream reader over any bytes, however they arrive and
+// however small its window, reads the same values as the slice reader and
+// fails where it fails (the field, the offset, the kind), and its checksum is
+// that of the bytes it consumed. Counts are left out: a stream cannot check
+// them against the bytes left.
+func FuzzStreamReader(f *testing.F) {
+	f.Add([]byte{0, 1, 2, 3, 4, 5}, cat(i32(2), AppendString(nil, "ab"), AppendString(nil, "c")), uint8(3), uint8(1))
+	f.Add([]byte{3, 3, 4}, cat(i32(0x7fffffff), []byte("x")), uint8(1), uint8(0))
+	f.Add([]byte{4, 1, 0}, cat(AppendString(nil, strings.Repeat("long value ", 20)), AppendInt64(nil, 9), []byte{1}), uint8(7), uint8(2))
+	f.Fuzz(func(t *testing.T, ops, in []byte, chunk, window uint8) {
+		whole := NewReader(in)
+		stream := NewStreamReader(&chunked{b: in, size: int(chunk%16) + 1}, int(window))
+		sum := adler32.New()
+		stream.SumTo(sum)
+		for _, op := range ops {
+			var a, b any
+			var aerr, berr error
+			switch op % 5 {
+			case 0:
+				a, aerr = whole.Int32("int32")
+				b, berr = stream.Int32("int32")
+			case 1:
+				a, aerr = whole.Int64("int64")
+				b, berr = stream.Int64("int64")
+			case 2:
+				a, aerr = whole.Bool("bool")
+				b, berr = stream.Bool("bool")
+			case 3:
+				x, err := whole.Buffer("buffer")
+				y, err2 := stream.Buffer("buffer")
+				a, aerr, b, berr = string(x), err, string(y), err2
+			case 4:
+				a, aerr = whole.String("string")
+				b, berr = stream.String("string")
+			}
+			if fmt.Sprint(a, aerr) != fmt.Sprint(b, berr) {
+				t.Fatalf("op %d: slice %v, %v; stream %v, %v", op%5, a, aerr, b, berr)
+			}
+			if whole.Offset() != stream.Offset() {
+				t.Fatalf("offsets %d and %d", whole.Offset(), stream.Offset())
+			}
+		}
+		if got, want := stream.Sum32(), adler32.Checksum(in[:stream.Offset()]); whole.Err() == nil && got != want {
+			t.Fatalf("checksum %#x of %d bytes consumed, want %#x", got, stream.Offset(), want)
+		}
+		end, err := stream.AtEnd()
+		if whole.Err() == nil && (err != nil || end != (whole.Left() == 0)) {
+			t.Fatalf("AtEnd %v, %v with %d bytes left", end, err, whole.Left())
+		}
+	})
+}
+
+// errAfter returns its bytes, then err.
+type errAfter struct {
+	b   []byte
+	err error
+}
+
+func (e *errAfter) Read(p []byte) (int, error) {
+	if len(e.b) == 0 {
+		return 0, e.err
+	}
+	n := copy(p, e.b)
+	e.b = e.b[n:]
+	return n, nil
+}
+
+// TestStreamReaderLimits: a length past the end of a stream fails having grown
+// the window to no more than twice the bytes there; a failed read of the
+// source is an *Error naming the field, wrapping the source's error.
+func TestStreamReaderLimits(t *testing.T) {
+	in := cat(i32(1<<30), bytes.Repeat([]byte("x"), 3000))
+	r := NewStreamReader(bytes.NewReader(in), 64)
+	if _, err := r.Buffer("data"); !errors.Is(err, ErrTruncated) || err.Error() != "offset 4: data: jute record ends early: need 1073741824 bytes, 3000 left" {
+		t.Fatalf("bogus length: %v", err)
+	}
+	if cap(r.b) > 2*len(in) {
+		t.Fatalf("window grew to %d bytes for %d there", cap(r.b), len(in))
+	}
+	broken := errors.New("disk on fire")
+	r = NewStreamReader(&errAfter{b: i32(7), err: broken}, 64)
+	if v, err := r.Int32("first"); v != 7 || err != nil {
+		t.Fatalf("first value: %d, %v", v, err)
+	}
+	_, err := r.Int64("second")
+	var je *Error
+	if !errors.Is(err, broken) || !errors.As(err, &je) || je.Field != "second" || je.Offset != 4 {
+		t.Fatalf("read failure: %v", err)
+	}
+	if end, err := NewStreamReader(&errAfter{err: broken}, 64).AtEnd(); end || !errors.Is(err, broken) {
+		t.Fatalf("AtEnd on a failing source: %v, %v", end, err)
+	}
 }

@@ -8,82 +8,53 @@ import (
 // snapshot causes: a create of a node that exists, a change to a node already
 // deleted. Such txns change nothing, as in ZooKeeper.
 func apply(t *Tree, sessions map[int64]int32, h TxnHeader, rec Record) {
-	switch r := rec.(type) {
-	case *CreateTxn:
-		create(t, h, r)
-	case *DeleteTxn:
-		t.remove(r.Path)
-	case *SetDataTxn:
-		if n, ok := t.change(r.Path); ok {
-			n.Data, n.Stat.Version = r.Data, r.Version
-			n.Stat.Mzxid, n.Stat.Mtime = h.Zxid, h.Time
-		}
-	case *SetACLTxn:
-		if n, ok := t.change(r.Path); ok {
-			n.Stat.Aversion = r.Version
-		}
-	case *MultiTxn:
-		// A multi with any failed op was rolled back: it changes nothing.
-		for _, sub := range r.Txns {
-			if _, failed := sub.(*ErrorTxn); failed {
-				return
+	Changes(h, rec, func(c Change) {
+		switch c.Kind {
+		case ChangeCreate:
+			create(t, c)
+		case ChangeDelete:
+			t.remove(c.Path)
+		case ChangeSetData, ChangeSetACL:
+			if n, ok := t.change(c.Path); ok {
+				c.change(n)
 			}
+		case ChangeOpenSession:
+			sessions[c.Owner] = c.Version
+		case ChangeCloseSession:
+			closeSession(t, sessions, c.Owner)
 		}
-		for _, sub := range r.Txns {
-			apply(t, sessions, h, sub)
-		}
-	case *CreateSessionTxn:
-		sessions[h.ClientID] = r.TimeoutMs
-	case *CloseSessionTxn:
-		closeSession(t, sessions, h.ClientID, r.Paths)
-	}
+	})
 }
 
-func create(t *Tree, h TxnHeader, r *CreateTxn) {
-	if _, exists := t.Get(r.Path); exists {
+// create makes the node of c unless it exists or its parent does not, and
+// counts it in the parent's cversion.
+func create(t *Tree, c Change) {
+	if _, exists := t.Get(c.Path); exists {
 		return
 	}
-	parentPath := parentOf(r.Path)
-	parent, ok := t.change(parentPath)
+	parent, ok := t.change(parentOf(c.Path))
 	if !ok {
 		return
 	}
-	var owner int64
-	switch r.Type {
-	case OpCreateContainer:
-		owner = ContainerOwner
-	case OpCreateTTL:
-		owner = ttlMask | r.TTL
-	default:
-		if r.Ephemeral {
-			owner = h.ClientID
-		}
-	}
-	cv := r.ParentCVersion
-	if r.V0 || cv == -1 {
+	cv := c.ParentCVersion
+	if cv == -1 {
 		cv = parent.Stat.Cversion + 1
 	}
 	if cv > parent.Stat.Cversion {
-		parent.Stat.Cversion, parent.Stat.Pzxid = cv, h.Zxid
+		parent.Stat.Cversion, parent.Stat.Pzxid = cv, c.Zxid
 	}
-	t.put(Node{Path: r.Path, Data: r.Data, ACLRef: -1, Stat: Stat{
-		Czxid: h.Zxid, Mzxid: h.Zxid, Ctime: h.Time, Mtime: h.Time,
-		EphemeralOwner: owner, Pzxid: h.Zxid,
-	}})
-	if owner == h.ClientID && owner != 0 {
-		t.owners[owner] = append(t.owners[owner], r.Path)
+	t.put(created(c))
+	if KindOf(c.Owner) == Ephemeral {
+		t.owners[c.Owner] = append(t.owners[c.Owner], c.Path)
 	}
 }
 
-// closeSession deletes the session's ephemerals: the paths the txn lists (3.6+)
-// and any other node the session still owns.
-func closeSession(t *Tree, sessions map[int64]int32, id int64, paths []string) {
+// closeSession deletes the ephemerals the session still owns (those its txn
+// listed are gone already).
+func closeSession(t *Tree, sessions map[int64]int32, id int64) {
 	delete(sessions, id)
-	for _, p := range paths {
-		t.remove(p)
-	}
 	for _, p := range t.owners[id] {
-		if n, ok := t.Get(p); ok && n.Stat.EphemeralOwner == id {
+		if n, ok := t.Get(p); ok && ownedBy(n, id) {
 			t.remove(p)
 		}
 	}

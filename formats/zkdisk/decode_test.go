@@ -367,3 +367,45 @@ func FuzzTxnBytes(f *testing.F) {
 		}
 	})
 }
+
+// NextAfter skips the txns at or below a zxid without decoding them (one that
+// would not decode is passed over), still stops at a skipped record whose
+// checksum is wrong, and returns the first txn above the zxid decoded.
+func TestLogNextAfter(t *testing.T) {
+	set := func(z int64) []byte {
+		return EncodeTxn(hdr(OpSetData, z), &SetDataTxn{Type: OpSetData, Path: "/a", Data: []byte{byte(z)}, Version: int32(z)}, nil)
+	}
+	undecodable := append(set(2), 0xff) // a byte after the txn: Next refuses it
+	file := handLog(set(1), undecodable, set(3), set(4))
+	if _, err := mustLog(t, file).NextAfter(0); err != nil {
+		t.Fatalf("NextAfter(0): %v", err)
+	}
+	lr := mustLog(t, file)
+	for _, want := range []int64{3, 4} {
+		txn, err := lr.NextAfter(2)
+		if err != nil || txn.Header.Zxid != want || txn.Record.(*SetDataTxn).Data[0] != byte(want) {
+			t.Fatalf("NextAfter(2): %+v, %v; want zxid %d", txn, err, want)
+		}
+	}
+	if _, err := lr.NextAfter(2); err != io.EOF {
+		t.Fatalf("at the end: %v", err)
+	}
+	lr = mustLog(t, file)
+	if _, err := lr.NextAfter(1); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("NextAfter(1) decodes zxid 2: %v, want it refused", err)
+	}
+	flipped := bytes.Clone(file)
+	flipped[16+12+20] ^= 1 // in the first txn's record, after its zxid
+	if _, err := mustLog(t, flipped).NextAfter(2); !errors.Is(err, ErrChecksum) {
+		t.Fatalf("a skipped record with a bad checksum: %v", err)
+	}
+}
+
+func mustLog(t *testing.T, b []byte) *LogReader {
+	t.Helper()
+	lr, err := NewLogReader(bytes.NewReader(b), "log.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lr
+}

@@ -29,16 +29,23 @@ type LoadOptions struct {
 	LogDir string
 }
 
-// View is a tree as of one point: a snapshot plus the txns replayed over it.
-type View struct {
-	Tree         *Tree
+// Info says what a view shows: which snapshot, how many txns replayed over it,
+// and the point in time that makes.
+type Info struct {
 	Snapshot     string // the snapshot file used ("" when only logs were replayed)
 	SnapshotZxid int64
 	Zxid         int64     // the last zxid the view reflects
 	Time         time.Time // that txn's time (or the newest node time of the snapshot)
 	Applied      int       // txns replayed
 	Notes        []string  // rejected snapshots, where replay stopped, gaps
-	Sessions     map[int64]int32
+}
+
+// View is a tree as of one point, in memory: a snapshot plus the txns replayed
+// over it.
+type View struct {
+	Info
+	Tree     *Tree
+	Sessions map[int64]int32
 }
 
 type fileAt struct {
@@ -71,10 +78,63 @@ func listDir(dir string) (snaps, logs []fileAt, err error) {
 }
 
 // Load reads the version-2 directory dir (snapshots and, unless opts.LogDir says
-// otherwise, logs): the newest snapshot whose seals check out (older ones are
-// tried in turn, each rejection noted), then every txn after it in zxid order,
-// until opts' point in time, the end of the logs, or the first damaged record.
+// otherwise, logs) into a tree in memory: the newest snapshot whose seals check
+// out (older ones are tried in turn, each rejection noted), then every txn after
+// it in zxid order, until opts' point in time, the end of the logs, or the first
+// damaged record.
 func Load(dir string, opts LoadOptions) (*View, error) {
+	b := &treeBuilder{}
+	info, err := build(dir, opts, b)
+	if err != nil {
+		return nil, err
+	}
+	b.tree.Compact()
+	return &View{Info: *info, Tree: b.tree, Sessions: b.sessions}, nil
+}
+
+// Sink takes a view as Stream reads it, for a reader that does not hold the
+// tree (it sorts what it gets by path and folds each path with a Folder).
+type Sink interface {
+	// Node is one node of the snapshot, in file order (the root's path is "/").
+	Node(n *SnapNode) error
+	// Discard drops every node given so far: the snapshot turned out unusable
+	// (a seal did not check out, or it is newer than the time asked for), and
+	// an older one follows, or none.
+	Discard() error
+	// Change is one change of a txn replayed after the snapshot, in replay
+	// order; step is its place among its txn's changes.
+	Change(c Change, step int32) error
+}
+
+// Stream reads dir as Load does, handing the snapshot's nodes and the changes of
+// the txns replayed to sink instead of building a tree. An error sink returns
+// ends it.
+func Stream(dir string, opts LoadOptions, sink Sink) (*Info, error) {
+	return build(dir, opts, &sinkBuilder{sink: sink})
+}
+
+// builder is what a view is built into: a tree in memory (Load) or a Sink (Stream).
+type builder interface {
+	// snapshot reads the whole snapshot at path; newest is its latest node
+	// time. When the file does not read, nothing of it is kept; a failure of
+	// the builder itself is a *builderError.
+	snapshot(path string) (newest time.Time, err error)
+	// discard drops the snapshot read last.
+	discard() error
+	// empty starts from no snapshot: the root alone.
+	empty() error
+	// txn applies one txn after the snapshot.
+	txn(h TxnHeader, rec Record) error
+}
+
+// builderError is a failure of the builder, not of the files: it ends the read.
+type builderError struct{ err error }
+
+func (e *builderError) Error() string { return e.err.Error() }
+func (e *builderError) Unwrap() error { return e.err }
+
+// build reads the files of dir into b, as Load describes.
+func build(dir string, opts LoadOptions, b builder) (*Info, error) {
 	snaps, logs, err := listDir(dir)
 	if err != nil {
 		return nil, err
@@ -87,63 +147,67 @@ func Load(dir string, opts LoadOptions) (*View, error) {
 	if len(snaps) == 0 && len(logs) == 0 {
 		return nil, fmt.Errorf("%s: %w (want snapshot.<zxid> / log.<zxid> files)", dir, ErrNoData)
 	}
-	v := &View{}
+	v := &Info{}
 	atZxid := opts.AtZxid
 	if !opts.AtTime.IsZero() {
 		z, found, note := zxidAtTime(logs, opts.AtTime)
 		if note != "" {
 			v.Notes = append(v.Notes, note)
 		}
-		if found {
-			atZxid = z
-		} else {
+		if !found {
 			// Every logged txn is later than AtTime: only a snapshot whose newest
 			// change is not later can show that moment.
-			return loadSnapshotAtTime(v, snaps, opts.AtTime)
+			if err := loadNewestSnapshot(v, b, snaps, 0, opts.AtTime); err != nil {
+				return nil, err
+			}
+			return v, nil
 		}
+		atZxid = z
 	}
-	if err := loadNewestSnapshot(v, snaps, atZxid, time.Time{}); err != nil {
+	if err := loadNewestSnapshot(v, b, snaps, atZxid, time.Time{}); err != nil {
 		return nil, err
 	}
 	if v.Snapshot == "" && len(logs) == 0 {
 		// Nothing readable at all: an empty tree would pass for a cluster with no metadata.
 		return nil, fmt.Errorf("%s: %w: no snapshot could be read and there is no txn log (%s)", dir, ErrNoData, strings.Join(v.Notes, "; "))
 	}
-	if complete := replay(v, logs, atZxid); complete && opts.AtZxid > 0 && v.Zxid < opts.AtZxid {
+	complete, err := replay(v, b, logs, atZxid)
+	if err != nil {
+		return nil, err
+	}
+	if complete && opts.AtZxid > 0 && v.Zxid < opts.AtZxid {
 		// As etcd refuses a revision past its newest: a zxid no txn has reached
 		// names no state, and showing the newest under its name would be wrong.
 		return nil, fmt.Errorf("zxid %#x (%d) is %w in %s: zxid %#x (%d)", opts.AtZxid, opts.AtZxid, ErrPastNewest, dir, v.Zxid, v.Zxid)
 	}
-	v.Tree.Compact()
-	return v, nil
-}
-
-func loadSnapshotAtTime(v *View, snaps []fileAt, at time.Time) (*View, error) {
-	if err := loadNewestSnapshot(v, snaps, 0, at); err != nil {
-		return nil, err
-	}
-	v.Tree.Compact()
 	return v, nil
 }
 
 // loadNewestSnapshot loads the newest valid snapshot with zxid <= atZxid (any
 // when 0) whose newest node time is <= notAfter (any when zero). With no usable
 // snapshot but logs present, replay starts from an empty tree.
-func loadNewestSnapshot(v *View, snaps []fileAt, atZxid int64, notAfter time.Time) error {
+func loadNewestSnapshot(v *Info, b builder, snaps []fileAt, atZxid int64, notAfter time.Time) error {
 	for i := len(snaps) - 1; i >= 0; i-- {
 		s := snaps[i]
 		if atZxid > 0 && s.zxid > atZxid {
 			continue
 		}
-		tree, sessions, newest, err := loadSnapshot(s.path)
+		newest, err := b.snapshot(s.path)
+		var be *builderError
+		if errors.As(err, &be) {
+			return be.err
+		}
 		if err == nil && !notAfter.IsZero() && newest.After(notAfter) {
 			err = fmt.Errorf("it holds changes made at %s, after the requested time", newest.UTC().Format(time.RFC3339Nano))
+			if derr := b.discard(); derr != nil {
+				return derr
+			}
 		}
 		if err != nil {
 			v.Notes = append(v.Notes, fmt.Sprintf("snapshot %s rejected: %v", s.path, err))
 			continue
 		}
-		v.Tree, v.Snapshot, v.SnapshotZxid, v.Zxid, v.Time, v.Sessions = tree, s.path, s.zxid, s.zxid, newest, sessions
+		v.Snapshot, v.SnapshotZxid, v.Zxid, v.Time = s.path, s.zxid, s.zxid, newest
 		return nil
 	}
 	if !notAfter.IsZero() {
@@ -152,9 +216,81 @@ func loadNewestSnapshot(v *View, snaps []fileAt, atZxid int64, notAfter time.Tim
 	if len(snaps) > 0 {
 		v.Notes = append(v.Notes, "no usable snapshot: replaying the logs onto an empty tree")
 	}
-	v.Tree, v.Sessions = newTree(nil, nil), map[int64]int32{}
-	v.Tree.put(Node{Path: "/"})
+	return b.empty()
+}
+
+// treeBuilder builds a Tree in memory (Load).
+type treeBuilder struct {
+	tree     *Tree
+	sessions map[int64]int32
+}
+
+func (b *treeBuilder) snapshot(path string) (time.Time, error) {
+	tree, sessions, newest, err := loadSnapshot(path)
+	if err == nil {
+		b.tree, b.sessions = tree, sessions
+	}
+	return newest, err
+}
+
+func (b *treeBuilder) discard() error {
+	b.tree, b.sessions = nil, nil
 	return nil
+}
+
+func (b *treeBuilder) empty() error {
+	b.tree, b.sessions = newTree(nil, nil), map[int64]int32{}
+	b.tree.put(Node{Path: "/"})
+	return nil
+}
+
+func (b *treeBuilder) txn(h TxnHeader, rec Record) error {
+	apply(b.tree, b.sessions, h, rec)
+	return nil
+}
+
+// sinkBuilder streams the snapshot's nodes and the txns' changes to a Sink (Stream).
+type sinkBuilder struct{ sink Sink }
+
+func (b *sinkBuilder) snapshot(path string) (time.Time, error) {
+	sr, err := OpenSnapshot(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	defer sr.Close()
+	var newest int64
+	for {
+		n, err := sr.Next()
+		if err == io.EOF {
+			return time.UnixMilli(newest), nil
+		}
+		if err != nil {
+			if derr := b.discard(); derr != nil {
+				return time.Time{}, &builderError{derr}
+			}
+			return time.Time{}, err
+		}
+		newest = max(newest, n.Stat.Mtime, n.Stat.Ctime)
+		if err := b.sink.Node(&n); err != nil {
+			return time.Time{}, &builderError{err}
+		}
+	}
+}
+
+func (b *sinkBuilder) discard() error { return b.sink.Discard() }
+
+func (b *sinkBuilder) empty() error { return b.sink.Node(&SnapNode{Path: "/"}) }
+
+func (b *sinkBuilder) txn(h TxnHeader, rec Record) error {
+	var err error
+	step := int32(0)
+	Changes(h, rec, func(c Change) {
+		if err == nil {
+			err = b.sink.Change(c, step)
+		}
+		step++
+	})
+	return err
 }
 
 // loadSnapshot reads a whole snapshot into a tree; newest is the latest node
@@ -293,8 +429,8 @@ func zxidAtTime(logs []fileAt, at time.Time) (zxid int64, found bool, note strin
 
 // replay applies the txns after the view's zxid: from the log whose start zxid is
 // <= it, and every later log, in order. complete: it read to the end of the logs
-// (neither atZxid nor a damaged record stopped it).
-func replay(v *View, logs []fileAt, atZxid int64) (complete bool) {
+// (neither atZxid nor a damaged record stopped it). An error is the builder's.
+func replay(v *Info, b builder, logs []fileAt, atZxid int64) (complete bool, err error) {
 	first := 0
 	for i, l := range logs {
 		if l.zxid <= v.SnapshotZxid {
@@ -304,21 +440,25 @@ func replay(v *View, logs []fileAt, atZxid int64) (complete bool) {
 	last := v.SnapshotZxid
 	for _, l := range logs[first:] {
 		if atZxid > 0 && last >= atZxid {
-			return false
+			return false, nil
 		}
-		stop, err := replayLog(v, l.path, &last, atZxid)
+		stop, err := replayLog(v, b, l.path, &last, atZxid)
+		var be *builderError
+		if errors.As(err, &be) {
+			return false, be.err
+		}
 		if err != nil {
 			v.Notes = append(v.Notes, fmt.Sprintf("replay stopped at %v; the view reflects zxid %#x (the last good txn)", err, v.Zxid))
-			return false
+			return false, nil
 		}
 		if stop {
-			return false
+			return false, nil
 		}
 	}
-	return true
+	return true, nil
 }
 
-func replayLog(v *View, path string, last *int64, atZxid int64) (stop bool, err error) {
+func replayLog(v *Info, b builder, path string, last *int64, atZxid int64) (stop bool, err error) {
 	if fi, err := os.Stat(path); err == nil && fi.Size() == 0 {
 		v.Notes = append(v.Notes, fmt.Sprintf("log %s is empty (0 bytes): skipped", path))
 		return false, nil
@@ -329,7 +469,8 @@ func replayLog(v *View, path string, last *int64, atZxid int64) (stop bool, err 
 	}
 	defer lr.Close()
 	for {
-		t, err := lr.Next()
+		// Txns at or below last are in the snapshot already (or duplicates).
+		t, err := lr.NextAfter(*last)
 		if err == io.EOF {
 			return false, nil
 		}
@@ -337,16 +478,15 @@ func replayLog(v *View, path string, last *int64, atZxid int64) (stop bool, err 
 			return true, err
 		}
 		z := t.Header.Zxid
-		if z <= *last {
-			continue // in the snapshot already (or a duplicate)
-		}
 		if atZxid > 0 && z > atZxid {
 			return true, nil
 		}
 		if *last > 0 && z>>32 == *last>>32 && z != *last+1 && v.Applied == 0 {
 			v.Notes = append(v.Notes, fmt.Sprintf("txns %#x to %#x are missing from the logs (purged?): the view may lack their changes", *last+1, z-1))
 		}
-		apply(v.Tree, v.Sessions, t.Header, t.Record)
+		if err := b.txn(t.Header, t.Record); err != nil {
+			return true, &builderError{err}
+		}
 		*last = z
 		v.Zxid, v.Time = z, time.UnixMilli(t.Header.Time)
 		v.Applied++

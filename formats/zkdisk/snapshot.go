@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"unsafe"
+
+	"github.com/ledgermedic/ledgermedic/formats/jute"
 )
 
 // File magics (FileSnap / FileTxnLog headers).
@@ -116,7 +118,7 @@ type SnapshotReader struct {
 	Header   FileHeader
 	Sessions []Session
 	ACLs     map[int64][]ACL
-	s        *stream
+	s        *fileReader
 	closer   io.Closer
 	trailer  SnapshotTrailer
 	done     bool
@@ -192,9 +194,10 @@ func (r *SnapshotReader) Close() error {
 // NewSnapshotReader reads the header, sessions and ACL cache from r; name is used
 // in errors.
 func NewSnapshotReader(r io.Reader, name string) (*SnapshotReader, error) {
-	sr := &SnapshotReader{File: name, s: newStream(r, name), ACLs: map[int64][]ACL{}}
+	sr := &SnapshotReader{File: name, s: newFileReader(r, name), ACLs: map[int64][]ACL{}}
+	sr.s.SumTo(newAdler())
 	if err := sr.readHead(); err != nil {
-		return nil, err
+		return nil, fileErr(err, name, 0)
 	}
 	return sr, nil
 }
@@ -206,73 +209,54 @@ func (r *SnapshotReader) readHead() error {
 		return err
 	}
 	r.Header = h
-	n, err := s.int32("session count")
+	n, err := s.Int32("session count")
 	if err != nil {
 		return err
 	}
-	// Counts are not trusted for allocation: elements are appended as read.
+	// Counts are not trusted for allocation: elements are appended as read (and
+	// a negative count is none, as DataTree's deserializer reads it).
 	for i := int32(0); i < n; i++ {
 		var ss Session
-		if ss.ID, err = s.int64("session id"); err != nil {
+		if ss.ID, err = s.Int64("session id"); err != nil {
 			return err
 		}
-		if ss.TimeoutMs, err = s.int32("session timeout"); err != nil {
+		if ss.TimeoutMs, err = s.Int32("session timeout"); err != nil {
 			return err
 		}
 		r.Sessions = append(r.Sessions, ss)
 	}
-	m, err := s.int32("ACL cache count")
+	m, err := s.Int32("ACL cache count")
 	if err != nil {
 		return err
 	}
 	for i := int32(0); i < m; i++ {
-		ref, err := s.int64("ACL ref")
+		ref, err := s.Int64("ACL ref")
 		if err != nil {
 			return err
 		}
-		off := s.offset()
-		k, err := s.int32("ACL vector count")
-		if err != nil {
+		if r.ACLs[ref], err = readACLs(s.Reader, "ACL"); err != nil {
 			return err
 		}
-		if k < -1 {
-			return s.errAt(off, "ACL vector count", fmt.Errorf("%w: %d", ErrMalformed, k))
-		}
-		var list []ACL
-		for j := int32(0); j < k; j++ {
-			var a ACL
-			if a.Perms, err = s.int32("ACL perms"); err != nil {
-				return err
-			}
-			if a.Scheme, err = s.ustring("ACL scheme"); err != nil {
-				return err
-			}
-			if a.ID, err = s.ustring("ACL id"); err != nil {
-				return err
-			}
-			list = append(list, a)
-		}
-		r.ACLs[ref] = list
 	}
 	return nil
 }
 
-func readFileHeader(s *stream, magic int32) (FileHeader, error) {
+func readFileHeader(s *fileReader, magic int32) (FileHeader, error) {
 	var h FileHeader
 	var err error
-	if h.Magic, err = s.int32("file header magic"); err != nil {
+	if h.Magic, err = s.Int32("file header magic"); err != nil {
 		return h, err
 	}
 	if h.Magic != magic {
 		return h, s.errAt(0, "file header", fmt.Errorf("%w: magic %#08x, want %#08x", ErrBadMagic, uint32(h.Magic), uint32(magic)))
 	}
-	if h.Version, err = s.int32("file header version"); err != nil {
+	if h.Version, err = s.Int32("file header version"); err != nil {
 		return h, err
 	}
 	if h.Version != 2 {
 		return h, s.errAt(4, "file header", fmt.Errorf("%w: format version %d, want 2", ErrUnsupported, h.Version))
 	}
-	h.DBID, err = s.int64("file header dbid")
+	h.DBID, err = s.Int64("file header dbid")
 	return h, err
 }
 
@@ -293,6 +277,7 @@ func (r *SnapshotReader) Next() (SnapNode, error) {
 	}
 	n, err := r.next()
 	if err != nil {
+		err = fileErr(err, r.File, 0)
 		r.err = err
 		if err == io.EOF {
 			r.done, r.err = true, nil
@@ -304,7 +289,7 @@ func (r *SnapshotReader) Next() (SnapNode, error) {
 func (r *SnapshotReader) next() (SnapNode, error) {
 	s := r.s
 	var n SnapNode
-	path, err := s.ustring("node path")
+	path, err := s.String("node path")
 	if err != nil {
 		return n, err
 	}
@@ -318,7 +303,7 @@ func (r *SnapshotReader) next() (SnapNode, error) {
 	if n.Data, err = s.buffer("node data"); err != nil {
 		return n, ofPath(err, path)
 	}
-	b, err := s.next(8+60, "node ACL ref and stat")
+	b, err := s.Bytes(snapRecordFixed, "node ACL ref and stat")
 	if err != nil {
 		return n, ofPath(err, path)
 	}
@@ -335,8 +320,8 @@ func (r *SnapshotReader) next() (SnapNode, error) {
 // ofPath names the node in an error (built only on failure: the hot path
 // allocates nothing per field).
 func ofPath(err error, path string) error {
-	if de, ok := err.(*DecodeError); ok {
-		de.What += " of " + path
+	if je, ok := err.(*jute.Error); ok {
+		je.Field += " of " + path
 	}
 	return err
 }
@@ -359,7 +344,7 @@ func (r *SnapshotReader) readTrailer() error {
 		return err
 	}
 	r.trailer.Seals = 1
-	if eof, err := r.s.atEOF(); eof || err != nil {
+	if eof, err := r.s.AtEnd(); eof || err != nil {
 		return eofOr(err)
 	}
 	d, err := r.readDigest()
@@ -370,10 +355,10 @@ func (r *SnapshotReader) readTrailer() error {
 		return err
 	}
 	r.trailer.Seals, r.trailer.Digest = 2, d
-	if eof, err := r.s.atEOF(); eof || err != nil {
+	if eof, err := r.s.AtEnd(); eof || err != nil {
 		return eofOr(err)
 	}
-	if r.trailer.LastProcessedZxid, err = r.s.int64("lastProcessedZxid"); err != nil {
+	if r.trailer.LastProcessedZxid, err = r.s.Int64("lastProcessedZxid"); err != nil {
 		return err
 	}
 	if err := r.seal(3); err != nil {
@@ -381,7 +366,7 @@ func (r *SnapshotReader) readTrailer() error {
 	}
 	r.trailer.Seals = 3
 	off := r.s.offset()
-	if eof, err := r.s.atEOF(); !eof || err != nil {
+	if eof, err := r.s.AtEnd(); !eof || err != nil {
 		if err != nil {
 			return err
 		}
@@ -401,16 +386,16 @@ func (r *SnapshotReader) readDigest() (*ZxidDigest, error) {
 	s := r.s
 	var d ZxidDigest
 	var err error
-	if d.Zxid, err = s.int64("digest zxid"); err != nil {
+	if d.Zxid, err = s.Int64("digest zxid"); err != nil {
 		return nil, err
 	}
-	if d.Version, err = s.int32("digest version"); err != nil {
+	if d.Version, err = s.Int32("digest version"); err != nil {
 		return nil, err
 	}
 	if d.Version < 2 {
-		d.DigestHex, err = s.ustring("digest")
+		d.DigestHex, err = s.String("digest")
 	} else {
-		d.Digest, err = s.int64("digest")
+		d.Digest, err = s.Int64("digest")
 	}
 	return &d, err
 }
@@ -418,10 +403,10 @@ func (r *SnapshotReader) readDigest() (*ZxidDigest, error) {
 // seal reads int64 Adler-32 of everything before it, then the string "/".
 func (r *SnapshotReader) seal(i int) error {
 	s := r.s
-	want := s.checksum()
+	want := s.Sum32()
 	off := s.offset()
 	what := fmt.Sprintf("seal %d", i)
-	got, err := s.int64(what)
+	got, err := s.Int64(what)
 	if err != nil {
 		return err
 	}
@@ -429,7 +414,7 @@ func (r *SnapshotReader) seal(i int) error {
 		return s.errAt(off, what, fmt.Errorf("%w: stored %#x, computed %#x", ErrChecksum, uint64(got), want))
 	}
 	off = s.offset()
-	slash, err := s.ustring(what + " marker")
+	slash, err := s.String(what + " marker")
 	if err != nil {
 		return err
 	}

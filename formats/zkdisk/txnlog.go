@@ -3,8 +3,8 @@ package zkdisk
 import (
 	"errors"
 	"fmt"
-	"hash/adler32"
 	"io"
+	"math"
 	"os"
 
 	"github.com/ledgermedic/ledgermedic/formats/jute"
@@ -131,7 +131,7 @@ type Txn struct {
 type LogReader struct {
 	File   string
 	Header FileHeader
-	s      *stream
+	s      *fileReader
 	closer io.Closer
 	err    error
 }
@@ -154,10 +154,10 @@ func OpenLog(path string) (*LogReader, error) {
 // NewLogReader reads the file header from r; name is used in errors. An empty
 // file has no header: that is an ErrTruncated error at offset 0.
 func NewLogReader(r io.Reader, name string) (*LogReader, error) {
-	lr := &LogReader{File: name, s: newStream(r, name)}
+	lr := &LogReader{File: name, s: newFileReader(r, name)}
 	h, err := readFileHeader(lr.s, LogMagic)
 	if err != nil {
-		return nil, err
+		return nil, fileErr(err, name, 0)
 	}
 	lr.Header = h
 	return lr, nil
@@ -178,53 +178,70 @@ func (l *LogReader) Offset() int64 { return l.s.offset() }
 // a zero length (the preallocated zeros). A bad checksum (ErrChecksum), a record
 // cut short (ErrTruncated) or an undecodable txn come back as a sticky
 // *DecodeError whose Offset is the record's start.
-func (l *LogReader) Next() (Txn, error) {
+func (l *LogReader) Next() (Txn, error) { return l.NextAfter(math.MinInt64) }
+
+// NextAfter is Next for the first txn whose zxid is above after: the records
+// before it are checked (checksum, end byte) but not decoded, as replay skips
+// the txns a snapshot holds already (a log that spans the snapshot is mostly
+// such txns).
+func (l *LogReader) NextAfter(after int64) (Txn, error) {
 	if l.err != nil {
 		return Txn{}, l.err
 	}
-	t, err := l.next()
+	t, err := l.next(after)
 	if err != nil {
 		l.err = err
 	}
 	return t, err
 }
 
-func (l *LogReader) next() (Txn, error) {
+func (l *LogReader) next(after int64) (Txn, error) {
 	s := l.s
-	start := s.offset()
-	t := Txn{Offset: start}
-	if eof, err := s.atEOF(); eof || err != nil {
-		return t, eofOr(err)
+	for {
+		start := s.offset()
+		t := Txn{Offset: start}
+		if eof, err := s.AtEnd(); eof || err != nil {
+			return t, eofOr(fileErr(err, l.File, 0))
+		}
+		head, err := s.Bytes(12, "record checksum and length")
+		if err != nil {
+			return t, recordErr(fileErr(err, l.File, 0), start)
+		}
+		crc, n := be64(head), be32(head[8:])
+		if n == 0 {
+			return t, io.EOF
+		}
+		if n < 0 {
+			return t, s.errAt(start, "record length", fmt.Errorf("%w: negative length %d", ErrMalformed, n))
+		}
+		view, err := s.Bytes(int(n), "txn")
+		if err != nil {
+			return t, recordErr(fileErr(err, l.File, 0), start)
+		}
+		if sum := adlerUpdate(1, view); uint64(crc) != uint64(sum) {
+			return t, s.errAt(start, "txn record", fmt.Errorf("%w: stored %#x, computed %#x", ErrChecksum, uint64(crc), sum))
+		}
+		// The TxnHeader's zxid: after clientId (8 bytes) and cxid (4).
+		skip := len(view) >= 20 && be64(view[12:]) <= after
+		var body []byte
+		if !skip {
+			body = s.keep(view) // the txn's values alias it, and outlive the window
+		}
+		eor, err := s.Bytes(1, "end-of-record byte")
+		if err != nil {
+			return t, recordErr(fileErr(err, l.File, 0), start)
+		}
+		if eor[0] != 'B' {
+			return t, s.errAt(start, "end-of-record byte", fmt.Errorf("%w: %#x, want 0x42 (last transaction was partial)", ErrMalformed, eor[0]))
+		}
+		if skip {
+			continue
+		}
+		if err := decodeTxn(&t, body, start+12, l.File); err != nil {
+			return t, err
+		}
+		return t, nil
 	}
-	head, err := s.next(12, "record checksum and length")
-	if err != nil {
-		return t, recordErr(err, start)
-	}
-	crc, n := be64(head), be32(head[8:])
-	if n == 0 {
-		return t, io.EOF
-	}
-	if n < 0 {
-		return t, s.errAt(start, "record length", fmt.Errorf("%w: negative length %d", ErrMalformed, n))
-	}
-	body, err := s.owned(int(n), "txn")
-	if err != nil {
-		return t, recordErr(err, start)
-	}
-	if sum := adler32.Checksum(body); uint64(crc) != uint64(sum) {
-		return t, s.errAt(start, "txn record", fmt.Errorf("%w: stored %#x, computed %#x", ErrChecksum, uint64(crc), sum))
-	}
-	eor, err := s.next(1, "end-of-record byte")
-	if err != nil {
-		return t, recordErr(err, start)
-	}
-	if eor[0] != 'B' {
-		return t, s.errAt(start, "end-of-record byte", fmt.Errorf("%w: %#x, want 0x42 (last transaction was partial)", ErrMalformed, eor[0]))
-	}
-	if err := decodeTxn(&t, body, start+12, l.File); err != nil {
-		return t, err
-	}
-	return t, nil
 }
 
 // recordErr reports a read error against the record's start offset, where replay
@@ -246,7 +263,7 @@ func DecodeTxnBytes(b []byte, file string, base int64) (Txn, error) {
 }
 
 func decodeTxn(t *Txn, b []byte, base int64, file string) error {
-	return txnErr(readTxn(t, jute.NewReader(b)), file, base)
+	return fileErr(readTxn(t, jute.NewReader(b)), file, base)
 }
 
 func readTxn(t *Txn, d *jute.Reader) error {

@@ -11,8 +11,11 @@ import (
 )
 
 // The prefixes of the temp dirs a session makes (read-only link sandboxes,
-// unclean-shutdown copies, copies of a locked etcd db).
-var tempDirPrefixes = []string{"ledgermedic-ro-", "ledgermedic-sandbox-", "ledgermedic-etcd-db-"}
+// unclean-shutdown copies, copies of a locked etcd db, spill databases).
+var tempDirPrefixes = []string{"ledgermedic-ro-", "ledgermedic-sandbox-", "ledgermedic-etcd-db-", SpillPrefix}
+
+// SpillPrefix names the temp dirs of spill databases (internal/spill).
+const SpillPrefix = "ledgermedic-spill-"
 
 // OwnerFile marks a temp dir whose owner holds an exclusive flock on the dir
 // for as long as it runs. Dirs without it (made by older versions) are never swept:

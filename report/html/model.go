@@ -5,6 +5,9 @@
 package html
 
 import (
+	"cmp"
+	"context"
+	"io"
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/report"
@@ -22,15 +25,26 @@ type Report struct {
 	// with nothing readable, a topic with no ledgers. The report is still written.
 	Problems []string
 	Stats    []Stat
-	// Findings are check's findings (sorted like check's); with a topic filter, those
-	// of the selected topics, and HiddenFindings counts the others.
+	// Counts are how many findings of each kind and severity the report is about
+	// (with a topic filter, those of the selected topics).
+	Counts report.Counts
+	// Findings are the first MaxFindingsPerKind of each kind of them, in check's
+	// order; Counts counts them all. HiddenFindings counts the findings of the
+	// topics a filter left out.
 	Findings       []report.Finding
-	HiddenFindings int
-	Topics         []Topic
+	HiddenFindings int64
+	// Topics are the topics drawn: every topic, in name order, when there are at
+	// most MaxDrawnTopics; else the MaxDrawnTopics worst (CompareWorst), worst first.
+	Topics []Topic
+	// Rows has a row for every topic of the report, in name order (nil: the
+	// drawn topics are all of them).
+	Rows TopicRows
 	// Loose are ledgers with findings that belong to no topic shown (no LedgerInfo
-	// names them and their node names no managed ledger).
-	Loose []Ledger
-	Runs  []Run
+	// names them and their node names no managed ledger): the first
+	// MaxLooseLedgers by id; MoreLoose counts the others.
+	Loose     []Ledger
+	MoreLoose int64
+	Runs      []Run
 	// JournalNote says why there is no journal section (no data dir, no runs, unreadable).
 	JournalNote string
 }
@@ -162,3 +176,72 @@ type Run struct {
 
 // MaxRunChanges bounds the items listed per journal run.
 const MaxRunChanges = 50
+
+// TopicRow is one topic in the table of every topic: what it holds and how
+// many findings concern it.
+type TopicRow struct {
+	Name       string // base topic
+	Partitions int    // managed ledgers (the topic's own, or its partitions')
+	Ledgers    int64
+	Entries    int64
+	// Findings about the topic, its managed ledgers, their ledgers and its schema, by severity.
+	Errors, Warnings, Info int64
+	// WithEntries and Covered add up the firstEntryIndex coverage of its managed ledgers.
+	WithEntries, Covered int64
+	// Versions are its schema locator's versions; BadVersions those of them with findings.
+	Versions, BadVersions int64
+}
+
+// Faulty reports whether any finding concerns the topic.
+func (r *TopicRow) Faulty() bool { return r.Errors+r.Warnings+r.Info > 0 }
+
+// CompareWorst orders topics most serious first: most errors, then warnings,
+// then info; then by name. (The page's script sorts its table the same way.)
+func CompareWorst(a, b *TopicRow) int {
+	return cmp.Or(cmp.Compare(b.Errors, a.Errors), cmp.Compare(b.Warnings, a.Warnings), cmp.Compare(b.Info, a.Info),
+		cmp.Compare(a.Name, b.Name))
+}
+
+// TopicRows is the table of every topic, read as often as needed: a million
+// rows stay on disk (inspect keeps them in a spill file) until Close.
+type TopicRows interface {
+	Len() int64
+	// Each calls fn with every row in name order; the row is valid only during fn.
+	Each(ctx context.Context, fn func(*TopicRow) error) error
+	io.Closer
+}
+
+// RowSlice is TopicRows held in memory.
+type RowSlice []TopicRow
+
+func (s RowSlice) Len() int64 { return int64(len(s)) }
+
+func (s RowSlice) Each(ctx context.Context, fn func(*TopicRow) error) error {
+	for i := range s {
+		if err := fn(&s[i]); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+func (RowSlice) Close() error { return nil }
+
+// TopicCount is how many topics the report covers.
+func (r *Report) TopicCount() int64 {
+	if r.Rows != nil {
+		return r.Rows.Len()
+	}
+	return int64(len(r.Topics))
+}
+
+// FindingTotal is how many findings the report is about.
+func (r *Report) FindingTotal() int64 { return int64(r.Counts.Total()) }
+
+// Close drops what the report keeps on disk (its rows).
+func (r *Report) Close() error {
+	if r == nil || r.Rows == nil {
+		return nil
+	}
+	return r.Rows.Close()
+}

@@ -3,7 +3,9 @@ package html
 import (
 	"bufio"
 	"cmp"
+	"context"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"html/template"
 	"io"
@@ -11,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/ledgermedic/ledgermedic/report"
 )
@@ -20,29 +24,41 @@ var assets embed.FS
 
 var page = template.Must(template.New("report.tmpl").ParseFS(assets, "assets/report.tmpl"))
 
-// Limits that keep the file small (a few MB) on a badly damaged cluster.
+// Limits that keep the page small on a badly damaged cluster of any size: what
+// is not listed is counted, and `check` lists it all.
 const (
-	// MaxFindingRows bounds the findings table; the rest are counted.
-	MaxFindingRows = 5000
+	// MaxFindingsPerKind bounds the findings listed of each kind, as check's --limit does.
+	MaxFindingsPerKind = 200
 	// MaxMarksPerTopic bounds the list of marked ledgers under a topic's chart.
 	MaxMarksPerTopic = 2000
 	topFindings      = 10
 	// MaxDrawnTopics bounds the topics drawn as timelines: a report of more draws
-	// the worst (most errors, then warnings, then info) and lists every topic in
-	// a table, so a million-topic cluster's page opens in seconds.
+	// the worst (CompareWorst) and lists every topic in a table whose rows the
+	// page's script shows a screenful at a time, so that a million-topic
+	// cluster's page opens in seconds.
 	MaxDrawnTopics = 50
-	// MaxTopicRows bounds that table; the rest are counted.
-	MaxTopicRows = 10_000
+	// MaxLooseLedgers bounds the ledgers listed that belong to no topic.
+	MaxLooseLedgers = 1000
 )
 
-// Render writes the report as one self-contained HTML page.
-func Render(w io.Writer, r *Report) error {
+// Render writes the report as one self-contained HTML page, as it goes: the
+// table of every topic is embedded as data (topicData) read from r.Rows, never
+// held whole.
+func Render(ctx context.Context, w io.Writer, r *Report) error {
 	v, err := view(r)
 	if err != nil {
 		return err
 	}
 	bw := bufio.NewWriterSize(w, 1<<16)
 	if err := page.Execute(bw, v); err != nil {
+		return fmt.Errorf("render report: %w", err)
+	}
+	if v.Table {
+		if err := writeTopicData(ctx, bw, r, v.Topics); err != nil {
+			return fmt.Errorf("render report: %w", err)
+		}
+	}
+	if err := page.ExecuteTemplate(bw, "end", v); err != nil {
 		return fmt.Errorf("render report: %w", err)
 	}
 	if err := bw.Flush(); err != nil {
@@ -60,17 +76,18 @@ type pageView struct {
 	Sources      []sourceView
 	Counts       []countView
 	Top          []report.Finding
-	Findings     []report.Finding // at most MaxFindingRows
-	MoreFindings int
+	FindingTotal int64
+	MoreFindings int64
+	PerKind      int
 	Severities   []report.Severity
 	Kinds        []string
 	Topics       []topicView
-	// With more topics than MaxDrawnTopics: every topic's row (worst first, at
-	// most MaxTopicRows), and how many rows were left out.
-	TopicRows     []topicRow
-	MoreTopicRows int
-	Loose         []looseView
-	Runs          []runView
+	// Table: more topics than are drawn, so every topic is listed in a table
+	// (its rows come as data after the page, topicData).
+	Table      bool
+	TopicCount int64
+	Loose      []looseView
+	Runs       []runView
 }
 
 type sourceView struct {
@@ -80,7 +97,7 @@ type sourceView struct {
 
 type countView struct {
 	Severity report.Severity
-	N        int
+	N        int64
 }
 
 type topicView struct {
@@ -93,15 +110,6 @@ type topicView struct {
 	SchemaPath  string
 	Marks       []markView
 	MoreMarks   int
-}
-
-// topicRow is a topic in the table of every topic.
-type topicRow struct {
-	Name                   string
-	Anchor                 string // "" when the topic is not drawn
-	Partitions, Ledgers    int
-	Entries                int64
-	Errors, Warnings, Info int
 }
 
 type markView struct {
@@ -134,16 +142,16 @@ func view(r *Report) (*pageView, error) {
 		return nil, err
 	}
 	v := &pageView{Report: r, CSS: template.CSS(css), JS: template.JS(js), Title: title(r),
-		When:       r.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"),
+		When: r.GeneratedAt.UTC().Format("2006-01-02 15:04:05 UTC"), PerKind: MaxFindingsPerKind,
 		Severities: []report.Severity{report.SeverityError, report.SeverityWarning, report.SeverityInfo}}
 	for _, s := range r.Sources {
 		v.Sources = append(v.Sources, sourceView{Source: s, PointInTime: pointInTime(s)})
 	}
-	counts := map[report.Severity]int{}
+	counts := map[report.Severity]int64{}
 	kinds := map[string]bool{}
-	for _, f := range r.Findings {
-		counts[f.Severity]++
-		kinds[f.Kind] = true
+	for k, n := range r.Counts {
+		counts[k.Severity] += int64(n)
+		kinds[k.Kind] = true
 	}
 	for _, s := range v.Severities {
 		v.Counts = append(v.Counts, countView{s, counts[s]})
@@ -153,15 +161,13 @@ func view(r *Report) (*pageView, error) {
 	}
 	slices.Sort(v.Kinds)
 	v.Top = r.Findings[:min(topFindings, len(r.Findings))]
-	v.Findings = r.Findings[:min(MaxFindingRows, len(r.Findings))]
-	v.MoreFindings = len(r.Findings) - len(v.Findings)
-	drawn := drawnTopics(r.Topics)
-	for _, i := range drawn {
+	v.FindingTotal = max(r.FindingTotal(), int64(len(r.Findings)))
+	v.MoreFindings = v.FindingTotal - int64(len(r.Findings))
+	for i := range r.Topics {
 		v.Topics = append(v.Topics, topicOf(&r.Topics[i]))
 	}
-	if len(drawn) < len(r.Topics) {
-		v.TopicRows, v.MoreTopicRows = topicRows(r.Topics, drawn)
-	}
+	v.TopicCount = r.TopicCount()
+	v.Table = v.TopicCount > int64(len(r.Topics))
 	for _, l := range r.Loose {
 		v.Loose = append(v.Loose, looseView{Ledger: l, Created: msTime(l.Start)})
 	}
@@ -172,97 +178,118 @@ func view(r *Report) (*pageView, error) {
 	return v, nil
 }
 
-// faultCounts counts a topic's faults by severity: its ledgers', its schema
-// versions' and orphan schema ledgers', and an unreadable node as an error.
-func faultCounts(t *Topic) (errors, warnings, info int) {
-	add := func(fs []Fault) {
-		for _, f := range fs {
-			switch f.Severity {
-			case report.SeverityError:
-				errors++
-			case report.SeverityWarning:
-				warnings++
-			default:
-				info++
-			}
+// rowColumns are the numbers of a row in the page's data, in this order (the
+// script reads them by place).
+func rowColumns(b []byte, r *TopicRow) []byte {
+	for i, n := range [...]int64{int64(r.Partitions), r.Ledgers, r.Entries, r.Errors, r.Warnings, r.Info,
+		r.WithEntries, r.Covered, r.Versions, r.BadVersions} {
+		if i > 0 {
+			b = append(b, ',')
 		}
+		b = strconv.AppendInt(b, n, 10)
 	}
-	for _, l := range t.Lanes {
-		if l.Error != "" {
-			errors++
-		}
-		for _, g := range l.Ledgers {
-			add(g.Faults)
-		}
-	}
-	if sc := t.Schema; sc != nil {
-		if sc.Error != "" {
-			errors++
-		}
-		for _, v := range sc.Versions {
-			add(v.Faults)
-		}
-		for _, g := range sc.Orphans {
-			add(g.Faults)
-		}
-	}
-	return errors, warnings, info
+	return b
 }
 
-// worstFirst orders the indexes of topics by their faults, most serious first,
-// then as the report has them.
-func worstFirst(topics []Topic) []int {
-	type score struct{ e, w, i int }
-	scores := make([]score, len(topics))
-	order := make([]int, len(topics))
-	for i := range topics {
-		e, w, n := faultCounts(&topics[i])
-		scores[i], order[i] = score{e, w, n}, i
+// writeTopicData writes every row of the table of every topic as one JSON
+// document in a <script type="application/json"> element, row by row:
+//
+//	{"n": rows, "cols": columns per row, "restart": nameRestart, "drawn": [[name, anchor], ...],
+//	 "names": [shared, suffix, ...], "v": [numbers of row 0 (rowColumns), of row 1, ...]}
+//
+// Names are in name order and front-coded (each shares a prefix with the one
+// before it: its length, then the rest), which makes a million of them a few
+// MB; every nameRestart-th is whole, so the script decodes a row's name from
+// there. JSON escapes <, > and &, so no name can end the element.
+func writeTopicData(ctx context.Context, w *bufio.Writer, r *Report, drawn []topicView) error {
+	b := []byte(`<script type="application/json" id="topic-data">{"n":`)
+	b = strconv.AppendInt(b, r.Rows.Len(), 10)
+	b = append(b, `,"cols":10,"restart":`...)
+	b = strconv.AppendInt(b, nameRestart, 10)
+	b = append(b, `,"drawn":[`...)
+	for i, t := range drawn {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(append(append(append(append(b, '['), jsonString(t.Name)...), ','), jsonString(t.Anchor)...), ']')
 	}
-	slices.SortStableFunc(order, func(a, b int) int {
-		sa, sb := scores[a], scores[b]
-		return cmp.Or(cmp.Compare(sb.e, sa.e), cmp.Compare(sb.w, sa.w), cmp.Compare(sb.i, sa.i))
+	b = append(b, `],"names":[`...)
+	if _, err := w.Write(b); err != nil {
+		return err
+	}
+	prev, n := "", int64(0)
+	err := r.Rows.Each(ctx, func(row *TopicRow) error {
+		b = b[:0]
+		if n > 0 {
+			b = append(b, ',')
+		}
+		shared := commonPrefix(prev, row.Name)
+		if n%nameRestart == 0 {
+			shared = 0
+		}
+		b = strconv.AppendInt(b, int64(utf16Len(row.Name[:shared])), 10)
+		b = append(append(b, ','), jsonString(row.Name[shared:])...)
+		prev, n = row.Name, n+1
+		_, err := w.Write(b)
+		return err
 	})
-	return order
+	if err != nil {
+		return err
+	}
+	if _, err := w.WriteString(`],"v":[`); err != nil {
+		return err
+	}
+	n = 0
+	err = r.Rows.Each(ctx, func(row *TopicRow) error {
+		b = b[:0]
+		if n > 0 {
+			b = append(b, ',')
+		}
+		b = rowColumns(b, row)
+		n++
+		_, err := w.Write(b)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	_, err = w.WriteString("]}</script>\n")
+	return err
 }
 
-// drawnTopics are the indexes of the topics drawn: all, in the report's order,
-// when there are at most MaxDrawnTopics; else the MaxDrawnTopics worst, worst first.
-func drawnTopics(topics []Topic) []int {
-	if len(topics) <= MaxDrawnTopics {
-		out := make([]int, len(topics))
-		for i := range out {
-			out[i] = i
-		}
-		return out
+// nameRestart: every this many rows, a name is written whole.
+const nameRestart = 64
+
+// commonPrefix is the length in bytes of the longest common prefix of a and b
+// that ends on a character boundary of b.
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
 	}
-	return worstFirst(topics)[:MaxDrawnTopics]
+	for n > 0 && n < len(b) && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return n
 }
 
-// topicRows is the table of every topic, worst first, linked to the drawn ones.
-func topicRows(topics []Topic, drawn []int) ([]topicRow, int) {
-	isDrawn := make(map[int]bool, len(drawn))
-	for _, i := range drawn {
-		isDrawn[i] = true
+// utf16Len is the length of s as the script counts it (UTF-16 code units): the
+// shared prefix length is read by String.prototype.slice.
+func utf16Len(s string) int {
+	n := 0
+	for _, r := range s {
+		n += utf16.RuneLen(r)
 	}
-	order := worstFirst(topics)
-	rows := make([]topicRow, 0, min(len(order), MaxTopicRows))
-	for _, i := range order[:min(len(order), MaxTopicRows)] {
-		t := &topics[i]
-		row := topicRow{Name: t.Name, Partitions: len(t.Lanes)}
-		if isDrawn[i] {
-			row.Anchor = "topic-" + anchor(t.Name)
-		}
-		for _, l := range t.Lanes {
-			row.Ledgers += len(l.Ledgers)
-			for _, g := range l.Ledgers {
-				row.Entries += g.Entries
-			}
-		}
-		row.Errors, row.Warnings, row.Info = faultCounts(t)
-		rows = append(rows, row)
+	return n
+}
+
+// jsonString is s as a JSON string that is safe inside a script element.
+func jsonString(s string) []byte {
+	b, err := json.Marshal(s)
+	if err != nil { // a string always marshals
+		return []byte(`""`)
 	}
-	return rows, len(order) - len(rows)
+	return b
 }
 
 func title(r *Report) string {

@@ -2,11 +2,15 @@ package html
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf16"
 
 	"github.com/ledgermedic/ledgermedic/report"
 )
@@ -30,7 +34,7 @@ func bigTopic(n, step int) Topic {
 func render(t testing.TB, r *Report) string {
 	t.Helper()
 	var b bytes.Buffer
-	if err := Render(&b, r); err != nil {
+	if err := Render(context.Background(), &b, r); err != nil {
 		t.Fatal(err)
 	}
 	return b.String()
@@ -102,69 +106,102 @@ func TestRenderEmptyReport(t *testing.T) {
 	}
 }
 
-// A report of more topics than MaxDrawnTopics draws the worst of them, worst
-// first, and lists every topic, worst first, in a filterable table; a small one
-// draws every topic in its order and has no such table.
-func TestBigReportDrawsTheWorstTopics(t *testing.T) {
-	var topics []Topic
-	n := MaxDrawnTopics*2 + 7
-	for i := range n {
-		tp := bigTopic(3, 0)
-		tp.Name = fmt.Sprintf("persistent://t/ns/topic-%03d", i)
-		switch {
-		case i%10 == 3: // errors: i%20 == 13 has two
-			tp.Lanes[0].Ledgers[0].Faults = []Fault{{Kind: "ledger-missing", Severity: report.SeverityError}}
-			if i%20 == 13 {
-				tp.Lanes[0].Ledgers[1].Faults = []Fault{{Kind: "ledger-missing", Severity: report.SeverityError}}
-			}
-		case i%10 == 5:
-			tp.Lanes[0].Ledgers[0].Faults = []Fault{{Kind: "orphan-ledger", Severity: report.SeverityWarning}}
-		}
-		topics = append(topics, tp)
+// A report of more topics than it draws embeds every topic's row as data
+// after the page, in name order with front-coded names, which decode back to
+// the rows exactly (names with markup, multi-byte and astral characters
+// included); a report whose topics are all drawn has no table.
+func TestBigReportEmbedsEveryRow(t *testing.T) {
+	names := []string{"persistent://t/ns/a", "persistent://t/ns/a-1", "persistent://t/ns/b</script><script>x()</script>",
+		"persistent://t/ns/bé", "persistent://t/ns/bé😀", "persistent://t/ns/bé😀z", "persistent://t/ns/c"}
+	for i := range 200 {
+		names = append(names, fmt.Sprintf("persistent://u/ns/topic-%04d", i))
 	}
-	page := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: topics})
-	drawn := regexp.MustCompile(`<article class="topic" id="[^"]*" data-topic="([^"]*)">`).FindAllStringSubmatch(page, -1)
-	if len(drawn) != MaxDrawnTopics {
-		t.Fatalf("%d topics drawn of %d, want %d", len(drawn), n, MaxDrawnTopics)
+	slices.Sort(names)
+	var rows RowSlice
+	for i, n := range names {
+		rows = append(rows, TopicRow{Name: n, Partitions: i % 4, Ledgers: int64(i), Entries: int64(i) << 33,
+			Errors: int64(i % 3), Warnings: int64(i % 5), Info: int64(i % 7), WithEntries: int64(i % 6),
+			Covered: int64(i % 2), Versions: int64(i % 4), BadVersions: int64(i % 2)})
 	}
-	// The two-error topics, then the one-error ones, then the warnings, in name order each.
-	var want []string
-	for _, pick := range []func(int) bool{
-		func(i int) bool { return i%20 == 13 }, func(i int) bool { return i%20 == 3 }, func(i int) bool { return i%10 == 5 },
-		func(i int) bool { return i%10 != 3 && i%10 != 5 },
-	} {
-		for i := range n {
-			if pick(i) {
-				want = append(want, topics[i].Name)
-			}
+	drawn := []Topic{bigTopic(3, 1)}
+	drawn[0].Name = names[2]
+	page := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: drawn, Rows: rows})
+	got := decodeTopicData(t, page)
+	if len(got.rows) != len(rows) {
+		t.Fatalf("%d rows in the data, want %d", len(got.rows), len(rows))
+	}
+	for i := range rows {
+		if got.rows[i] != rows[i] {
+			t.Fatalf("row %d decodes to %+v, want %+v", i, got.rows[i], rows[i])
 		}
 	}
-	for i, d := range drawn {
-		if d[1] != want[i] {
-			t.Fatalf("drawn topic %d is %s, want %s", i, d[1], want[i])
-		}
+	if got.drawn[names[2]] != "topic-"+anchor(names[2]) {
+		t.Errorf("drawn topics in the data: %v", got.drawn)
 	}
-	rows := regexp.MustCompile(`<tr data-faulty="(1?)"><td>(?:<a href="#[^"]*">)?([^<]*)<`).FindAllStringSubmatch(page, -1)
-	if len(rows) != n {
-		t.Fatalf("the table of every topic has %d rows, want %d", len(rows), n)
-	}
-	faulty := map[string]bool{}
-	for i := range n {
-		faulty[topics[i].Name] = i%10 == 3 || i%10 == 5
-	}
-	for i, r := range rows {
-		if r[2] != want[i] || (r[1] == "1") != faulty[r[2]] {
-			t.Fatalf("row %d is %s (faulty %q), want %s (faulty %v)", i, r[2], r[1], want[i], faulty[want[i]])
-		}
-	}
-	for _, s := range []string{`id="t-text"`, `id="t-faulty"`, fmt.Sprintf("Topics (%d: the %d worst drawn)", n, MaxDrawnTopics),
-		`<a href="#topic-persistent___t_ns_topic-013">`} {
+	for _, s := range []string{`id="t-text"`, `id="t-faulty"`, `id="t-scroll"`,
+		fmt.Sprintf("Topics (%d: the 1 worst drawn)", len(rows))} {
 		if !strings.Contains(page, s) {
 			t.Errorf("the page has no %s", s)
 		}
 	}
-	small := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: topics[:MaxDrawnTopics]})
-	if strings.Contains(small, `id="topics"`) || strings.Count(small, `<article class="topic"`) != MaxDrawnTopics {
-		t.Errorf("a report of %d topics does not draw them all, or lists them in a table", MaxDrawnTopics)
+	if n := strings.Count(page, "</script>"); n != 2 {
+		t.Errorf("%d </script> in the page, want 2 (the data and the script)", n)
 	}
+	small := render(t, &Report{GeneratedAt: time.Unix(0, 0), Topics: drawn, Rows: rows[:1]})
+	if strings.Contains(small, `id="topics"`) || strings.Contains(small, `id="topic-data"`) {
+		t.Error("a report whose topics are all drawn has a table of them")
+	}
+}
+
+type topicData struct {
+	rows  []TopicRow
+	drawn map[string]string
+}
+
+// decodeTopicData reads the page's topic data as its script does.
+func decodeTopicData(t *testing.T, page string) topicData {
+	t.Helper()
+	_, rest, ok := strings.Cut(page, `<script type="application/json" id="topic-data">`)
+	if !ok {
+		t.Fatal("no topic data in the page")
+	}
+	js, _, ok := strings.Cut(rest, "</script>")
+	if !ok {
+		t.Fatal("the topic data does not end")
+	}
+	var d struct {
+		N       int
+		Cols    int
+		Restart int
+		Drawn   [][2]string
+		Names   []json.RawMessage
+		V       []int64
+	}
+	if err := json.Unmarshal([]byte(js), &d); err != nil {
+		t.Fatalf("topic data: %v", err)
+	}
+	if d.Cols != 10 || len(d.Names) != 2*d.N || len(d.V) != d.Cols*d.N {
+		t.Fatalf("topic data of %d rows has %d columns, %d names, %d numbers", d.N, d.Cols, len(d.Names), len(d.V))
+	}
+	out := topicData{drawn: map[string]string{}}
+	for _, p := range d.Drawn {
+		out.drawn[p[0]] = p[1]
+	}
+	var prev []uint16 // as JavaScript holds strings
+	for i := range d.N {
+		var shared int
+		var suffix string
+		if json.Unmarshal(d.Names[2*i], &shared) != nil || json.Unmarshal(d.Names[2*i+1], &suffix) != nil || shared > len(prev) {
+			t.Fatalf("row %d: name %s %s", i, d.Names[2*i], d.Names[2*i+1])
+		}
+		if d.Restart <= 0 || i%d.Restart == 0 && shared != 0 {
+			t.Fatalf("row %d shares a prefix: names restart every %d", i, d.Restart)
+		}
+		prev = append(prev[:shared], utf16.Encode([]rune(suffix))...)
+		v := d.V[i*d.Cols:]
+		out.rows = append(out.rows, TopicRow{Name: string(utf16.Decode(prev)), Partitions: int(v[0]), Ledgers: v[1],
+			Entries: v[2], Errors: v[3], Warnings: v[4], Info: v[5], WithEntries: v[6], Covered: v[7],
+			Versions: v[8], BadVersions: v[9]})
+	}
+	return out
 }

@@ -151,19 +151,16 @@ func sessionValueThreshold(memTable int64) int64 {
 }
 
 // needsFlatten says whether a session's metadata store is flattened at close
-// (see sessionOptions): the session wrote to it since it opened at version since,
-// and level 0, with the last flush still to come, reaches flattenAtL0.
+// (see sessionOptions): level 0, with the last flush still to come, reaches
+// flattenAtL0, and the session wrote to it since it opened at version since. The
+// level's table count comes from Badger's level sizes; MaxVersion reads every
+// table's index (the caller bounds the pages that maps: Dir.Close).
 func needsFlatten(db *badger.DB, since uint64) bool {
-	if db.MaxVersion() == since {
-		return false
-	}
 	l0 := 1 // the memtable Close flushes
-	for _, t := range db.Tables() {
-		if t.Level == 0 {
-			l0++
-		}
+	if levels := db.Levels(); len(levels) > 0 {
+		l0 += levels[0].NumTables
 	}
-	return l0 >= flattenAtL0
+	return l0 >= flattenAtL0 && db.MaxVersion() != since
 }
 
 // memTableSize returns want, or more when dir holds a write-ahead log (a .mem file)

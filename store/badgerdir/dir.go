@@ -242,11 +242,19 @@ func (d *Dir) Close() error {
 	d.trimmer = nil
 	mappingsMu.Lock()
 	var flat []*badger.DB
+	var sessionDirs []string
+	for _, s := range d.sessions {
+		sessionDirs = append(sessionDirs, s.db.Opts().Dir)
+	}
+	// needsFlatten may read every table's index: a trimmer in reclaim mode bounds
+	// the pages that maps, as openBounded does at open.
+	check := startTrimmer(sessionDirs, true)
 	for _, s := range d.sessions {
 		if needsFlatten(s.db, s.since) {
 			flat = append(flat, s.db)
 		}
 	}
+	check.Stop()
 	d.sessions = nil
 	// The ledger store is never flattened: closing it first frees its memtables
 	// and caches before the flatten needs memory.

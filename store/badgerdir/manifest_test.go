@@ -9,37 +9,6 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-func TestManifestRoundTripAndDamage(t *testing.T) {
-	p := filepath.Join(t.TempDir(), "MANIFEST")
-	tables := map[uint64]manifestTable{1: {Level: 6, Compression: 1}, 4: {Level: 0, Compression: 1}}
-	if err := writeManifest(p, nil, tables); err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := parseManifest(b)
-	if st.Problem != "" || len(st.Tables) != 2 || st.Tables[1].Level != 6 || st.MaxID != 4 || st.End != int64(len(b)) {
-		t.Fatalf("round trip: %+v", st)
-	}
-	cut := parseManifest(b[:len(b)-3])
-	if !cut.Cut || len(cut.Tables) != 0 || cut.End != manifestHeaderSize || !strings.Contains(cut.Problem, "offset 8 cut short") {
-		t.Errorf("cut record: %+v", cut)
-	}
-	flipped := append([]byte(nil), b...)
-	flipped[len(flipped)-1] ^= 1
-	if st := parseManifest(flipped); st.Cut || !strings.Contains(st.Problem, "checksum mismatch") {
-		t.Errorf("flipped payload byte: %+v", st)
-	}
-	if st := parseManifest([]byte("Bdg")); !st.Cut || st.Header != nil {
-		t.Errorf("cut header: %+v", st)
-	}
-	if st := parseManifest(make([]byte, 40)); st.Cut || st.Header != nil || !strings.Contains(st.Problem, "bad header") {
-		t.Errorf("zeroed file: %+v", st)
-	}
-}
-
 func TestDamageCovers(t *testing.T) {
 	d := Damage{DB: LedgersDirName, RangeKnown: true, Smallest: EntryKey(13, 5), Biggest: EntryKey(17, 0)}
 	for id, want := range map[int64]bool{12: false, 13: true, 15: true, 17: true, 18: false} {

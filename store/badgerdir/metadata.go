@@ -45,21 +45,47 @@ func (m *metadataStore) Walk(ctx context.Context, prefix string, fn func(store.N
 	return m.WalkFrom(ctx, prefix, "", fn)
 }
 
+// WalkFrom reads walkTxnNodes nodes per read transaction, each resuming at the
+// first path the one before did not hand over, so the walk is not one snapshot
+// (no store's is). While a read transaction is open, Badger keeps the conflict
+// keys of every write committed after it began (its oracle's committedTxns) and
+// the marks of every later read: a back-fill whose walk held one transaction
+// for the whole run, while its batches were written, grew by them (24 MB of a
+// 4.7M-ledger run's heap: docs/benchmarks.md).
 func (m *metadataStore) WalkFrom(ctx context.Context, prefix, start string, fn func(store.Node) error) error {
-	return m.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = []byte(prefix)
-		return Iterate(ctx, txn, opts, []byte(max(prefix, start)), func(item *badger.Item) error {
-			return item.Value(func(v []byte) error {
-				path := string(item.Key())
-				if err := checkNode(item, path, len(v)); err != nil {
-					return err
+	from := []byte(max(prefix, start))
+	for {
+		var next []byte // the first node the transaction did not hand over
+		err := m.db.View(func(txn *badger.Txn) error {
+			opts := badger.DefaultIteratorOptions
+			opts.Prefix = []byte(prefix)
+			n := 0
+			return Iterate(ctx, txn, opts, from, func(item *badger.Item) error {
+				if n == walkTxnNodes {
+					next = item.KeyCopy(nil)
+					return ErrStopIteration
 				}
-				return fn(store.Node{Path: path, Value: v, Version: item.Version()})
+				n++
+				return item.Value(func(v []byte) error {
+					path := string(item.Key())
+					if err := checkNode(item, path, len(v)); err != nil {
+						return err
+					}
+					return fn(store.Node{Path: path, Value: v, Version: item.Version()})
+				})
 			})
 		})
-	})
+		if err != nil || next == nil {
+			return err
+		}
+		from = next
+	}
 }
+
+// walkTxnNodes nodes are read in one transaction of a walk: a new transaction
+// and iterator cost about as much as reading a few dozen nodes. (A variable so
+// that a test can walk across transactions with a few nodes.)
+var walkTxnNodes = 4096
 
 // CompareAndSet also wraps ErrNotFound with ErrVersionMismatch when expect is not 0
 // and the node is gone.

@@ -197,3 +197,50 @@ func TestBackupMetadata(t *testing.T) {
 		}
 	}
 }
+
+// A walk longer than one read transaction (walkTxnNodes) hands over every node
+// once, in path order, while its callback rewrites each node it was handed (as a
+// back-fill's batches do) and creates nodes behind the walk, which it does not
+// hand over.
+func TestWalkAcrossTransactions(t *testing.T) {
+	dir := t.TempDir()
+	d, err := Create(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	defer func(was int) { walkTxnNodes = was }(walkTxnNodes)
+	walkTxnNodes = 64
+	n := 2*walkTxnNodes + walkTxnNodes/2
+	path := func(i int) string { return fmt.Sprintf("/w/n%06d", i) }
+	for i := 0; i < n; i += 2 { // the odd ones are created during the walk
+		if _, err := d.Metadata.CompareAndSet(path(i), 0, []byte("v0")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	err = d.Metadata.Walk(context.Background(), "/w/", func(nd store.Node) error {
+		got = append(got, nd.Path)
+		if _, err := d.Metadata.CompareAndSet(nd.Path, nd.Version, []byte("v1")); err != nil {
+			return err
+		}
+		var i int
+		fmt.Sscanf(nd.Path, "/w/n%06d", &i)
+		if i > 0 {
+			_, err := d.Metadata.CompareAndSet(path(i-1), 0, []byte("new"))
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := 0; i < n; i += 2 {
+		want = append(want, path(i))
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("the walk handed over %d nodes (first %q, last %q), want the %d there before it, once each, in order",
+			len(got), got[0], got[len(got)-1], len(want))
+	}
+}

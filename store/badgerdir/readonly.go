@@ -15,6 +15,7 @@ import (
 	badger "github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/table"
 
+	"github.com/ledgermedic/ledgermedic/formats/badgermanifest"
 	"github.com/ledgermedic/ledgermedic/internal/scratch"
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -40,11 +41,11 @@ import (
 // dbPlan is what opening one database found before Badger sees it.
 type dbPlan struct {
 	name, src string
-	manifest  *manifestState
-	tables    map[uint64]manifestTable // the tables the sandbox lists: present and verified
-	vlogs     []string                 // non-empty value logs
-	mems      []string                 // non-empty memtable logs
-	zeroLogs  []string                 // zero-length .mem/.vlog files: left by a kill, hold nothing
+	manifest  *badgermanifest.State
+	tables    map[uint64]badgermanifest.Table // the tables the sandbox lists: present and verified
+	vlogs     []string                        // non-empty value logs
+	mems      []string                        // non-empty memtable logs
+	zeroLogs  []string                        // zero-length .mem/.vlog files: left by a kill, hold nothing
 	// unfinished are tables the MANIFEST does not list that an interrupted flush or
 	// compaction left (a writable Badger open deletes them).
 	unfinished []uint64
@@ -58,7 +59,7 @@ type dbPlan struct {
 // the data dir at dataDir.
 func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 	src := filepath.Join(dataDir, name)
-	p := &dbPlan{name: name, src: src, tables: map[uint64]manifestTable{}}
+	p := &dbPlan{name: name, src: src, tables: map[uint64]badgermanifest.Table{}}
 	ents, err := os.ReadDir(src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", src, err)
@@ -91,13 +92,13 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 			}
 		}
 	}
-	ms, err := readManifest(filepath.Join(src, manifestFileName))
+	ms, err := badgermanifest.Read(filepath.Join(src, badgermanifest.FileName))
 	if errors.Is(err, fs.ErrNotExist) && len(files) > 0 {
-		ms, err = parseManifest(nil), nil
+		ms, err = badgermanifest.Parse(nil), nil
 		ms.Problem = "missing"
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w: %w", filepath.Join(src, manifestFileName), store.ErrNotDataDir, err)
+		return nil, fmt.Errorf("%s: %w: %w", filepath.Join(src, badgermanifest.FileName), store.ErrNotDataDir, err)
 	}
 	p.manifest = ms
 	rel := func(f string) string { return filepath.Join(name, f) }
@@ -109,7 +110,7 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 		break
 	}
 	var checks []tableCheck
-	level := map[uint64]manifestTable{}
+	level := map[uint64]badgermanifest.Table{}
 	var unlisted []uint64
 	for id, t := range ms.Tables {
 		f, ok := files[id]
@@ -136,7 +137,7 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 			}
 		}
 		checks = append(checks, tableCheck{ID: id, Path: filepath.Join(src, f), Compressions: comps})
-		level[id] = manifestTable{Level: 0}
+		level[id] = badgermanifest.Table{Level: 0}
 	}
 	slices.Sort(unlisted)
 	slices.SortFunc(checks, func(a, b tableCheck) int { return int(a.ID) - int(b.ID) })
@@ -190,7 +191,7 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 	case cutOnly && interrupted:
 		if ms.Problem != "" {
 			p.notes = append(p.notes, fmt.Sprintf("unclean shutdown: %s has a half-written record (%s), left by an interrupted write; read the records before it",
-				filepath.Join(p.src, manifestFileName), ms.Problem))
+				filepath.Join(p.src, badgermanifest.FileName), ms.Problem))
 		}
 		for _, id := range unlisted {
 			if _, ok := p.tables[id]; ok {
@@ -207,7 +208,7 @@ func analyzeDB(dataDir, name string, vc *verifyCache) (*dbPlan, error) {
 			problem += fmt.Sprintf("; it does not list %s", tableNames(unlisted))
 		}
 		p.damage = append(p.damage, Damage{
-			DB: name, File: rel(manifestFileName), Problem: problem,
+			DB: name, File: rel(badgermanifest.FileName), Problem: problem,
 			Action: "read every table that verified, from the directory; keys deleted before the damage may show again",
 		})
 	}
@@ -345,7 +346,7 @@ func (p *dbPlan) buildSandbox(dst string, copyAll bool) error {
 			return err
 		}
 	}
-	return writeManifest(filepath.Join(dst, manifestFileName), p.manifest.Header, p.tables)
+	return badgermanifest.Write(filepath.Join(dst, badgermanifest.FileName), p.manifest.Header, p.tables)
 }
 
 // readOnlySession is what a read-only DataDir holds besides its databases.
@@ -406,7 +407,7 @@ func (d *Dir) openVerified(name string, opts store.Options) (*badger.DB, error) 
 	if err := p.buildSandbox(dst, false); err != nil {
 		return nil, fmt.Errorf("%s: make a read-only sandbox in %s: %w", src, dst, err)
 	}
-	db, err := OpenDB(dst, true, verifiedReads)
+	db, err := openBounded([]string{src, dst}, func() (*badger.DB, error) { return OpenDB(dst, true, verifiedReads) })
 	if err == nil {
 		d.Notes = append(d.Notes, p.notes...)
 		return db, nil
@@ -464,10 +465,14 @@ func (d *Dir) openWritableVerified(name string) (*badger.DB, error) {
 	// closes the copy), so retry briefly before calling the dir busy.
 	deadline := time.Now().Add(lockWait)
 	for {
-		db, err := OpenDB(src, false, sessionOptions, verifiedReads)
-		if err == nil && name == MetadataDirName {
-			d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
-		}
+		db, err := openBounded([]string{src}, func() (*badger.DB, error) {
+			db, err := OpenDB(src, false, sessionOptions, verifiedReads)
+			if err == nil && name == MetadataDirName {
+				// MaxVersion reads every table's index: bounded as the open is.
+				d.sessions = append(d.sessions, session{db: db, since: db.MaxVersion()})
+			}
+			return db, err
+		})
 		if err == nil || !errors.Is(err, store.ErrLocked) || time.Now().After(deadline) {
 			return db, err
 		}

@@ -16,7 +16,10 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 	"unsafe"
+
+	badger "github.com/dgraph-io/badger/v4"
 
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -270,3 +273,45 @@ func mapFile(t *testing.T, path string, flags int) []byte {
 	t.Cleanup(func() { syscall.Munmap(b) })
 	return b
 }
+
+// TestOpenBoundsResidentTables: while an open runs (openBounded), the table pages
+// it maps are bounded as it goes, not only once the trimmer after the open starts.
+// The open here is a stand-in that reads every page of 50 MB of tables through
+// shared mappings, as Badger's open reads each table's index.
+func TestOpenBoundsResidentTables(t *testing.T) {
+	dir := writeEntryTables(t, 24000) // 50 MB
+	ledgers, _ := filepath.EvalSymlinks(filepath.Join(dir, LedgersDirName))
+	tables, err := filepath.Glob(filepath.Join(ledgers, "*.sst"))
+	if err != nil || len(tables) == 0 {
+		t.Fatalf("no tables in %s: %v", ledgers, err)
+	}
+	peak, read := 0, 0
+	_, err = openBounded([]string{ledgers}, func() (*badger.DB, error) {
+		var sum byte
+		for _, table := range tables {
+			m := mapFile(t, table, syscall.MAP_SHARED)
+			for i := 0; i < len(m); i += os.Getpagesize() {
+				sum += m[i]
+				if read += os.Getpagesize(); read%(1<<20) == 0 {
+					time.Sleep(time.Millisecond) // as an open does I/O: the trimmer polls meanwhile
+					peak = max(peak, residentIn(t, ledgers, ".sst"))
+				}
+			}
+		}
+		pageSink = sum
+		return nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < 40<<20 {
+		t.Fatalf("the stand-in read %d bytes of tables, want 40 MB or more", read)
+	}
+	// The poll lets the open run on for a while past trimAfter.
+	if limit := 24 << 10; peak > limit {
+		t.Errorf("resident table pages peaked at %d kB during the open, want under %d kB", peak, limit)
+	}
+}
+
+// pageSink keeps the reads of TestOpenBoundsResidentTables from being optimized away.
+var pageSink byte

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/store"
+	"github.com/ledgermedic/ledgermedic/store/etcddb"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
@@ -57,4 +58,16 @@ func TestEtcdDBEqualsLiveTwin(t *testing.T) {
 	}
 	time.Sleep(300 * time.Millisecond) // past etcd's 100 ms backend commit
 	storetest.SameTree(t, testutil.MustOpenMetadata(t, "etcd-db:"+srv.DBFile(), readOnly), live, "")
+}
+
+// The same contract, the db read onto disk as a large one is.
+func TestContractEtcdDBSpilled(t *testing.T) {
+	etcddb.ForceSpill(t)
+	TestContractEtcdDB(t)
+}
+
+// The same twin, the db read onto disk as a large one is.
+func TestEtcdDBSpilledEqualsLiveTwin(t *testing.T) {
+	etcddb.ForceSpill(t)
+	TestEtcdDBEqualsLiveTwin(t)
 }

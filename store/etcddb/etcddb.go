@@ -1,13 +1,11 @@
 package etcddb
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/ledgermedic/ledgermedic/formats/etcddisk"
 	"github.com/ledgermedic/ledgermedic/internal/radix"
 	"github.com/ledgermedic/ledgermedic/internal/scratch"
 	"github.com/ledgermedic/ledgermedic/store"
@@ -44,23 +43,40 @@ const etcdDBLockWait = 500 * time.Millisecond
 
 // etcdDB is an etcd member's bbolt file read offline: the state at one revision,
 // in Pulsar's layout (key = node path). It never writes the file: bbolt opens it
-// read-only, and one read transaction stays open for the store's life, so node
-// values are served from bbolt's read-only mmap (copied before a caller sees them).
+// read-only. A small db keeps one read transaction open for the store's life, and
+// node values are served from bbolt's read-only mmap (copied before a caller sees
+// them); a larger one is read once onto a sorted file on disk (spill.go) and
+// closed, so that memory does not grow with the cluster.
 type etcdDB struct {
 	file       string // the file read (a temp copy when a server held the lock)
 	db         *bolt.DB
 	tx         *bolt.Tx
 	tmpDir     string
-	releaseTmp func()       // gives up the lock that marks tmpDir as in use
-	nodes      []etcdDBNode // sorted by path
+	releaseTmp func()  // gives up the lock that marks tmpDir as in use
+	nodes      nodeSet // the view's nodes
 	source     store.SourceInfo
+}
+
+// nodeSet is the nodes of the view: in memory (memNodes) or on disk (spillNodes).
+type nodeSet interface {
+	// get returns the node at path; its value is the caller's.
+	get(path string) (etcdDBNode, bool, error)
+	// walk calls fn for each node whose path starts with prefix and is >= start,
+	// in path byte order; n's value is valid during fn only.
+	walk(ctx context.Context, prefix, start string, fn func(n etcdDBNode) error) error
+	close() error
 }
 
 type etcdDBNode struct {
 	path    string
-	value   []byte // aliases the mmap: valid while tx is open; never handed out
+	value   []byte
 	version int64
 }
+
+// spillAbove is the db file size above which the view is read onto disk: held in
+// memory, the view keeps the file's pages resident through the mmap
+// (docs/benchmarks.md, "Measured decisions").
+var spillAbove int64 = 128 << 20
 
 func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 	ro := opts.Remote
@@ -102,7 +118,7 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 	}
 	s.db = db
 	s.source = store.SourceInfo{URL: u.String(), Kind: store.SchemeEtcdDB, ReadOnly: true}
-	if err := s.load(ro.Revision); err != nil {
+	if err := s.load(ro.Revision, opts.SandboxDir); err != nil {
 		s.Close()
 		return nil, err
 	}
@@ -110,6 +126,13 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 	if walDir != "" {
 		if note := walNote(walDir, s.consistentIndex()); note != "" {
 			s.source.Notes = append(s.source.Notes, note)
+		}
+	}
+	if _, spilled := s.nodes.(*spillNodes); spilled {
+		// Every node is on disk now: the db (and a copy of it) is not needed.
+		if err := s.closeDB(); err != nil {
+			s.Close()
+			return nil, err
 		}
 	}
 	return s, nil
@@ -171,9 +194,10 @@ func openBoltReadOnly(file string, wait time.Duration) (db *bolt.DB, err error) 
 }
 
 // load reads the key bucket once, keeping for each key its newest revision <= rev
-// (0: the newest) unless that is a tombstone. bbolt reads an mmap: a damaged page
+// (0: the newest) unless that is a tombstone: in memory, or for a db larger than
+// spillAbove in a sorted file under parent. bbolt reads an mmap: a damaged page
 // can fault, so faults become panics here and panics become errors naming the file.
-func (s *etcdDB) load(rev int64) (err error) {
+func (s *etcdDB) load(rev int64, parent string) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
@@ -209,6 +233,10 @@ func (s *etcdDB) load(rev int64) (err error) {
 		rev = newest
 	}
 	s.source.Revision = rev
+	if st, err := os.Stat(s.file); err == nil && st.Size() > spillAbove {
+		s.source.Notes = append(s.source.Notes, fmt.Sprintf("the db (%d MB) is read onto a sorted file in a temp dir rather than held in memory", st.Size()>>20))
+		return s.scanSpill(keys, rev, parent)
+	}
 	return s.scan(keys, rev)
 }
 
@@ -242,7 +270,7 @@ func bucketNames(tx *bolt.Tx) string {
 func compactedRev(meta *bolt.Bucket) (int64, []string) {
 	get := func(name string) int64 {
 		v := meta.Get([]byte(name))
-		if r, err := parseEtcdRev(v); err == nil {
+		if r, err := etcddisk.ParseRev(v); err == nil {
 			return r.Main
 		}
 		return 0
@@ -259,7 +287,7 @@ func newestRev(keys *bolt.Bucket) (int64, error) {
 	if k == nil {
 		return 0, nil
 	}
-	r, err := parseEtcdRev(k)
+	r, err := etcddisk.ParseRev(k)
 	return r.Main, err
 }
 
@@ -279,26 +307,22 @@ func (s *etcdDB) consistentIndex() uint64 {
 	return binary.BigEndian.Uint64(v)
 }
 
-// scan walks the key bucket in revision order up to rev, noting every revision
-// of a Pulsar path; a sort by path (equal paths in revision order) then leaves
-// each key's revisions side by side, the newest last, and tombstones drop out.
-// Sorting all revisions costs less than a map from path to newest revision: no
-// key is hashed, and the sort itself finds the equal ones.
-func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
-	var revs []etcdDBRev
-	var keys keyArena
+// eachRevision calls fn with every revision of a Pulsar path up to rev, in
+// revision order: the key (the path), the value and version (0: a delete), both
+// aliasing the mmap. Revisions of other keys are noted and left out.
+func (s *etcdDB) eachRevision(bucket *bolt.Bucket, rev int64, fn func(key, value []byte, version int64) error) error {
 	var skipped []string
 	nSkipped := 0
 	c := bucket.Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		r, err := parseEtcdRev(k)
+		r, err := etcddisk.ParseRev(k)
 		if err != nil {
 			return fmt.Errorf("etcd db %s: %w: key bucket: %w", s.file, ErrEtcdDBCorrupt, err)
 		}
 		if r.Main > rev {
 			break
 		}
-		kv, err := decodeEtcdKV(v)
+		kv, err := etcddisk.DecodeKV(v)
 		if err != nil {
 			return fmt.Errorf("etcd db %s: %w: revision %d.%d: %w", s.file, ErrEtcdDBCorrupt, r.Main, r.Sub, err)
 		}
@@ -312,21 +336,41 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 			nSkipped++
 			continue
 		}
+		version := kv.Version
+		if r.Tombstone {
+			version = 0
+		}
+		if err := fn(kv.Key, kv.Value, version); err != nil {
+			return err
+		}
+	}
+	if nSkipped > 0 {
+		s.source.Notes = append(s.source.Notes, fmt.Sprintf("%d revision(s) of keys that are not Pulsar paths (not starting with \"/\") are not shown, e.g. %s", nSkipped, strings.Join(skipped, ", ")))
+	}
+	return nil
+}
+
+// scan notes every revision of a Pulsar path up to rev; a sort by path (equal
+// paths in revision order) then leaves each key's revisions side by side, the
+// newest last, and tombstones drop out. Sorting all revisions costs less than a
+// map from path to newest revision: no key is hashed, and the sort itself finds
+// the equal ones.
+func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
+	var revs []etcdDBRev
+	var keys keyArena
+	err := s.eachRevision(bucket, rev, func(key, value []byte, version int64) error {
 		if revs == nil {
 			// Presize from the file: a revision of a Pulsar node takes a few hundred
 			// bytes, so this avoids most of the growth without overshooting much.
 			revs = make([]etcdDBRev, 0, min(s.tx.Size()/256, 1<<24))
 		}
-		version := kv.Version
-		if r.Tombstone {
-			version = 0
-		}
 		// Copied now, in revision order: the sort then reads a compact arena
 		// rather than keys scattered over the whole mmap.
-		revs = append(revs, etcdDBRev{path: keys.intern(kv.Key), value: kv.Value, version: version})
-	}
-	if nSkipped > 0 {
-		s.source.Notes = append(s.source.Notes, fmt.Sprintf("%d revision(s) of keys that are not Pulsar paths (not starting with \"/\") are not shown, e.g. %s", nSkipped, strings.Join(skipped, ", ")))
+		revs = append(revs, etcdDBRev{path: keys.intern(key), value: value, version: version})
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	paths := make([]string, len(revs))
 	idx := make([]int32, len(revs))
@@ -335,15 +379,16 @@ func (s *etcdDB) scan(bucket *bolt.Bucket, rev int64) error {
 	}
 	rs := radix.New(paths, len(idx), true)
 	rs.Sort(idx, 0, 0)
-	s.nodes = make([]etcdDBNode, 0, len(idx))
+	nodes := make(memNodes, 0, len(idx))
 	for k, i := range idx {
 		if k+1 < len(idx) && rs.Same(k+1) {
 			continue // an older revision of the same key
 		}
 		if r := &revs[i]; r.version != 0 {
-			s.nodes = append(s.nodes, etcdDBNode{path: r.path, value: r.value, version: r.version})
+			nodes = append(nodes, etcdDBNode{path: r.path, value: r.value, version: r.version})
 		}
 	}
+	s.nodes = nodes
 	return nil
 }
 
@@ -379,7 +424,7 @@ func walNote(dir string, consistent uint64) string {
 	sort.Strings(files)
 	var newer, last uint64
 	for _, f := range files {
-		n, l, err := walEntriesAfter(f, consistent)
+		n, l, err := etcddisk.WALEntriesAfter(f, consistent)
 		if err != nil {
 			return fmt.Sprintf("WAL %s could not be read (%v): acknowledged writes newer than the db may be missing", f, err)
 		}
@@ -392,64 +437,19 @@ func walNote(dir string, consistent uint64) string {
 	return fmt.Sprintf("the WAL in %s holds %d raft entries with data after the db's consistent index %d (up to %d): writes etcd acknowledged that this db does not have yet; start etcd on a copy of the member dir to replay them, then read its db", dir, newer, consistent, last)
 }
 
-// walEntriesAfter counts the normal raft entries with data whose index is above
-// after, in one WAL segment, reading only its used part.
-func walEntriesAfter(file string, after uint64) (count, last uint64, err error) {
-	f, err := os.Open(file)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 1<<20)
-	var off int64
-	var head [8]byte
-	for {
-		if _, err := io.ReadFull(r, head[:]); err != nil {
-			return count, last, nil // end of file, or a torn tail
-		}
-		field := binary.LittleEndian.Uint64(head[:])
-		n := field &^ (0xff << 56)
-		pad := uint64(0)
-		if field>>63 == 1 {
-			pad = (field >> 56) & 0x7
-		}
-		if field == 0 {
-			return count, last, nil
-		}
-		if n > walMaxRecord {
-			return count, last, fmt.Errorf("offset %d: %d-byte frame (damaged length %#x)", off, n, field)
-		}
-		frame := make([]byte, 8+n+pad)
-		copy(frame, head[:])
-		if _, err := io.ReadFull(r, frame[8:]); err != nil {
-			return count, last, nil // torn tail
-		}
-		rec, total, ok, err := walFrame(frame)
-		if err != nil || !ok {
-			return count, last, err
-		}
-		off += int64(total)
-		typ, data, err := walRecord(rec)
-		if err != nil {
-			return count, last, fmt.Errorf("offset %d: %w", off-int64(total), err)
-		}
-		if typ != walEntryType {
-			continue
-		}
-		idx, etype, hasData, err := raftEntryIndex(data)
-		if err != nil {
-			return count, last, fmt.Errorf("offset %d: %w", off-int64(total), err)
-		}
-		if etype == 0 && hasData && idx > after {
-			count++
-			last = max(last, idx)
-		}
-	}
-}
-
 func (s *etcdDB) Source() store.SourceInfo { return s.source }
 
 func (s *etcdDB) Close() error {
+	var errs []error
+	if s.nodes != nil {
+		errs = append(errs, s.nodes.close())
+	}
+	errs = append(errs, s.closeDB())
+	return errors.Join(errs...)
+}
+
+// closeDB closes the read transaction and the db, and removes the copy read.
+func (s *etcdDB) closeDB() error {
 	var errs []error
 	if s.tx != nil {
 		errs = append(errs, s.tx.Rollback())
@@ -467,45 +467,28 @@ func (s *etcdDB) Close() error {
 	return errors.Join(errs...)
 }
 
-// find is the index of the first node whose path is >= p.
-func (s *etcdDB) find(p string) int {
-	i, _ := slices.BinarySearchFunc(s.nodes, p, func(n etcdDBNode, p string) int { return strings.Compare(n.path, p) })
-	return i
-}
-
 func (s *etcdDB) Get(path string) (store.Node, error) {
-	i := s.find(path)
-	if i == len(s.nodes) || s.nodes[i].path != path {
+	n, ok, err := s.nodes.get(path)
+	if err != nil {
+		return store.Node{}, fmt.Errorf("metadata node %q: %w", path, err)
+	}
+	if !ok {
 		return store.Node{}, fmt.Errorf("metadata node %q: %w", path, store.ErrNotFound)
 	}
-	n := s.nodes[i]
-	return store.Node{Path: n.path, Value: bytes.Clone(store.NonNilValue(n.value)), Version: uint64(n.version)}, nil
+	return store.Node{Path: n.path, Value: store.NonNilValue(n.value), Version: uint64(n.version)}, nil
 }
 
 func (s *etcdDB) Walk(ctx context.Context, prefix string, fn func(store.Node) error) error {
 	return s.WalkFrom(ctx, prefix, "", fn)
 }
 
-// WalkFrom hands each value out in a reused buffer: the mmap is read-only, and a
-// caller that changed a value in place would crash the process.
 func (s *etcdDB) WalkFrom(ctx context.Context, prefix, start string, fn func(store.Node) error) error {
 	if err := ctx.Err(); err != nil {
-		return err // the loop checks only every 1024 nodes
+		return err // the walks check only every 1024 nodes
 	}
-	var buf []byte
-	for i := s.find(max(prefix, start)); i < len(s.nodes) && strings.HasPrefix(s.nodes[i].path, prefix); i++ {
-		if i%1024 == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-		}
-		n := &s.nodes[i]
-		buf = append(buf[:0], n.value...)
-		if err := fn(store.Node{Path: n.path, Value: buf, Version: uint64(n.version)}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return s.nodes.walk(ctx, prefix, start, func(n etcdDBNode) error {
+		return fn(store.Node{Path: n.path, Value: n.value, Version: uint64(n.version)})
+	})
 }
 
 func (s *etcdDB) GetNodes(paths []string) ([]store.Node, error) {
@@ -516,10 +499,54 @@ func (s *etcdDB) GetNodes(paths []string) ([]store.Node, error) {
 			nodes[i] = store.Node{Path: p}
 			continue
 		}
+		if err != nil {
+			return nil, err
+		}
 		nodes[i] = n
 	}
 	return nodes, nil
 }
+
+// memNodes is a view held in memory, sorted by path; values alias the mmap.
+type memNodes []etcdDBNode
+
+// find is the index of the first node whose path is >= p.
+func (m memNodes) find(p string) int {
+	i, _ := slices.BinarySearchFunc(m, p, func(n etcdDBNode, p string) int { return strings.Compare(n.path, p) })
+	return i
+}
+
+func (m memNodes) get(path string) (etcdDBNode, bool, error) {
+	i := m.find(path)
+	if i == len(m) || m[i].path != path {
+		return etcdDBNode{}, false, nil
+	}
+	n := m[i]
+	n.value = bytes.Clone(n.value)
+	return n, true, nil
+}
+
+// walk hands each value out in a reused buffer: the mmap is read-only, and a
+// caller that changed a value in place would crash the process.
+func (m memNodes) walk(ctx context.Context, prefix, start string, fn func(n etcdDBNode) error) error {
+	var buf []byte
+	for i := m.find(max(prefix, start)); i < len(m) && strings.HasPrefix(m[i].path, prefix); i++ {
+		if i%1024 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		n := m[i]
+		buf = append(buf[:0], n.value...)
+		n.value = buf
+		if err := fn(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (m memNodes) close() error { return nil }
 
 func (s *etcdDB) readOnly(what string) error {
 	return fmt.Errorf("%s in %s: %w (an etcd db is read offline; write through etcd://)", what, s.file, store.ErrReadOnly)

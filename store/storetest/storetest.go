@@ -13,8 +13,12 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 
@@ -96,4 +100,61 @@ func ClosedAddr(t *testing.T) string {
 	}
 	defer l.Close()
 	return l.Addr().String()
+}
+
+// SameReads checks that store got reads as store want does, however it is read:
+// the whole walk, walks from starts and under prefixes cut from paths (twenty,
+// picked by seed), Get of each path and GetNodes of all when both are
+// NodeBatchers. describe says what of a node is compared (nil: path, value,
+// whether the value is null, version); it may read more of the store, as a
+// backend's own stat. For an offline store read two ways (in memory and onto
+// disk), which must not differ in anything.
+func SameReads(t *testing.T, got, want store.MetadataStore, paths []string, seed uint64, describe func(s store.MetadataStore, n store.Node) string) {
+	t.Helper()
+	if describe == nil {
+		describe = func(_ store.MetadataStore, n store.Node) string {
+			return fmt.Sprintf("%q %x nil=%v v%d", n.Path, n.Value, n.Value == nil, n.Version)
+		}
+	}
+	dump := func(s store.MetadataStore, prefix, start string) []string {
+		var out []string
+		err := s.WalkFrom(context.Background(), prefix, start, func(n store.Node) error {
+			out = append(out, describe(s, n))
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("WalkFrom(%q, %q): %v", prefix, start, err)
+		}
+		return out
+	}
+	if g, w := dump(got, "", ""), dump(want, "", ""); !slices.Equal(g, w) {
+		t.Fatalf("walked %d nodes, want %d:\n%q\nwant\n%q", len(g), len(w), g, w)
+	}
+	rng := rand.New(rand.NewPCG(seed, 5))
+	for range 20 {
+		p := paths[rng.IntN(len(paths))]
+		prefix, start := p[:rng.IntN(len(p)+1)], ""
+		if rng.IntN(2) == 0 {
+			start = paths[rng.IntN(len(paths))]
+		}
+		if g, w := dump(got, prefix, start), dump(want, prefix, start); !slices.Equal(g, w) {
+			t.Fatalf("WalkFrom(%q, %q) = %q, want %q", prefix, start, g, w)
+		}
+	}
+	for _, p := range paths {
+		g, gerr := got.Get(p)
+		w, werr := want.Get(p)
+		if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
+			t.Fatalf("Get(%q) = %v, %v; want %v, %v", p, g, gerr, w, werr)
+		}
+	}
+	gb, ok1 := got.(store.NodeBatcher)
+	wb, ok2 := want.(store.NodeBatcher)
+	if ok1 && ok2 {
+		g, gerr := gb.GetNodes(paths)
+		w, werr := wb.GetNodes(paths)
+		if fmt.Sprint(g, gerr) != fmt.Sprint(w, werr) {
+			t.Fatalf("GetNodes = %v, %v; want %v, %v", g, gerr, w, werr)
+		}
+	}
 }

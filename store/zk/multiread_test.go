@@ -9,6 +9,7 @@ import (
 	"net"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -335,4 +336,111 @@ func TestZKMultiReadRefused(t *testing.T) {
 		t.Errorf("%d connections, want 4 (go-zookeeper's, the srvr probe, one read session, the check that the server still accepts connections)", n)
 	}
 	wantOneMultiReadNote(t, s, "UNIMPLEMENTED")
+}
+
+// cutMultiReadProxy forwards to target both ways, but cuts the response to the
+// first multiRead (op 22) that reads path short: its packet ends keep bytes
+// into its body. A four-letter word (srvr) is passed through as it is.
+func cutMultiReadProxy(t *testing.T, target, path string, keep int) string {
+	t.Helper()
+	var mu sync.Mutex
+	asked := map[[2]int]bool{} // (connection, xid) of the multiReads of path
+	cut := false
+	addr, _ := testProxy(t, target, func(n int, c, s net.Conn) bool {
+		hdr := make([]byte, 4)
+		if _, err := io.ReadFull(c, hdr); err != nil {
+			return false
+		}
+		if _, err := s.Write(hdr); err != nil {
+			return false
+		}
+		if len(bytes.Trim(hdr, "abcdefghijklmnopqrstuvwxyz")) == 0 {
+			go func() { _, _ = copyConn(c, s) }()
+			go func() { _, _ = copyConn(s, c) }()
+			return true
+		}
+		go func() { // client to server: note the multiReads of path
+			defer s.Close()
+			if _, err := io.CopyN(s, c, int64(binary.BigEndian.Uint32(hdr))); err != nil {
+				return // the connect request
+			}
+			for {
+				pkt, err := readProxyPacket(c)
+				if err != nil {
+					return
+				}
+				if len(pkt) >= 12 && int32(binary.BigEndian.Uint32(pkt[8:12])) == 22 && bytes.Contains(pkt, []byte(path)) {
+					mu.Lock()
+					asked[[2]int{n, int(int32(binary.BigEndian.Uint32(pkt[4:8])))}] = true
+					mu.Unlock()
+				}
+				if _, err := s.Write(pkt); err != nil {
+					return
+				}
+			}
+		}()
+		go func() { // server to client: cut that multiRead's response
+			defer c.Close()
+			for first := true; ; first = false {
+				pkt, err := readProxyPacket(s)
+				if err != nil {
+					return
+				}
+				if !first && len(pkt) >= 8 {
+					mu.Lock()
+					hit := !cut && asked[[2]int{n, int(int32(binary.BigEndian.Uint32(pkt[4:8])))}]
+					cut = cut || hit
+					mu.Unlock()
+					if hit { // the reply header is 16 bytes: xid, zxid, err
+						pkt = pkt[:4+16+keep]
+						binary.BigEndian.PutUint32(pkt, uint32(16+keep))
+					}
+				}
+				if _, err := c.Write(pkt); err != nil {
+					return
+				}
+			}
+		}()
+		return true
+	})
+	return addr
+}
+
+// readProxyPacket reads one length-prefixed packet, the prefix included.
+func readProxyPacket(r io.Reader) ([]byte, error) {
+	hdr := make([]byte, 4)
+	if _, err := io.ReadFull(r, hdr); err != nil {
+		return nil, err
+	}
+	pkt := make([]byte, 4+binary.BigEndian.Uint32(hdr))
+	copy(pkt, hdr)
+	_, err := io.ReadFull(r, pkt[4:])
+	return pkt, err
+}
+
+// TestZKMalformedResponseNote pins what an SRE reads when a server's multiRead
+// response is malformed: the read still returns the server's nodes (through
+// go-zookeeper), and the store's one note names the node, the field and the
+// byte offset in the response where it broke.
+func TestZKMalformedResponseNote(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	raw := testutil.ZKClient(t, srv.Addr)
+	zkCreateAll(t, raw, "/m/a", []byte("abc"))
+	// The response body: a multi header (9 bytes), the data (4+3), then the
+	// stat, whose czxid takes 8 bytes and whose mzxid is cut after 3.
+	addr := cutMultiReadProxy(t, srv.Addr, "/m/a", 9+4+3+8+3)
+	s := testutil.MustOpenMetadata(t, "zk://"+addr, store.Options{})
+	if active, _, _ := zkstore.ZKReadStatsForTest(s); !active {
+		t.Fatalf("no multiRead session: %q", s.Source().Notes)
+	}
+	nodes, err := s.(store.NodeBatcher).GetNodes([]string{"/m/a"})
+	if err != nil || len(nodes) != 1 || string(nodes[0].Value) != "abc" {
+		t.Fatalf("GetNodes past a malformed response: %+v, %v", nodes, err)
+	}
+	want := fmt.Sprintf("bulk reads use one request per node while there is no multiRead session on zookeeper %s "+
+		"(multiRead session unavailable: multiRead of 1 nodes from \"/m/a\" on %s: "+
+		"result 0 (/m/a): malformed ZooKeeper response: offset 24: stat mzxid: jute record ends early: need 8 bytes, 3 left)", addr, addr)
+	if notes := s.Source().Notes; !slices.Contains(notes, want) {
+		t.Errorf("notes %q\nwant one to read\n%s", notes, want)
+	}
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/ledgermedic/ledgermedic/store"
 	"github.com/ledgermedic/ledgermedic/store/storetest"
+	"github.com/ledgermedic/ledgermedic/store/zkdata"
 	"github.com/ledgermedic/ledgermedic/testutil"
 )
 
@@ -59,4 +60,16 @@ func TestZKDataEqualsLiveTwin(t *testing.T) {
 	srv.Stop()
 	srv.Restart()
 	storetest.SameTree(t, testutil.MustOpenMetadata(t, "zk-data:"+srv.DataDir, readOnly), testutil.MustOpenMetadataURL(t, "zk://"+srv.Addr, true), "")
+}
+
+// The same contract, the dataDir read onto disk as a large one is.
+func TestContractZKDataSpilled(t *testing.T) {
+	zkdata.ForceSpill(t)
+	TestContractZKData(t)
+}
+
+// The same twin, the dataDir read onto disk as a large one is.
+func TestZKDataSpilledEqualsLiveTwin(t *testing.T) {
+	zkdata.ForceSpill(t)
+	TestZKDataEqualsLiveTwin(t)
 }

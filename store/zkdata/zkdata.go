@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/ledgermedic/ledgermedic/formats/zkdisk"
@@ -18,14 +19,38 @@ import (
 var ErrNotZKData = errors.New("not a ZooKeeper dataDir")
 
 // zkDataStore is a ZooKeeper dataDir read offline (zk-data:DIR): a snapshot plus
-// the txn logs replayed over it (formats/zkdisk), held in memory, read-only.
+// the txn logs replayed over it (formats/zkdisk), read-only. A small dataDir is
+// held in memory; a larger one is read onto a sorted file on disk (spill.go),
+// so that memory does not grow with the cluster.
 type zkDataStore struct {
 	u      store.URL
 	dir    string
 	chroot string // "" or "/x": node paths are relative to it
-	view   *zkdisk.View
+	tree   tree
+	info   *zkdisk.Info
 	src    store.SourceInfo
 }
+
+// tree is the nodes of the view, in memory (memTree) or on disk (spillTree).
+type tree interface {
+	// get returns the node at path; its data is the caller's.
+	get(path string) (*zkdisk.Node, bool, error)
+	// walk calls fn for each node whose path starts with prefix and is >=
+	// start, in path byte order; n is valid during fn only.
+	walk(ctx context.Context, prefix, start string, fn func(n *zkdisk.Node) error) error
+	// ephemerals counts the live ephemeral nodes by session.
+	ephemerals() map[int64]int
+	close() error
+}
+
+// spillAbove is the size of a dataDir's files (the newest snapshot and the
+// logs' written bytes) above which it is read onto disk: held in memory, a
+// dataDir takes about its files' size again (docs/benchmarks.md, "Measured
+// decisions").
+var spillAbove int64 = 64 << 20
+
+// spillOpens counts the opens that read onto disk (tests check that they did).
+var spillOpens atomic.Int64
 
 // Open opens u.Paths[0]: a dataDir, its version-2/, or a dir holding the
 // snapshot and log files itself. ?chroot=/x roots every path at /x (as Pulsar's
@@ -48,7 +73,17 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 	if chroot != "" && !strings.HasPrefix(chroot, "/") {
 		return nil, fmt.Errorf("%w %q: chroot %q must be an absolute path", store.ErrBadURL, u.Raw, chroot)
 	}
-	v, err := zkdisk.Load(dir, lo)
+	s := &zkDataStore{u: u, dir: dir, chroot: chroot}
+	size := inputBytes(dir, lo.LogDir)
+	spilled := size > spillAbove
+	if spilled {
+		s.tree, s.info, err = loadSpill(context.Background(), dir, lo, opts.SandboxDir)
+	} else {
+		var v *zkdisk.View
+		if v, err = zkdisk.Load(dir, lo); err == nil {
+			s.tree, s.info = memTree{v.Tree}, &v.Info
+		}
+	}
 	if err != nil {
 		if errors.Is(err, zkdisk.ErrNoData) {
 			return nil, fmt.Errorf("%w: %s: %v", ErrNotZKData, dir, err)
@@ -59,13 +94,53 @@ func Open(u store.URL, opts store.Options) (store.MetadataBackend, error) {
 		return nil, fmt.Errorf("zk-data %s: %w", dir, err)
 	}
 	if chroot != "" {
-		if _, ok := v.Tree.Get(chroot); !ok {
-			return nil, fmt.Errorf("zk-data %s: chroot %s: %w (no such node in the view at zxid %#x)", dir, chroot, store.ErrNotFound, v.Zxid)
+		_, ok, err := s.tree.get(chroot)
+		if err == nil && !ok {
+			err = fmt.Errorf("%w (no such node in the view at zxid %#x)", store.ErrNotFound, s.info.Zxid)
+		}
+		if err != nil {
+			s.Close()
+			return nil, fmt.Errorf("zk-data %s: chroot %s: %w", dir, chroot, err)
 		}
 	}
-	s := &zkDataStore{u: u, dir: dir, chroot: chroot, view: v}
-	s.src = store.SourceInfo{URL: u.String(), Kind: store.SchemeZKData, ReadOnly: true, Zxid: v.Zxid, AsOf: v.Time, Notes: s.notes()}
+	s.src = store.SourceInfo{URL: u.String(), Kind: store.SchemeZKData, ReadOnly: true, Zxid: s.info.Zxid, AsOf: s.info.Time, Notes: s.notes()}
+	if spilled {
+		spillOpens.Add(1)
+		s.src.Notes = append(s.src.Notes, fmt.Sprintf("the dataDir's files (%d MB) are read onto a sorted file in a temp dir rather than held in memory", size>>20))
+	}
 	return s, nil
+}
+
+// inputBytes is what the view is read from: the newest snapshot (a compressed
+// one counted at ten times its size) and the bytes the logs hold (they are
+// preallocated sparse files: their blocks, not their length).
+func inputBytes(dir, logDir string) int64 {
+	if logDir == dir {
+		logDir = ""
+	}
+	var logs, snap, newest int64
+	add := func(d string, snapshots, withLogs bool) {
+		ents, _ := os.ReadDir(d)
+		for _, e := range ents {
+			fi, err := e.Info()
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			if z, comp, ok := zkdisk.ParseSnapshotName(e.Name()); ok && snapshots && (snap == 0 || z > newest) {
+				newest, snap = z, fi.Size()
+				if comp != "" {
+					snap *= 10
+				}
+			} else if _, ok := zkdisk.ParseLogName(e.Name()); ok && withLogs {
+				logs += allocated(fi)
+			}
+		}
+	}
+	add(dir, true, logDir == "")
+	if logDir != "" {
+		add(logDir, false, true)
+	}
+	return logs + snap
 }
 
 // zkVersionDir resolves a dataDir to the directory holding its files: DIR/version-2
@@ -102,14 +177,14 @@ func isDir(p string) bool {
 }
 
 func (s *zkDataStore) notes() []string {
-	v := s.view
+	v := s.info
 	notes := append([]string(nil), v.Notes...)
 	snap := "no snapshot"
 	if v.Snapshot != "" {
 		snap = "snapshot " + filepath.Base(v.Snapshot)
 	}
 	notes = append(notes, fmt.Sprintf("offline view of %s: %s + %d txns replayed, zxid %#x", s.dir, snap, v.Applied, v.Zxid))
-	if eph := v.Tree.Ephemerals(); len(eph) > 0 {
+	if eph := s.tree.ephemerals(); len(eph) > 0 {
 		n := 0
 		for _, c := range eph {
 			n += c
@@ -121,7 +196,7 @@ func (s *zkDataStore) notes() []string {
 
 func (s *zkDataStore) Source() store.SourceInfo { return s.src }
 
-func (s *zkDataStore) Close() error { return nil }
+func (s *zkDataStore) Close() error { return s.tree.close() }
 
 // full maps a client path to the tree's path under the chroot.
 func (s *zkDataStore) full(path string) string {
@@ -149,7 +224,10 @@ func (s *zkDataStore) rel(path string) string {
 func zkDataVersion(v int32) uint64 { return uint64(uint32(v)) + 1 }
 
 func (s *zkDataStore) Get(path string) (store.Node, error) {
-	n, ok := s.view.Tree.Get(s.full(path))
+	n, ok, err := s.tree.get(s.full(path))
+	if err != nil {
+		return store.Node{}, fmt.Errorf("%s: %w", path, err)
+	}
 	if !ok {
 		return store.Node{}, fmt.Errorf("%s: %w", path, store.ErrNotFound)
 	}
@@ -167,7 +245,10 @@ type NodeStat struct {
 
 // NodeStat returns the ZooKeeper stat of path.
 func (s *zkDataStore) NodeStat(path string) (NodeStat, error) {
-	n, ok := s.view.Tree.Get(s.full(path))
+	n, ok, err := s.tree.get(s.full(path))
+	if err != nil {
+		return NodeStat{}, fmt.Errorf("%s: %w", path, err)
+	}
 	if !ok {
 		return NodeStat{}, fmt.Errorf("%s: %w", path, store.ErrNotFound)
 	}
@@ -193,7 +274,7 @@ func (s *zkDataStore) WalkFrom(ctx context.Context, prefix, start string, fn fun
 	// ZooKeeper's own /zookeeper subtree (quota, config) is no metadata of the
 	// cluster: skipped unless asked for, as the live walk (store/zk/walk.go) does.
 	system := s.chroot != "" || strings.HasPrefix(prefix, "/zookeeper")
-	return s.view.Tree.Walk(fullPrefix, fullStart, func(n *zkdisk.Node) error {
+	return s.tree.walk(ctx, fullPrefix, fullStart, func(n *zkdisk.Node) error {
 		// Under a chroot "/x", "/xy" shares the prefix but is not inside it.
 		if s.chroot != "" && n.Path != s.chroot && !strings.HasPrefix(n.Path, s.chroot+"/") {
 			return nil
@@ -218,13 +299,32 @@ func (s *zkDataStore) GetNodes(paths []string) ([]store.Node, error) {
 	out := make([]store.Node, len(paths))
 	for i, p := range paths {
 		out[i].Path = p
-		if n, ok := s.view.Tree.Get(s.full(p)); ok {
+		n, ok, err := s.tree.get(s.full(p))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p, err)
+		}
+		if ok {
 			out[i].Value = append([]byte(nil), n.Data...)
 			out[i].Version = zkDataVersion(n.Stat.Version)
 		}
 	}
 	return out, nil
 }
+
+// memTree is a view held in memory.
+type memTree struct{ t *zkdisk.Tree }
+
+func (m memTree) get(path string) (*zkdisk.Node, bool, error) {
+	n, ok := m.t.Get(path)
+	return n, ok, nil
+}
+
+func (m memTree) walk(_ context.Context, prefix, start string, fn func(n *zkdisk.Node) error) error {
+	return m.t.Walk(prefix, start, fn)
+}
+
+func (m memTree) ephemerals() map[int64]int { return m.t.Ephemerals() }
+func (m memTree) close() error              { return nil }
 
 func (s *zkDataStore) readOnly(path string) error {
 	return fmt.Errorf("%w: %s is an offline ZooKeeper dataDir (%s); node %s not written", store.ErrReadOnly, s.dir, store.SchemeZKData, path)

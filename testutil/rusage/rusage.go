@@ -1,14 +1,17 @@
 // Package rusage gives benchmarks the CPU time of their own process, which a
-// loaded machine sways less than wall time.
+// loaded machine sways less than wall time, and memory tests the peak RSS of a
+// child process.
 package rusage
 
 import (
 	"bytes"
+	"fmt"
 	"os"
-	"runtime"
+	"os/exec"
 	"strconv"
 	"strings"
 	"syscall"
+	"testing"
 	"time"
 )
 
@@ -52,19 +55,57 @@ func PIDCPU(pid int) time.Duration {
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.
 const clockTick = 10 * time.Millisecond
 
-// PeakRSS is the peak resident set size, in bytes, of a child process that has
-// exited (its ru_maxrss, from wait4), or 0 when the platform does not say.
-// Tests run the same work at two sizes in child processes and compare their peaks.
-func PeakRSS(ps *os.ProcessState) int64 {
-	if ps == nil {
-		return 0
+// PeakRSS is this process's peak resident set size in bytes (VmHWM of
+// /proc/self/status); ok is false where the kernel does not say. A test that
+// measures a command's peak runs it in a child process that reports this:
+// the ru_maxrss a parent gets from wait4 is no good for it, because a child
+// started by fork+exec (Go's vfork with a shared address space) begins with
+// its parent's peak and keeps it across exec.
+func PeakRSS() (bytes int64, ok bool) {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, false
 	}
-	ru, ok := ps.SysUsage().(*syscall.Rusage)
-	if !ok || ru == nil {
-		return 0
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, found := strings.CutPrefix(line, "VmHWM:"); found {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			return kb << 10, err == nil
+		}
 	}
-	if runtime.GOOS == "darwin" {
-		return ru.Maxrss // bytes there; kilobytes on Linux and the BSDs
+	return 0, false
+}
+
+// peakPrefix marks the line in which a child reports its peak (PrintPeak).
+const peakPrefix = "peak-RSS-MiB="
+
+// PrintPeak prints this process's peak RSS for the parent's PeakOfChild;
+// a test running as such a child calls it last.
+func PrintPeak(t testing.TB) {
+	peak, ok := PeakRSS()
+	if !ok {
+		t.Skip("no /proc/self/status")
 	}
-	return ru.Maxrss << 10
+	fmt.Printf("%s%.1f\n", peakPrefix, float64(peak)/(1<<20))
+}
+
+// PeakOfChild runs test (a test of this test binary) in a child process with
+// env added to its environment, and returns the peak RSS in MiB the child
+// printed (PrintPeak): a size's peak of its own, not sharing the parent's.
+func PeakOfChild(t testing.TB, test string, env ...string) float64 {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("child %s %v: %v\n%s", test, env, err, out)
+	}
+	_, rest, ok := strings.Cut(string(out), peakPrefix)
+	if !ok {
+		t.Fatalf("child %s %v printed no peak:\n%s", test, env, out)
+	}
+	mib, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+	if err != nil {
+		t.Fatalf("child %s %v: %v", test, env, err)
+	}
+	return mib
 }

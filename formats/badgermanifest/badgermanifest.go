@@ -1,4 +1,8 @@
-package badgerdir
+// Package badgermanifest reads and writes Badger v4's MANIFEST (badger/v4
+// manifest.go), the list of a database's tables and their levels, so that
+// store/badgerdir can verify and sandbox a Badger database without trusting a
+// damaged MANIFEST.
+package badgermanifest
 
 import (
 	"bytes"
@@ -20,26 +24,31 @@ import (
 // ledgermedic replays it itself, so that a damaged or cut MANIFEST is a result with
 // an offset instead of a silent partial replay (Badger accepts a cut MANIFEST and
 // then deletes every table it does not list).
-var manifestMagic = []byte("Bdgr")
+var magic = []byte("Bdgr")
 
+// FileName is the MANIFEST's name in a Badger directory; HeaderSize the bytes
+// before its first record.
 const (
-	manifestFileName      = "MANIFEST"
-	manifestHeaderSize    = 8
-	manifestVersion       = 8 // badgerMagicVersion of Badger v4
-	manifestRecordHdrSize = 8
+	FileName   = "MANIFEST"
+	HeaderSize = 8
 )
 
-// manifestTable is a live table as the MANIFEST records it.
-type manifestTable struct {
+const (
+	version          = 8 // badgerMagicVersion of Badger v4
+	recordHeaderSize = 8
+)
+
+// Table is a live table as the MANIFEST records it.
+type Table struct {
 	Level       uint32
 	KeyID       uint64
 	Compression uint32
 }
 
-// manifestState is what a replay of a MANIFEST found.
-type manifestState struct {
+// State is what a replay of a MANIFEST found.
+type State struct {
 	Header  []byte // the 8 header bytes when they are valid, else nil
-	Tables  map[uint64]manifestTable
+	Tables  map[uint64]Table
 	Deleted map[uint64]bool // tables a record deleted (compacted away)
 	MaxID   uint64          // highest table id any record names
 	Records int
@@ -54,39 +63,39 @@ type manifestState struct {
 	Cut     bool
 }
 
-// readManifest replays the MANIFEST at path. It fails only when the file cannot be
-// read; a damaged file is a manifestState with Problem set and the records before
+// Read replays the MANIFEST at path. It fails only when the file cannot be
+// read; a damaged file is a State with Problem set and the records before
 // the damage applied.
-func readManifest(path string) (*manifestState, error) {
+func Read(path string) (*State, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	return parseManifest(b), nil
+	return Parse(b), nil
 }
 
-func parseManifest(b []byte) *manifestState {
-	st := &manifestState{Tables: map[uint64]manifestTable{}, Deleted: map[uint64]bool{}, Size: int64(len(b))}
-	if len(b) < manifestHeaderSize || !bytes.Equal(b[:4], manifestMagic) {
+func Parse(b []byte) *State {
+	st := &State{Tables: map[uint64]Table{}, Deleted: map[uint64]bool{}, Size: int64(len(b))}
+	if len(b) < HeaderSize || !bytes.Equal(b[:4], magic) {
 		st.Problem = "bad header (no \"Bdgr\" magic at offset 0)"
-		st.Cut = len(b) < manifestHeaderSize && bytes.HasPrefix(manifestMagic, b[:min(len(b), 4)])
+		st.Cut = len(b) < HeaderSize && bytes.HasPrefix(magic, b[:min(len(b), 4)])
 		return st
 	}
-	if v := binary.BigEndian.Uint16(b[6:8]); v != manifestVersion {
-		st.Problem = fmt.Sprintf("unsupported format version %d at offset 6 (want %d)", v, manifestVersion)
+	if v := binary.BigEndian.Uint16(b[6:8]); v != version {
+		st.Problem = fmt.Sprintf("unsupported format version %d at offset 6 (want %d)", v, version)
 		return st
 	}
-	st.Header = slices.Clone(b[:manifestHeaderSize])
-	off := int64(manifestHeaderSize)
+	st.Header = slices.Clone(b[:HeaderSize])
+	off := int64(HeaderSize)
 	st.End = off
 	for off < int64(len(b)) {
-		if int64(len(b))-off < manifestRecordHdrSize {
-			st.Problem, st.Cut = fmt.Sprintf("record at offset %d cut short (%d of %d header bytes)", off, int64(len(b))-off, manifestRecordHdrSize), true
+		if int64(len(b))-off < recordHeaderSize {
+			st.Problem, st.Cut = fmt.Sprintf("record at offset %d cut short (%d of %d header bytes)", off, int64(len(b))-off, recordHeaderSize), true
 			return st
 		}
 		n := int64(binary.BigEndian.Uint32(b[off:]))
 		sum := binary.BigEndian.Uint32(b[off+4:])
-		start := off + manifestRecordHdrSize
+		start := off + recordHeaderSize
 		if start+n > int64(len(b)) {
 			st.Problem, st.Cut = fmt.Sprintf("record at offset %d cut short (%d of %d bytes)", off, int64(len(b))-start, n), true
 			return st
@@ -113,8 +122,8 @@ func parseManifest(b []byte) *manifestState {
 }
 
 // apply applies one change set; a change set is atomic, so a bad one changes nothing.
-func (st *manifestState) apply(cs *pb.ManifestChangeSet) error {
-	tables := make(map[uint64]manifestTable, len(st.Tables))
+func (st *State) apply(cs *pb.ManifestChangeSet) error {
+	tables := make(map[uint64]Table, len(st.Tables))
 	for id, t := range st.Tables {
 		tables[id] = t
 	}
@@ -130,7 +139,7 @@ func (st *manifestState) apply(cs *pb.ManifestChangeSet) error {
 			if c.GetLevel() > 64 {
 				return fmt.Errorf("table %d at level %d", c.GetId(), c.GetLevel())
 			}
-			tables[c.GetId()] = manifestTable{Level: c.GetLevel(), KeyID: c.GetKeyId(), Compression: c.GetCompression()}
+			tables[c.GetId()] = Table{Level: c.GetLevel(), KeyID: c.GetKeyId(), Compression: c.GetCompression()}
 		case pb.ManifestChange_DELETE:
 			delete(tables, c.GetId())
 			deleted[c.GetId()] = true
@@ -145,13 +154,13 @@ func (st *manifestState) apply(cs *pb.ManifestChangeSet) error {
 	return nil
 }
 
-// writeManifest writes a MANIFEST holding exactly tables, in one record, to path.
+// Write writes a MANIFEST holding exactly tables, in one record, to path.
 // header is the original's when it was valid, so the external magic is kept.
-func writeManifest(path string, header []byte, tables map[uint64]manifestTable) error {
+func Write(path string, header []byte, tables map[uint64]Table) error {
 	if header == nil {
-		header = make([]byte, manifestHeaderSize)
-		copy(header, manifestMagic)
-		binary.BigEndian.PutUint16(header[6:], manifestVersion)
+		header = make([]byte, HeaderSize)
+		copy(header, magic)
+		binary.BigEndian.PutUint16(header[6:], version)
 	}
 	ids := make([]uint64, 0, len(tables))
 	for id := range tables {

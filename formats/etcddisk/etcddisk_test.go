@@ -1,4 +1,4 @@
-package etcddb
+package etcddisk
 
 import (
 	"bytes"
@@ -24,21 +24,21 @@ func revKey(main, sub uint64, tomb bool) []byte {
 func TestParseEtcdRev(t *testing.T) {
 	cases := []struct {
 		key     []byte
-		want    etcdRev
+		want    Rev
 		wantErr bool
 	}{
-		{revKey(7, 1, false), etcdRev{Main: 7, Sub: 1}, false},
-		{revKey(9, 0, true), etcdRev{Main: 9, Tombstone: true}, false},
-		{revKey(1<<63, 0, false), etcdRev{}, true},
-		{append(revKey(1, 0, false), 'x'), etcdRev{}, true},
-		{bytes.Replace(revKey(1, 0, false), []byte{'_'}, []byte{'-'}, 1), etcdRev{}, true},
-		{[]byte("consistent_index"), etcdRev{}, true},
-		{nil, etcdRev{}, true},
+		{revKey(7, 1, false), Rev{Main: 7, Sub: 1}, false},
+		{revKey(9, 0, true), Rev{Main: 9, Tombstone: true}, false},
+		{revKey(1<<63, 0, false), Rev{}, true},
+		{append(revKey(1, 0, false), 'x'), Rev{}, true},
+		{bytes.Replace(revKey(1, 0, false), []byte{'_'}, []byte{'-'}, 1), Rev{}, true},
+		{[]byte("consistent_index"), Rev{}, true},
+		{nil, Rev{}, true},
 	}
 	for _, tc := range cases {
-		got, err := parseEtcdRev(tc.key)
+		got, err := ParseRev(tc.key)
 		if (err != nil) != tc.wantErr || got != tc.want {
-			t.Errorf("parseEtcdRev(%x) = %+v, %v; want %+v, error %v", tc.key, got, err, tc.want, tc.wantErr)
+			t.Errorf("ParseRev(%x) = %+v, %v; want %+v, error %v", tc.key, got, err, tc.want, tc.wantErr)
 		}
 	}
 }
@@ -48,7 +48,7 @@ func FuzzParseEtcdRev(f *testing.F) {
 	f.Add(revKey(3, 1, true))
 	f.Add([]byte("_"))
 	f.Fuzz(func(t *testing.T, k []byte) {
-		r, err := parseEtcdRev(k)
+		r, err := ParseRev(k)
 		if err != nil {
 			return
 		}
@@ -73,7 +73,7 @@ func FuzzDecodeEtcdKV(f *testing.F) {
 	f.Add(append(kvBytes(f, &mvccpb.KeyValue{Key: []byte("/x")}), 0x3d, 1, 2, 3, 4)) // unknown fixed32 field 7
 	f.Add([]byte{0x0a, 0xff})
 	f.Fuzz(func(t *testing.T, b []byte) {
-		ours, err := decodeEtcdKV(b)
+		ours, err := DecodeKV(b)
 		if err != nil {
 			return
 		}
@@ -124,7 +124,7 @@ func TestWALEntriesAfter(t *testing.T) {
 	}
 	cases := []struct{ after, count, last uint64 }{{0, 2, 7}, {5, 1, 7}, {7, 0, 0}}
 	for _, tc := range cases {
-		n, last, err := walEntriesAfter(file, tc.after)
+		n, last, err := WALEntriesAfter(file, tc.after)
 		if err != nil || n != tc.count || last != tc.last {
 			t.Errorf("after %d: %d entries up to %d, %v; want %d up to %d", tc.after, n, last, err, tc.count, tc.last)
 		}
@@ -138,15 +138,15 @@ func FuzzWALSegment(f *testing.F) {
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, seg []byte) {
 		for b := seg; ; {
-			rec, total, ok, err := walFrame(b)
+			rec, total, ok, err := WALFrame(b)
 			if err != nil || !ok {
 				break
 			}
 			if total < 8 || total > len(b) || len(rec) > total-8 {
 				t.Fatalf("frame of %d bytes from %d: record %d", total, len(b), len(rec))
 			}
-			if _, data, err := walRecord(rec); err == nil {
-				_, _, _, _ = raftEntryIndex(data)
+			if _, data, err := WALRecord(rec); err == nil {
+				_, _, _, _ = RaftEntryIndex(data)
 			}
 			b = b[total:]
 		}
@@ -154,6 +154,6 @@ func FuzzWALSegment(f *testing.F) {
 		if err := os.WriteFile(file, seg, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		_, _, _ = walEntriesAfter(file, 0)
+		_, _, _ = WALEntriesAfter(file, 0)
 	})
 }

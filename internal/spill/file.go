@@ -1,0 +1,207 @@
+package spill
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+)
+
+// indexEvery is how many bytes of records lie between two entries of a File's
+// index: a Scan from a key reads at most this much before it.
+const indexEvery = 32 << 10
+
+// File is records in key order (equal keys allowed), appended from first to
+// last and then read from any key: a sorted run that a reader can enter in the
+// middle. Its index, a key every indexEvery bytes, is all it holds in memory.
+// Append is for one goroutine; once Finish is called, any number of Scans may
+// run at once.
+type File struct {
+	f        *os.File
+	w        *bufio.Writer
+	size     int64
+	n        int64
+	last     []byte
+	index    []indexEntry
+	finished bool
+	buf      []byte
+}
+
+type indexEntry struct {
+	key []byte // the first key at off
+	off int64
+}
+
+// NewFile starts a File named after what.
+func (d *Dir) NewFile(what string) (*File, error) {
+	f, err := d.create(what)
+	if err != nil {
+		return nil, err
+	}
+	return &File{f: f, w: bufio.NewWriterSize(f, 256<<10)}, nil
+}
+
+// Len is the number of records appended.
+func (f *File) Len() int64 { return f.n }
+
+// Append adds a record after the last one; its key must not sort before the
+// last one's.
+func (f *File) Append(key, value []byte) error {
+	if f.finished {
+		return fmt.Errorf("spill: %s: append after Finish", f.f.Name())
+	}
+	if f.n > 0 && bytes.Compare(key, f.last) < 0 {
+		return fmt.Errorf("spill: %s: key %x appended after %x", f.f.Name(), key, f.last)
+	}
+	if len(key) > maxRecord || len(value) > maxRecord {
+		return fmt.Errorf("spill: %s: record of %d+%d bytes", f.f.Name(), len(key), len(value))
+	}
+	if len(f.index) == 0 || f.size-f.index[len(f.index)-1].off >= indexEvery {
+		f.index = append(f.index, indexEntry{key: bytes.Clone(key), off: f.size})
+	}
+	f.buf = appendRecord(f.buf[:0], key, value)
+	if _, err := f.w.Write(f.buf); err != nil {
+		return fmt.Errorf("spill: write %s: %w", f.f.Name(), err)
+	}
+	f.size += int64(len(f.buf))
+	f.n++
+	f.last = append(f.last[:0], key...)
+	return nil
+}
+
+// Finish ends the appends; Scan may be called from then on.
+func (f *File) Finish() error {
+	if f.finished {
+		return nil
+	}
+	f.finished = true
+	if err := f.w.Flush(); err != nil {
+		return fmt.Errorf("spill: write %s: %w", f.f.Name(), err)
+	}
+	return nil
+}
+
+// Scan calls fn with every record whose key does not sort before from (nil:
+// all), in order. key and value are valid only during fn. It stops at fn's
+// first error or when ctx is done.
+func (f *File) Scan(ctx context.Context, from []byte, fn func(key, value []byte) error) error {
+	r, err := f.NewReader()
+	if err != nil {
+		return err
+	}
+	r.Seek(from)
+	for n := 0; r.Next(); n++ {
+		if n&1023 == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+		}
+		if err := fn(r.Key(), r.Value()); err != nil {
+			return err
+		}
+	}
+	return r.Err()
+}
+
+// Get returns a copy of the value of the first record of key; ok is false when
+// there is none.
+func (f *File) Get(key []byte) (value []byte, ok bool, err error) {
+	r, err := f.NewReader()
+	if err != nil {
+		return nil, false, err
+	}
+	r.Seek(key)
+	if r.Next() && bytes.Equal(r.Key(), key) {
+		return bytes.Clone(r.Value()), true, nil
+	}
+	return nil, false, r.Err()
+}
+
+// Reader reads a File's records in order, from wherever Seek put it. Each
+// goroutine needs its own.
+type Reader struct {
+	f    *File
+	rr   *recordReader
+	read bool   // rr holds the record Next returned last
+	eof  bool   // rr reached the end
+	from []byte // records before it are skipped
+	err  error
+}
+
+// NewReader starts a Reader at the first record.
+func (f *File) NewReader() (*Reader, error) {
+	if !f.finished {
+		return nil, fmt.Errorf("spill: %s: read before Finish", f.f.Name())
+	}
+	r := &Reader{f: f}
+	r.reset(0)
+	return r, nil
+}
+
+func (r *Reader) reset(off int64) {
+	r.rr = newRecordReader(io.NewSectionReader(r.f.f, off, r.f.size-off), r.f.f.Name(), off)
+	r.read, r.eof = false, false
+}
+
+// Seek makes Next return the records from the first whose key does not sort
+// before key. Moving forward reads on from where the Reader is, or jumps
+// ahead by the index when that is shorter; moving back (or to the record
+// returned last) starts again from the index.
+func (r *Reader) Seek(key []byte) {
+	idx := r.f.index
+	// The last index entry whose key sorts before key: equal keys may begin
+	// in the block before the first one whose key is key.
+	i := sort.Search(len(idx), func(i int) bool { return bytes.Compare(idx[i].key, key) >= 0 })
+	off := int64(0)
+	if i > 0 {
+		off = idx[i-1].off
+	}
+	if r.eof || off > r.rr.off || (r.read && bytes.Compare(key, r.rr.key) <= 0) {
+		r.reset(off)
+	}
+	r.from = append(r.from[:0], key...)
+	if r.from == nil {
+		r.from = []byte{}
+	}
+}
+
+// Next moves to the next record; false at the end or on an error (Err).
+func (r *Reader) Next() bool {
+	if r.err != nil {
+		return false
+	}
+	for {
+		if err := r.rr.next(); err != nil {
+			r.eof = true
+			if !errors.Is(err, io.EOF) {
+				r.err = err
+			}
+			return false
+		}
+		r.read = true
+		if r.from == nil || bytes.Compare(r.rr.key, r.from) >= 0 {
+			return true
+		}
+	}
+}
+
+// Key and Value are the current record's, valid until the next call of Next
+// or Seek.
+func (r *Reader) Key() []byte   { return r.rr.key }
+func (r *Reader) Value() []byte { return r.rr.val }
+
+// Err is what stopped Next, nil at a clean end.
+func (r *Reader) Err() error { return r.err }
+
+// Close removes the file; it must not be used after.
+func (f *File) Close() error {
+	f.f.Close()
+	if err := os.Remove(f.f.Name()); err != nil {
+		return fmt.Errorf("spill: %w", err)
+	}
+	return nil
+}
