@@ -57,7 +57,7 @@ func (f *File) Append(key, value []byte) error {
 	if f.n > 0 && bytes.Compare(key, f.last) < 0 {
 		return fmt.Errorf("spill: %s: key %x appended after %x", f.f.Name(), key, f.last)
 	}
-	if len(key) > maxRecord || len(value) > maxRecord {
+	if len(key) > MaxRecord || len(value) > MaxRecord {
 		return fmt.Errorf("spill: %s: record of %d+%d bytes", f.f.Name(), len(key), len(value))
 	}
 	if len(f.index) == 0 || f.size-f.index[len(f.index)-1].off >= indexEvery {

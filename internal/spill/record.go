@@ -10,9 +10,9 @@ import (
 
 // A record on disk: uvarint key length, uvarint value length, key, value.
 
-// maxRecord bounds one record's key or value: a length past it is a damaged
+// MaxRecord bounds one record's key or value: a length past it is a damaged
 // file, not an allocation to make.
-const maxRecord = 1 << 30
+const MaxRecord = 1 << 30
 
 func appendRecord(b, key, value []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(key)))
@@ -23,7 +23,7 @@ func appendRecord(b, key, value []byte) []byte {
 
 // recordReader reads records one at a time into a buffer it reuses.
 type recordReader struct {
-	r    *bufio.Reader
+	r    byteReader
 	name string // the file, for errors
 	off  int64  // of the next record
 	buf  []byte
@@ -31,8 +31,19 @@ type recordReader struct {
 	val  []byte
 }
 
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+// newRecordReader reads r through a buffer, unless it buffers already (an S2
+// stream, which holds a block).
 func newRecordReader(r io.Reader, name string, off int64) *recordReader {
-	return &recordReader{r: bufio.NewReaderSize(r, 64<<10), name: name, off: off}
+	br, ok := r.(byteReader)
+	if !ok {
+		br = bufio.NewReaderSize(r, 64<<10)
+	}
+	return &recordReader{r: br, name: name, off: off}
 }
 
 // next reads the next record; io.EOF at a clean end.
@@ -49,7 +60,7 @@ func (rr *recordReader) next() error {
 	if err != nil {
 		return rr.damaged(start, err)
 	}
-	if kl > maxRecord || vl > maxRecord {
+	if kl > MaxRecord || vl > MaxRecord {
 		return rr.damaged(start, fmt.Errorf("record of %d+%d bytes", kl, vl))
 	}
 	n := int(kl + vl)

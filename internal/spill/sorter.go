@@ -1,7 +1,6 @@
 package spill
 
 import (
-	"bufio"
 	"bytes"
 	"cmp"
 	"context"
@@ -17,9 +16,13 @@ import (
 // to disk as a sorted run.
 const DefaultBudget = 16 << 20
 
-// maxFanIn bounds the runs merged at once: each holds a read buffer. Past it,
-// runs are first merged into longer ones.
-const maxFanIn = 64
+// maxFanIn bounds the runs merged at once: each holds a read buffer (64 KB;
+// compressed runs: compressedFanIn, see compressedBlock). Past it, runs are
+// first merged into longer ones.
+const (
+	maxFanIn        = 64
+	compressedFanIn = 256
+)
 
 // recOverhead is what a record costs beyond its bytes (its rec).
 const recOverhead = 16
@@ -31,9 +34,10 @@ const recOverhead = 16
 // other core sorts while the first reads the store). Add is safe for concurrent
 // use; Sorted may be called any number of times once the adds are done.
 type Sorter struct {
-	d      *Dir
-	what   string
-	budget int
+	d          *Dir
+	what       string
+	budget     int
+	compressed bool
 
 	mu      sync.Mutex
 	cur     *buffer // taking records
@@ -56,12 +60,6 @@ type rec struct {
 	klen, len int32
 }
 
-// run is one sorted run on disk.
-type run struct {
-	f    *os.File
-	size int64
-}
-
 type runResult struct {
 	r   run
 	err error
@@ -69,11 +67,31 @@ type runResult struct {
 
 // NewSorter starts a sorter whose runs are named after what; budget 0 means
 // DefaultBudget.
-func (d *Dir) NewSorter(what string, budget int) *Sorter {
+func (d *Dir) NewSorter(what string, budget int, opts ...SorterOption) *Sorter {
 	if budget <= 0 {
 		budget = DefaultBudget
 	}
-	return &Sorter{d: d, what: what, budget: budget, cur: &buffer{}}
+	s := &Sorter{d: d, what: what, budget: budget, cur: &buffer{}}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// A SorterOption adjusts a new Sorter.
+type SorterOption func(*Sorter)
+
+// Compressed runs are S2-compressed (runWriter): for sorts of gigabytes, whose
+// runs would otherwise take as much disk, and time to write and read back,
+// as the records; it costs some CPU.
+func Compressed() SorterOption { return func(s *Sorter) { s.compressed = true } }
+
+// fanIn is the number of runs merged at once.
+func (s *Sorter) fanIn() int {
+	if s.compressed {
+		return compressedFanIn
+	}
+	return maxFanIn
 }
 
 // Len is the number of records added.
@@ -87,7 +105,7 @@ func (s *Sorter) Len() int64 {
 func (s *Sorter) Add(key, value []byte) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(key) > maxRecord || len(value) > maxRecord {
+	if len(key) > MaxRecord || len(value) > MaxRecord {
 		return fmt.Errorf("spill: %s: record of %d+%d bytes", s.what, len(key), len(value))
 	}
 	b := s.cur
@@ -131,7 +149,7 @@ func (s *Sorter) handOff() error {
 	}
 	s.writing, s.written = s.cur, make(chan runResult, 1)
 	go func(b *buffer, done chan<- runResult) {
-		r, err := writeRun(f, b)
+		r, err := s.writeRun(f, b)
 		done <- runResult{r, err}
 	}(s.writing, s.written)
 	s.cur, s.spare = s.spare, nil
@@ -161,27 +179,17 @@ func (s *Sorter) waitWritten() error {
 	return nil
 }
 
-// writeRun sorts b and writes it to f.
-func writeRun(f *os.File, b *buffer) (run, error) {
+// writeRun sorts b and writes it to f. It reads nothing of s that changes.
+func (s *Sorter) writeRun(f *os.File, b *buffer) (run, error) {
 	b.sort()
-	w := bufio.NewWriterSize(f, 256<<10)
-	var (
-		rb   []byte
-		size int64
-	)
+	w := newRunWriter(f, s.compressed)
 	for _, r := range b.recs {
-		rb = appendRecord(rb[:0], b.key(r), b.value(r))
-		size += int64(len(rb))
-		if _, err := w.Write(rb); err != nil {
-			f.Close()
-			return run{}, fmt.Errorf("spill: write %s: %w", f.Name(), err)
+		if err := w.add(b.key(r), b.value(r)); err != nil {
+			w.abort()
+			return run{}, err
 		}
 	}
-	if err := w.Flush(); err != nil {
-		f.Close()
-		return run{}, fmt.Errorf("spill: write %s: %w", f.Name(), err)
-	}
-	return run{f: f, size: size}, nil
+	return w.finish()
 }
 
 // Sorted calls fn with every record in key order (equal keys: in the order
@@ -213,60 +221,59 @@ func (s *Sorter) Sorted(ctx context.Context, fn func(key, value []byte) error) e
 		if err != nil {
 			return err
 		}
-		r, err := writeRun(f, s.cur)
+		r, err := s.writeRun(f, s.cur)
 		if err != nil {
 			return err
 		}
 		s.runs = append(s.runs, r)
-		s.cur.reset()
 	}
-	for len(s.runs) > maxFanIn {
-		if err := s.mergeRuns(ctx); err != nil {
+	// Everything is in runs: the buffers are not needed again.
+	s.cur, s.spare = &buffer{}, nil
+	// Past fanIn runs, groups of consecutive runs are merged into one each,
+	// which takes the group's place (so equal keys keep their order): groups
+	// as large as leave fanIn runs, each next one after the last, so that a
+	// run is merged again only once every run was merged once.
+	for i := 0; len(s.runs) > s.fanIn(); i++ {
+		g := min(s.fanIn(), len(s.runs)-s.fanIn()+1)
+		if i+g > len(s.runs) {
+			i = 0
+		}
+		if err := s.mergeGroup(ctx, i, i+g); err != nil {
 			return err
 		}
 	}
-	return mergeRuns(ctx, s.runs, fn)
+	return s.merge(ctx, s.runs, fn)
 }
 
-// mergeRuns merges the first maxFanIn runs into one, keeping the order of
-// equal keys (the merged run takes the first one's place).
-func (s *Sorter) mergeRuns(ctx context.Context) error {
+// mergeGroup merges runs[from:to] into one run in their place.
+func (s *Sorter) mergeGroup(ctx context.Context, from, to int) error {
 	f, err := s.d.create(s.what)
 	if err != nil {
 		return err
 	}
-	w := bufio.NewWriterSize(f, 256<<10)
-	var (
-		b    []byte
-		size int64
-	)
-	err = mergeRuns(ctx, s.runs[:maxFanIn], func(k, v []byte) error {
-		b = appendRecord(b[:0], k, v)
-		size += int64(len(b))
-		_, err := w.Write(b)
-		return err
-	})
-	if err == nil {
-		err = w.Flush()
-	}
-	if err != nil {
-		f.Close()
+	w := newRunWriter(f, s.compressed)
+	if err := s.merge(ctx, s.runs[from:to], w.add); err != nil {
+		w.abort()
 		return fmt.Errorf("spill: merge into %s: %w", f.Name(), err)
 	}
-	for _, r := range s.runs[:maxFanIn] {
+	merged, err := w.finish()
+	if err != nil {
+		return err
+	}
+	for _, r := range s.runs[from:to] {
 		r.f.Close()
 		os.Remove(r.f.Name())
 	}
-	s.runs = append([]run{{f: f, size: size}}, s.runs[maxFanIn:]...)
+	s.runs = slices.Replace(s.runs, from, to, merged)
 	return nil
 }
 
-// mergeRuns calls fn with the records of runs in key order; of equal keys, the
+// merge calls fn with the records of runs in key order; of equal keys, the
 // earlier run's first.
-func mergeRuns(ctx context.Context, runs []run, fn func(key, value []byte) error) error {
+func (s *Sorter) merge(ctx context.Context, runs []run, fn func(key, value []byte) error) error {
 	h := make(runHeap, 0, len(runs))
 	for i, r := range runs {
-		rr := newRecordReader(io.NewSectionReader(r.f, 0, r.size), r.f.Name(), 0)
+		rr := r.read(s.compressed)
 		err := rr.next()
 		if errors.Is(err, io.EOF) {
 			continue

@@ -60,22 +60,36 @@ func sorted(t *testing.T, s *Sorter) []kv {
 }
 
 // TestSorterIsAStableSort: whatever the budget (all in memory, a few runs, more
-// runs than are merged at once), the records come back as a stable sort by key
-// would give them, every time they are read.
+// runs than are merged at once, so many that merged runs are merged again),
+// plain or compressed, the records come back as a stable sort by key would
+// give them, every time they are read.
 func TestSorterIsAStableSort(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		n      int
-		budget int
+		name       string
+		n          int
+		budget     int
+		compressed bool
+		minRuns    int
 	}{
-		{"in-memory", 5_000, 0},
-		{"few-runs", 5_000, 16 << 10},
-		{"multi-pass", 20_000, 2 << 10}, // > maxFanIn runs
-		{"empty", 0, 0},
+		{"in-memory", 5_000, 0, false, 0},
+		{"few-runs", 5_000, 16 << 10, false, 2},
+		{"multi-pass", 20_000, 2 << 10, false, maxFanIn + 1},
+		{"merged again", 100_000, 2 << 10, false, maxFanIn*maxFanIn + 1},
+		{"empty", 0, 0, false, 0},
+		{"compressed in-memory", 5_000, 0, true, 0},
+		{"compressed few-runs", 5_000, 16 << 10, true, 2},
+		{"compressed multi-pass", 20_000, 2 << 10, true, compressedFanIn + 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.n > 20_000 && testing.Short() {
+				t.Skip("a few thousand runs")
+			}
 			recs := randomRecords(uint64(tc.n), tc.n, tc.n/10+1)
-			s := open(t).NewSorter("t", tc.budget)
+			var opts []SorterOption
+			if tc.compressed {
+				opts = append(opts, Compressed())
+			}
+			s := open(t).NewSorter("t", tc.budget, opts...)
 			for _, r := range recs {
 				if err := s.Add([]byte(r.k), []byte(r.v)); err != nil {
 					t.Fatal(err)
@@ -84,8 +98,8 @@ func TestSorterIsAStableSort(t *testing.T) {
 			s.mu.Lock()
 			s.waitWritten()
 			s.mu.Unlock()
-			if tc.name == "multi-pass" && len(s.runs) <= maxFanIn {
-				t.Fatalf("%d runs: the test does not reach a multi-pass merge", len(s.runs))
+			if len(s.runs) < tc.minRuns {
+				t.Fatalf("%d runs: the test wants %d at least", len(s.runs), tc.minRuns)
 			}
 			w := want(recs)
 			for range 2 {
@@ -214,26 +228,28 @@ func TestFileScanFromAnyKey(t *testing.T) {
 	}
 }
 
-// TestDamagedRunNamesFileAndOffset: a run cut short is an error naming the
-// file and the record's byte offset, not a short result.
+// TestDamagedRunNamesFileAndOffset: a run cut short, plain or compressed, is an
+// error naming the file and the record's byte offset, not a short result.
 func TestDamagedRunNamesFileAndOffset(t *testing.T) {
-	d := open(t)
-	s := d.NewSorter("cut", 1<<10)
-	for i := range 1000 {
-		s.Add(binary.BigEndian.AppendUint64(nil, uint64(i)), []byte("value"))
-	}
-	s.mu.Lock()
-	if err := s.waitWritten(); err != nil {
-		t.Fatal(err)
-	}
-	r := s.runs[0]
-	s.mu.Unlock()
-	if err := os.Truncate(r.f.Name(), r.size-3); err != nil {
-		t.Fatal(err)
-	}
-	err := s.Sorted(context.Background(), func(k, v []byte) error { return nil })
-	if err == nil || !strings.Contains(err.Error(), r.f.Name()) || !strings.Contains(err.Error(), "record at byte") {
-		t.Fatalf("cut run: %v", err)
+	for _, opts := range [][]SorterOption{nil, {Compressed()}} {
+		d := open(t)
+		s := d.NewSorter("cut", 1<<10, opts...)
+		for i := range 1000 {
+			s.Add(binary.BigEndian.AppendUint64(nil, uint64(i)), []byte("value"))
+		}
+		s.mu.Lock()
+		if err := s.waitWritten(); err != nil {
+			t.Fatal(err)
+		}
+		r := s.runs[0]
+		s.mu.Unlock()
+		if err := os.Truncate(r.f.Name(), r.size-3); err != nil {
+			t.Fatal(err)
+		}
+		err := s.Sorted(context.Background(), func(k, v []byte) error { return nil })
+		if err == nil || !strings.Contains(err.Error(), r.f.Name()) || !strings.Contains(err.Error(), "record at byte") {
+			t.Fatalf("cut run (compressed %v): %v", s.compressed, err)
+		}
 	}
 }
 
