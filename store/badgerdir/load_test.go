@@ -37,6 +37,17 @@ func newLoader(t *testing.T, opts LoaderOptions) (*Loader, string) {
 	return l, dir
 }
 
+// closeLoader closes l and checks that its sorts' runs are gone.
+func closeLoader(t *testing.T, l *Loader, dir string) {
+	t.Helper()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, loadScratchDir)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("run files left: %v", err)
+	}
+}
+
 // loadRandom makes n random writes through l and into the model: nodes and
 // entries in no order, overwrites, deletes of written and unwritten keys, and
 // now and then a value past the value-log threshold.
@@ -126,51 +137,148 @@ func checkLoaded(t *testing.T, dir string, m *loaderModel) {
 	}
 }
 
+// sortRuns counts the runs the sort of a database has made so far.
+func sortRuns(t *testing.T, dir, db string) int {
+	t.Helper()
+	runs, err := filepath.Glob(filepath.Join(dir, loadScratchDir, "*", "*-"+db))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(runs)
+}
+
 // TestLoaderModel: whatever the order of the writes, the data dir holds the
-// last write of each key. Small buffers spill the writes to many runs, merged
-// in several rounds, so a key's writes and deletes fall in different runs and
-// groups of runs.
+// last write of each key. Small sort budgets spill the writes to many runs,
+// then to more than are merged at once, so a key's writes and deletes fall in
+// different runs and groups of runs.
 func TestLoaderModel(t *testing.T) {
 	for _, c := range []struct {
-		name string
-		opts LoaderOptions
-		n    int
+		name    string
+		opts    LoaderOptions
+		n       int
+		minRuns int
 	}{
-		{"one buffer", LoaderOptions{}, 3000},
-		{"runs", LoaderOptions{BufferSize: 16 << 10}, 6000},
-		{"merge rounds", LoaderOptions{BufferSize: 4 << 10, MaxFanIn: 3}, 6000},
+		{"in memory", LoaderOptions{}, 3000, 0},
+		{"runs", LoaderOptions{SortBudget: 32 << 10}, 6000, 10},
+		// internal/spill merges 256 compressed runs at once.
+		{"merge rounds", LoaderOptions{SortBudget: 2 << 10}, 6000, 257},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l, dir := newLoader(t, c.opts)
 			m := newLoaderModel()
 			loadRandom(t, l, m, rand.New(rand.NewPCG(1, uint64(c.n))), c.n)
-			runs := l.meta.made
+			if runs := sortRuns(t, dir, MetadataDirName); runs < c.minRuns || c.minRuns == 0 && runs > 0 {
+				t.Errorf("%d metadata runs before the commit; the test wants %d at least (0: none)", runs, c.minRuns)
+			}
 			var merged atomic.Int64
-			if err := l.Commit(func(n int64) { merged.Add(n) }); err != nil {
+			if err := l.Commit(context.Background(), func(n int64) { merged.Add(n) }); err != nil {
 				t.Fatal(err)
 			}
-			// Superseded writes in one buffer, and writes merged in an earlier
-			// round, are not counted.
-			if n := merged.Load(); n < int64(len(m.nodes)+len(m.entries)) || n > l.Writes() || l.Writes() != int64(c.n) {
-				t.Errorf("progress counted %d writes merged; %d written, %d keys stored", n, l.Writes(), len(m.nodes)+len(m.entries))
-			}
-			if c.opts.BufferSize > 0 && runs < 10 {
-				t.Errorf("%d metadata runs before the commit; the test wants many", runs)
-			}
-			// The commit writes one more run, the last buffer; a merge round more.
-			if c.opts.MaxFanIn > 0 && l.meta.made <= runs+1 {
-				t.Errorf("no merge round: %d metadata runs made in all, %d before the commit", l.meta.made, runs)
+			if n := merged.Load(); n != l.Writes() || l.Writes() != int64(c.n) {
+				t.Errorf("progress counted %d writes merged; %d written, %d made", n, l.Writes(), c.n)
 			}
 			if err := l.PutNode("/late", nil); !errors.Is(err, errLoaderDone) {
 				t.Errorf("PutNode after Commit: %v, want errLoaderDone", err)
 			}
-			if err := l.Close(); err != nil {
+			closeLoader(t, l, dir)
+			checkLoaded(t, dir, m)
+		})
+	}
+}
+
+// TestLoaderLastWriteWins: of a key's writes, the last one decides: a put's
+// value is stored, a delete leaves the key absent, whatever came before,
+// whether the writes are in one sort buffer or each in another run (filler
+// writes between them fill the small budget).
+func TestLoaderLastWriteWins(t *testing.T) {
+	type op struct {
+		del   bool
+		value string
+	}
+	put := func(v string) op { return op{value: v} }
+	del := op{del: true}
+	cases := []struct {
+		name string
+		ops  []op
+	}{
+		{"put", []op{put("a")}},
+		{"put put", []op{put("a"), put("b")}},
+		{"put put put", []op{put("a"), put("b"), put("c")}},
+		{"put delete", []op{put("a"), del}},
+		{"delete put", []op{del, put("a")}},
+		{"put delete put", []op{put("a"), del, put("b")}},
+		{"put put delete", []op{put("a"), put("b"), del}},
+		{"delete", []op{del}},
+		{"delete delete", []op{del, del}},
+		{"put empty", []op{put("a"), put("")}},
+	}
+	for _, budget := range []int{0, 4 << 10} {
+		t.Run(fmt.Sprintf("budget %d", budget), func(t *testing.T) {
+			l, dir := newLoader(t, LoaderOptions{SortBudget: budget})
+			m := newLoaderModel()
+			filler := 0
+			fill := func() {
+				if budget == 0 {
+					return
+				}
+				for range 20 { // some 3 KB: past half the budget, a run
+					path := fmt.Sprintf("/filler/%06d", filler)
+					v := bytes.Repeat([]byte{'f'}, 100)
+					filler++
+					if err := l.PutNode(path, v); err != nil {
+						t.Fatal(err)
+					}
+					if err := l.PutEntry(1<<40, int64(filler), v); err != nil {
+						t.Fatal(err)
+					}
+					m.nodes[path], m.entries[[2]int64{1 << 40, int64(filler)}] = v, v
+				}
+			}
+			for step := range 3 {
+				for i, c := range cases {
+					if step >= len(c.ops) {
+						continue
+					}
+					o, path, key := c.ops[step], "/case/"+c.name, [2]int64{int64(i + 1), 0}
+					if o.del {
+						if err := l.DeleteNode(path); err != nil {
+							t.Fatal(err)
+						}
+						if err := l.DeleteEntry(key[0], key[1]); err != nil {
+							t.Fatal(err)
+						}
+						delete(m.nodes, path)
+						delete(m.entries, key)
+						continue
+					}
+					if err := l.PutNode(path, []byte(o.value)); err != nil {
+						t.Fatal(err)
+					}
+					if err := l.PutEntry(key[0], key[1], []byte(o.value)); err != nil {
+						t.Fatal(err)
+					}
+					m.nodes[path], m.entries[key] = []byte(o.value), []byte(o.value)
+				}
+				fill()
+			}
+			if runs := sortRuns(t, dir, MetadataDirName); budget > 0 && runs < 3 {
+				t.Fatalf("%d metadata runs: the writes of a key should fall in different runs", runs)
+			}
+			if err := l.Commit(context.Background(), nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, loadScratchDir)); !errors.Is(err, os.ErrNotExist) {
-				t.Errorf("run files left: %v", err)
-			}
+			closeLoader(t, l, dir)
 			checkLoaded(t, dir, m)
+			// The model itself, so that a broken model cannot pass.
+			for _, want := range []struct {
+				name  string
+				value string // "-": absent
+			}{{"put put", "b"}, {"put delete", "-"}, {"delete put", "a"}, {"put delete put", "b"}, {"put put delete", "-"}, {"put empty", ""}} {
+				v, ok := m.nodes["/case/"+want.name]
+				if want.value == "-" && ok || want.value != "-" && (!ok || string(v) != want.value) {
+					t.Fatalf("model: %s holds %q (present %v), want %q", want.name, v, ok, want.value)
+				}
+			}
 		})
 	}
 }
@@ -193,12 +301,10 @@ func TestLoaderTables(t *testing.T) {
 		}
 		m.entries[[2]int64{id, int64(i)}] = v
 	}
-	if err := l.Commit(nil); err != nil {
+	if err := l.Commit(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeLoader(t, l, dir)
 	tables := mustOpen(t, dir, store.Options{ReadOnly: true}).ledgers.Tables()
 	if len(tables) < 5 {
 		t.Fatalf("%d tables", len(tables))
@@ -228,17 +334,31 @@ func TestLoaderRefuses(t *testing.T) {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if err := l.Commit(nil); err != nil {
+	if err := l.Commit(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Commit(nil); !errors.Is(err, errLoaderDone) {
+	if err := l.Commit(context.Background(), nil); !errors.Is(err, errLoaderDone) {
 		t.Errorf("second Commit: %v", err)
 	}
-	if err := l.Close(); err != nil {
-		t.Fatal(err)
-	}
+	closeLoader(t, l, dir)
 	checkLoaded(t, dir, &loaderModel{})
 	if _, err := CreateLoader(dir, LoaderOptions{}); !errors.Is(err, os.ErrExist) {
 		t.Errorf("CreateLoader on a data dir: %v, want ErrExist", err)
 	}
+}
+
+// TestLoaderCommitCancelled: a Commit whose context is done stops with its
+// error, and the Loader takes nothing more; Close still removes the runs.
+func TestLoaderCommitCancelled(t *testing.T) {
+	l, dir := newLoader(t, LoaderOptions{SortBudget: 32 << 10})
+	loadRandom(t, l, newLoaderModel(), rand.New(rand.NewPCG(3, 3)), 3000)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Commit(ctx, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Commit with a cancelled context: %v", err)
+	}
+	if err := l.PutNode("/late", nil); !errors.Is(err, errLoaderDone) {
+		t.Errorf("PutNode after a failed Commit: %v, want errLoaderDone", err)
+	}
+	closeLoader(t, l, dir)
 }
