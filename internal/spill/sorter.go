@@ -16,9 +16,10 @@ import (
 // to disk as a sorted run.
 const DefaultBudget = 16 << 20
 
-// maxFanIn bounds the runs merged at once: each holds a read buffer (64 KB;
-// compressed runs: compressedFanIn, see compressedBlock). Past it, runs are
-// first merged into longer ones.
+// maxFanIn bounds the runs merged at once: each holds a read buffer of 64 KB.
+// A compressed run holds about half as much (compressedBlock), and
+// compressedFanIn of them are merged at once. Past it, runs are first merged
+// into longer ones.
 const (
 	maxFanIn        = 64
 	compressedFanIn = 256
