@@ -228,9 +228,11 @@ func (s *Sorter) Sorted(ctx context.Context, fn func(key, value []byte) error) e
 	return mergeRuns(ctx, s.runs, fn)
 }
 
-// mergeRuns merges the first maxFanIn runs into one, keeping the order of
-// equal keys (the merged run takes the first one's place).
+// mergeRuns merges the first runs into one, keeping the order of equal keys
+// (the merged run takes the first one's place): as few as leave maxFanIn, so
+// that the least data is read and written twice, and maxFanIn at most.
 func (s *Sorter) mergeRuns(ctx context.Context) error {
+	k := min(len(s.runs)-maxFanIn+1, maxFanIn)
 	f, err := s.d.create(s.what)
 	if err != nil {
 		return err
@@ -240,7 +242,7 @@ func (s *Sorter) mergeRuns(ctx context.Context) error {
 		b    []byte
 		size int64
 	)
-	err = mergeRuns(ctx, s.runs[:maxFanIn], func(k, v []byte) error {
+	err = mergeRuns(ctx, s.runs[:k], func(k, v []byte) error {
 		b = appendRecord(b[:0], k, v)
 		size += int64(len(b))
 		_, err := w.Write(b)
@@ -253,11 +255,11 @@ func (s *Sorter) mergeRuns(ctx context.Context) error {
 		f.Close()
 		return fmt.Errorf("spill: merge into %s: %w", f.Name(), err)
 	}
-	for _, r := range s.runs[:maxFanIn] {
+	for _, r := range s.runs[:k] {
 		r.f.Close()
 		os.Remove(r.f.Name())
 	}
-	s.runs = append([]run{{f: f, size: size}}, s.runs[maxFanIn:]...)
+	s.runs = append([]run{{f: f, size: size}}, s.runs[k:]...)
 	return nil
 }
 
