@@ -26,6 +26,7 @@ type File struct {
 	size     int64
 	n        int64
 	last     []byte
+	dups     bool // some key was appended twice
 	index    []indexEntry
 	finished bool
 	buf      []byte
@@ -54,8 +55,13 @@ func (f *File) Append(key, value []byte) error {
 	if f.finished {
 		return fmt.Errorf("spill: %s: append after Finish", f.f.Name())
 	}
-	if f.n > 0 && bytes.Compare(key, f.last) < 0 {
-		return fmt.Errorf("spill: %s: key %x appended after %x", f.f.Name(), key, f.last)
+	if f.n > 0 {
+		switch c := bytes.Compare(key, f.last); {
+		case c < 0:
+			return fmt.Errorf("spill: %s: key %x appended after %x", f.f.Name(), key, f.last)
+		case c == 0:
+			f.dups = true
+		}
 	}
 	if len(key) > MaxRecord || len(value) > MaxRecord {
 		return fmt.Errorf("spill: %s: record of %d+%d bytes", f.f.Name(), len(key), len(value))
@@ -124,12 +130,13 @@ func (f *File) Get(key []byte) (value []byte, ok bool, err error) {
 // Reader reads a File's records in order, from wherever Seek put it. Each
 // goroutine needs its own.
 type Reader struct {
-	f    *File
-	rr   *recordReader
-	read bool   // rr holds the record Next returned last
-	eof  bool   // rr reached the end
-	from []byte // records before it are skipped
-	err  error
+	f     *File
+	rr    *recordReader
+	read  bool   // rr holds the record Next returned last
+	again bool   // Next returns that record again (a Seek to its key)
+	eof   bool   // rr reached the end
+	from  []byte // records before it are skipped
+	err   error
 }
 
 // NewReader starts a Reader at the first record.
@@ -142,16 +149,29 @@ func (f *File) NewReader() (*Reader, error) {
 	return r, nil
 }
 
+// reset starts reading at off, reusing the read buffer.
 func (r *Reader) reset(off int64) {
-	r.rr = newRecordReader(io.NewSectionReader(r.f.f, off, r.f.size-off), r.f.f.Name(), off)
+	sr := io.NewSectionReader(r.f.f, off, r.f.size-off)
+	if r.rr == nil {
+		r.rr = newRecordReader(sr, r.f.f.Name(), off)
+	} else {
+		r.rr.reset(sr, off)
+	}
 	r.read, r.eof = false, false
 }
 
 // Seek makes Next return the records from the first whose key does not sort
 // before key. Moving forward reads on from where the Reader is, or jumps
-// ahead by the index when that is shorter; moving back (or to the record
-// returned last) starts again from the index.
+// ahead by the index when that is shorter; moving back starts again from the
+// index. A Seek to the key of the record returned last returns it again
+// without a read, where the File's keys are unique (a lookup repeated, as
+// joins do).
 func (r *Reader) Seek(key []byte) {
+	r.again = r.read && !r.eof && !r.f.dups && bytes.Equal(key, r.rr.key)
+	if r.again {
+		r.from = append(r.from[:0], key...)
+		return
+	}
 	idx := r.f.index
 	// The last index entry whose key sorts before key: equal keys may begin
 	// in the block before the first one whose key is key.
@@ -173,6 +193,10 @@ func (r *Reader) Seek(key []byte) {
 func (r *Reader) Next() bool {
 	if r.err != nil {
 		return false
+	}
+	if r.again {
+		r.again = false
+		return true
 	}
 	for {
 		if err := r.rr.next(); err != nil {

@@ -36,14 +36,25 @@ type byteReader interface {
 	io.ByteReader
 }
 
-// newRecordReader reads r through a buffer, unless it buffers already (an S2
-// stream, which holds a block).
 func newRecordReader(r io.Reader, name string, off int64) *recordReader {
-	br, ok := r.(byteReader)
-	if !ok {
-		br = bufio.NewReaderSize(r, 64<<10)
+	rr := &recordReader{name: name}
+	rr.reset(r, off)
+	return rr
+}
+
+// reset reads on from r, at byte off of the file, through a buffer (the one it
+// had, if any), unless r buffers already (an S2 stream, which holds a block).
+func (rr *recordReader) reset(r io.Reader, off int64) {
+	rr.off = off
+	if br, ok := r.(byteReader); ok {
+		rr.r = br
+		return
 	}
-	return &recordReader{r: br, name: name, off: off}
+	if b, ok := rr.r.(*bufio.Reader); ok {
+		b.Reset(r)
+		return
+	}
+	rr.r = bufio.NewReaderSize(r, 64<<10)
 }
 
 // next reads the next record; io.EOF at a clean end.

@@ -305,10 +305,18 @@ func BenchmarkSort(b *testing.B) {
 
 // TestReaderSeeksAnyWay: a Reader sought forward, back, to the record it just
 // returned and past the end always returns what a fresh scan from that key
-// would.
+// would, in a File with equal keys and in one without (where a Seek to the key
+// just returned is answered without a read).
 func TestReaderSeeksAnyWay(t *testing.T) {
+	withDups := want(randomRecords(5, 20_000, 2_000))
+	unique := slices.CompactFunc(slices.Clone(withDups), func(a, b kv) bool { return a.k == b.k })
+	for name, recs := range map[string][]kv{"equal keys": withDups, "unique keys": unique} {
+		t.Run(name, func(t *testing.T) { seekAnyWay(t, recs) })
+	}
+}
+
+func seekAnyWay(t *testing.T, recs []kv) {
 	d := open(t)
-	recs := want(randomRecords(5, 20_000, 2_000))
 	f, err := d.NewFile("t")
 	if err != nil {
 		t.Fatal(err)
@@ -322,11 +330,14 @@ func TestReaderSeeksAnyWay(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(6, 6))
-	for step := range 2000 {
+	var last []byte // the key Next returned last
+	for step := range 4000 {
 		var from []byte
 		switch rng.IntN(4) {
 		case 0:
 			from = []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}
+		case 1:
+			from = slices.Clone(last)
 		default:
 			from = []byte(recs[rng.IntN(len(recs))].k)
 		}
@@ -343,6 +354,7 @@ func TestReaderSeeksAnyWay(t *testing.T) {
 			if !ok || string(r.Key()) != recs[i].k || string(r.Value()) != recs[i].v {
 				t.Fatalf("step %d: from %x record %d: got %v %x, want %x", step, from, i, ok, r.Key(), recs[i].k)
 			}
+			last = append(last[:0], r.Key()...)
 			i++
 		}
 	}

@@ -180,14 +180,9 @@ func (l *ledgerStore) DeleteLedgerEntries(ledgerID int64) error {
 		opts := badger.DefaultIteratorOptions
 		opts.PrefetchValues = false
 		opts.Prefix = ledgerKeyPrefix(ledgerID)
-		it := txn.NewIterator(opts)
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			if err := wb.Delete(it.Item().KeyCopy(nil)); err != nil {
-				return err
-			}
-		}
-		return nil
+		return Iterate(context.Background(), txn, opts, nil, func(item *badger.Item) error {
+			return wb.Delete(item.KeyCopy(nil))
+		})
 	})
 	if err == nil {
 		err = wb.Flush()

@@ -1,6 +1,7 @@
 package bookie
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -308,9 +309,8 @@ func loadIndex(dir string) (*indexDB, error) {
 		for _, p := range []byte{fileKeyPrefix, damageKeyPrefix} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte{p}
-			it := txn.NewIterator(opts)
-			for it.Rewind(); it.Valid(); it.Next() {
-				err := it.Item().Value(func(v []byte) error {
+			err := badgerdir.Iterate(context.Background(), txn, opts, nil, func(item *badger.Item) error {
+				err := item.Value(func(v []byte) error {
 					if p == fileKeyPrefix {
 						var f indexFile
 						idx.files = append(idx.files, f)
@@ -322,11 +322,13 @@ func loadIndex(dir string) (*indexDB, error) {
 					return err
 				})
 				if err != nil {
-					it.Close()
-					return fmt.Errorf("key %x: %w", it.Item().Key(), err)
+					return fmt.Errorf("key %x: %w", item.Key(), err)
 				}
+				return nil
+			})
+			if err != nil {
+				return err
 			}
-			it.Close()
 		}
 		return nil
 	})
