@@ -23,26 +23,36 @@ type run struct {
 // but their merges held 46 MB.
 const compressedBlock = 16 << 10
 
-// runWriter writes a run's records to f: through a buffer, or S2-compressed
-// in blocks of compressedBlock (with a checksum each).
+// runWriter writes a run's records: through a buffer, or S2-compressed in
+// blocks of compressedBlock (with a checksum each). A Sorter keeps one for all
+// its runs (one run is written at a time: handOff waits for the one before,
+// Sorted and its merges run alone).
 type runWriter struct {
-	f   *os.File
-	w   io.Writer
-	end func() error // flushes w
-	rb  []byte
+	f     *os.File
+	w     io.Writer
+	end   func() error    // flushes w
+	reset func(io.Writer) // makes w write to another file
+	rb    []byte
 }
 
-func newRunWriter(f *os.File, compressed bool) *runWriter {
-	w := &runWriter{f: f}
-	if compressed {
-		// Concurrency 1: the run is written in the background already, beside
-		// the command's own work.
-		zw := s2.NewWriter(f, s2.WriterBlockSize(compressedBlock), s2.WriterConcurrency(1))
-		w.w, w.end = zw, zw.Close
-	} else {
-		bw := bufio.NewWriterSize(f, 256<<10)
-		w.w, w.end = bw, bw.Flush
+// runWriter returns the sorter's writer, made to write a new run to f.
+func (s *Sorter) runWriter(f *os.File) *runWriter {
+	w := s.rw
+	if w == nil {
+		w = &runWriter{}
+		if s.compressed {
+			// Concurrency 1: the run is written in the background already,
+			// beside the command's own work.
+			zw := s2.NewWriter(nil, s2.WriterBlockSize(compressedBlock), s2.WriterConcurrency(1))
+			w.w, w.end, w.reset = zw, zw.Close, zw.Reset
+		} else {
+			bw := bufio.NewWriterSize(nil, 256<<10)
+			w.w, w.end, w.reset = bw, bw.Flush, bw.Reset
+		}
+		s.rw = w
 	}
+	w.f = f
+	w.reset(f)
 	return w
 }
 
@@ -71,11 +81,34 @@ func (w *runWriter) finish() (run, error) {
 // abort closes the file of a run that will not be finished.
 func (w *runWriter) abort() { w.f.Close() }
 
-// read starts reading r's records from the first.
-func (r run) read(compressed bool) *recordReader {
-	var src io.Reader = io.NewSectionReader(r.f, 0, r.size)
-	if compressed {
-		src = s2.NewReader(src, s2.ReaderMaxBlockSize(compressedBlock))
+// runReader reads the runs a merge gives it, one after another (a merge, then
+// the next), through the same buffers.
+type runReader struct {
+	zr *s2.Reader // compressed runs
+	rr *recordReader
+}
+
+// runReader returns the i-th reader of a merge, made to read r from its first
+// record.
+func (s *Sorter) runReader(i int, r run) *recordReader {
+	for len(s.readers) <= i {
+		s.readers = append(s.readers, &runReader{})
 	}
-	return newRecordReader(src, r.f.Name(), 0)
+	x := s.readers[i]
+	var src io.Reader = io.NewSectionReader(r.f, 0, r.size)
+	if s.compressed {
+		if x.zr == nil {
+			x.zr = s2.NewReader(src, s2.ReaderMaxBlockSize(compressedBlock))
+		} else {
+			x.zr.Reset(src)
+		}
+		src = x.zr
+	}
+	if x.rr == nil {
+		x.rr = newRecordReader(src, r.f.Name(), 0)
+	} else {
+		x.rr.name = r.f.Name()
+		x.rr.reset(src, 0)
+	}
+	return x.rr
 }

@@ -47,6 +47,8 @@ type Sorter struct {
 	written chan runResult
 	runs    []run
 	n       int64
+	rw      *runWriter   // writes every run, one at a time
+	readers []*runReader // read the runs of Sorted's merges
 }
 
 // buffer is records held in memory: their bytes back to back in arena.
@@ -180,10 +182,10 @@ func (s *Sorter) waitWritten() error {
 	return nil
 }
 
-// writeRun sorts b and writes it to f. It reads nothing of s that changes.
+// writeRun sorts b and writes it to f, with the sorter's runWriter.
 func (s *Sorter) writeRun(f *os.File, b *buffer) (run, error) {
 	b.sort()
-	w := newRunWriter(f, s.compressed)
+	w := s.runWriter(f)
 	for _, r := range b.recs {
 		if err := w.add(b.key(r), b.value(r)); err != nil {
 			w.abort()
@@ -228,8 +230,10 @@ func (s *Sorter) Sorted(ctx context.Context, fn func(key, value []byte) error) e
 		}
 		s.runs = append(s.runs, r)
 	}
-	// Everything is in runs: the buffers are not needed again.
+	// Everything is in runs: the buffers are not needed again, the writer and
+	// readers not after the merges.
 	s.cur, s.spare = &buffer{}, nil
+	defer func() { s.rw, s.readers = nil, nil }()
 	// Past fanIn runs, groups of consecutive runs are merged into one each,
 	// which takes the group's place (so equal keys keep their order): groups
 	// as large as leave fanIn runs, each next one after the last, so that a
@@ -252,7 +256,7 @@ func (s *Sorter) mergeGroup(ctx context.Context, from, to int) error {
 	if err != nil {
 		return err
 	}
-	w := newRunWriter(f, s.compressed)
+	w := s.runWriter(f)
 	if err := s.merge(ctx, s.runs[from:to], w.add); err != nil {
 		w.abort()
 		return fmt.Errorf("spill: merge into %s: %w", f.Name(), err)
@@ -274,7 +278,7 @@ func (s *Sorter) mergeGroup(ctx context.Context, from, to int) error {
 func (s *Sorter) merge(ctx context.Context, runs []run, fn func(key, value []byte) error) error {
 	h := make(runHeap, 0, len(runs))
 	for i, r := range runs {
-		rr := r.read(s.compressed)
+		rr := s.runReader(i, r)
 		err := rr.next()
 		if errors.Is(err, io.EOF) {
 			continue
@@ -366,6 +370,6 @@ func (s *Sorter) Close() error {
 			err = fmt.Errorf("spill: %w", rerr)
 		}
 	}
-	s.runs, s.cur, s.spare = nil, &buffer{}, nil
+	s.runs, s.cur, s.spare, s.rw = nil, &buffer{}, nil, nil
 	return err
 }
