@@ -90,6 +90,7 @@ million() {
     "report -o $logs/report.html"; do
     local kb=() s=()
     for t in t100k t1m; do
+      rm -f "$logs/capture.jsonl" "$logs/report.html" # capture refuses to overwrite
       # shellcheck disable=SC2086 # cmd is words
       /usr/bin/time -f "%M %e" -o "$logs/time" "$bin" -d "$big_dir/$t" $cmd >/dev/null 2>"$logs/err" || true
       read -r k w < <(tail -1 "$logs/time") # after "Command exited with non-zero status" when it did
