@@ -52,15 +52,21 @@ type ImportOptions struct {
 
 // Import copies src's metadata (and, with CopyLedgers, its entries) into a new
 // data dir at out: the forensic working copy. It writes ImportRecordFile and
-// ImportNodesFile beside the databases. out must not hold a data dir yet.
+// ImportNodesFile beside the databases. out must not hold a data dir yet. The
+// copy goes through a sorting Loader (runs in out, tables written once each), as
+// fixtures generate does: Badger's write path would hold more memory the larger
+// the source.
 func Import(ctx context.Context, src *DataDir, out string, opts ImportOptions) (*ImportRecord, error) {
-	dst, err := Create(out)
+	l, err := badgerdir.CreateLoader(out, badgerdir.LoaderOptions{})
 	if err != nil {
 		return nil, err
 	}
 	rec := &ImportRecord{CreatedAt: time.Now().UTC(), Prefix: opts.Prefix, Sources: src.Sources, LedgersCopied: opts.CopyLedgers}
-	err = importInto(ctx, src, dst, rec, opts)
-	if cerr := dst.Close(); err == nil && cerr != nil {
+	err = importInto(ctx, src, l, out, rec, opts)
+	if err == nil {
+		err = l.Commit(ctx, nil)
+	}
+	if cerr := l.Close(); err == nil && cerr != nil {
 		err = cerr
 	}
 	if err != nil {
@@ -76,22 +82,21 @@ func Import(ctx context.Context, src *DataDir, out string, opts ImportOptions) (
 	return rec, nil
 }
 
-func importInto(ctx context.Context, src, dst *DataDir, rec *ImportRecord, opts ImportOptions) error {
-	f, err := os.Create(filepath.Join(dst.Path, ImportNodesFile))
+func importInto(ctx context.Context, src *DataDir, l *badgerdir.Loader, out string, rec *ImportRecord, opts ImportOptions) error {
+	f, err := os.Create(filepath.Join(out, ImportNodesFile))
 	if err != nil {
 		return err
 	}
 	defer f.Close()
 	w := bufio.NewWriter(f)
 	enc := json.NewEncoder(w)
-	bw := badgerdir.NewBulkWriter(dst.Metadata, dst.Ledgers)
 	progress := func() {
 		if opts.Progress != nil {
 			opts.Progress(rec.Nodes, rec.Entries)
 		}
 	}
 	err = src.Metadata.Walk(ctx, opts.Prefix, func(n store.Node) error {
-		if err := bw.PutNode(n.Path, n.Value); err != nil {
+		if err := l.PutNode(n.Path, n.Value); err != nil {
 			return err
 		}
 		rec.Nodes++
@@ -112,7 +117,7 @@ func importInto(ctx context.Context, src, dst *DataDir, rec *ImportRecord, opts 
 				if rec.Entries%100000 == 0 {
 					progress()
 				}
-				return bw.PutEntry(ledgerID, entryID, value)
+				return l.PutEntry(ledgerID, entryID, value)
 			})
 		})
 		if err != nil {
@@ -120,9 +125,6 @@ func importInto(ctx context.Context, src, dst *DataDir, rec *ImportRecord, opts 
 		}
 	}
 	progress()
-	if err := bw.Flush(); err != nil {
-		return err
-	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
