@@ -13,14 +13,13 @@ import (
 // dirs, live bookies): what the replicas of each entry say beyond "the entry is
 // there". The kinds are the store's own (store/replicas.go).
 const (
-	KindUnderReplicated = store.FindingUnderReplicated
-	KindReplicaCorrupt  = store.FindingReplicaCorrupt
-	KindReplicasDiffer  = store.FindingReplicasDiffer
-	KindEntryLogDamaged = store.FindingEntryLogDamaged
-	KindJournalDamaged  = store.FindingJournalDamaged
-	KindLastMarkDamaged = store.FindingLastMarkDamaged
-	// live bookies (bk:): a bookie of an entry's write set that could not serve it
-	KindBookieUnavailable = "bookie-unavailable"
+	KindUnderReplicated   = store.FindingUnderReplicated
+	KindReplicaCorrupt    = store.FindingReplicaCorrupt
+	KindReplicasDiffer    = store.FindingReplicasDiffer
+	KindEntryLogDamaged   = store.FindingEntryLogDamaged
+	KindJournalDamaged    = store.FindingJournalDamaged
+	KindLastMarkDamaged   = store.FindingLastMarkDamaged
+	KindBookieUnavailable = store.FindingBookieUnavailable
 )
 
 // replicaSeverity: a corrupt or differing replica is served from a good one, so

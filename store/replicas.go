@@ -15,6 +15,9 @@ const (
 	FindingEntryLogDamaged = "entry-log-damaged" // an entry log cut short, bad framing, a foreign header
 	FindingJournalDamaged  = "journal-damaged"   // a journal with a cut-short record or bad framing
 	FindingLastMarkDamaged = "lastmark-damaged"  // ledgers/current/lastMark unreadable
+	// live bookies: a bookie of an entry's write set that could not serve it
+	// (down, slow, refused or answering garbage)
+	FindingBookieUnavailable = "bookie-unavailable"
 )
 
 // ReplicaFinding is one problem with the replicas of an entry or with a bookie file.

@@ -149,7 +149,7 @@ func TestLedgerIDsBookieDown(t *testing.T) {
 	fs, _ := s.ReplicaFindings(context.Background())
 	open := map[int64]bool{}
 	for _, f := range fs {
-		if f.Kind != FindingBookieUnavailable || f.Bookie != dead || !f.NoGoodReplica {
+		if f.Kind != store.FindingBookieUnavailable || f.Bookie != dead || !f.NoGoodReplica {
 			t.Fatalf("finding %+v, want %s unavailable with nothing read", f, dead)
 		}
 		open[f.LedgerID] = true

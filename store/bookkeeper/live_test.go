@@ -317,7 +317,7 @@ func testBookieStopped(t *testing.T, c *testutil.BKCluster) {
 	dd := openBK(t, c, "bk:", store.RemoteOptions{Timeout: 2 * time.Second})
 	sameEntries(t, "one bookie stopped", readAll(t, dd.Ledgers, w.LedgerID), want)
 	f, _ := dd.Ledgers.(store.ReplicaReporter).ReplicaFindings(context.Background())
-	if len(f) == 0 || f[0].Bookie != stopped.ID || f[0].Kind != FindingBookieUnavailable {
+	if len(f) == 0 || f[0].Bookie != stopped.ID || f[0].Kind != store.FindingBookieUnavailable {
 		t.Fatalf("findings %+v, want %s named as unavailable", f, stopped.ID)
 	}
 }

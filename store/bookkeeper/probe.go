@@ -44,7 +44,7 @@ func (s *Store) ProbeEntry(ctx context.Context, ledgerID, entryID int64) (store.
 			s.report(store.FindingReplicaCorrupt, ledgerID, entryID, b, err)
 		default:
 			p.Unavailable = append(p.Unavailable, b)
-			s.report(FindingBookieUnavailable, ledgerID, entryID, b, err)
+			s.report(store.FindingBookieUnavailable, ledgerID, entryID, b, err)
 		}
 	}
 	return p, nil

@@ -26,12 +26,6 @@ const (
 	lacConcurrency = 64
 )
 
-// Kinds of the replica findings a live read reports (beside store's
-// FindingReplicaCorrupt): a bookie of the write set that could not serve.
-const (
-	FindingBookieUnavailable = "bookie-unavailable" // down, slow, refused or answering garbage
-)
-
 // errBadEntry: a bookie returned an entry whose ids or digest are wrong.
 var errBadEntry = errors.New("bad entry")
 
@@ -168,7 +162,7 @@ func (s *Store) ReplicaFindings(context.Context) ([]store.ReplicaFinding, error)
 				p.count, p.firstEntry, p.err)
 		}
 		first, unread := s.unread[p.ledgerID]
-		unread = unread && p.kind == FindingBookieUnavailable
+		unread = unread && p.kind == store.FindingBookieUnavailable
 		if unread {
 			detail = fmt.Sprintf("%v; no bookie of the write set could serve ledger %d from entry %d on: those entries were not read",
 				p.err, p.ledgerID, first)
@@ -328,7 +322,7 @@ func (s *Store) readEntry(ctx context.Context, l *ledger, e int64) ([]byte, erro
 			bad++
 			s.report(store.FindingReplicaCorrupt, l.id, e, b, err)
 		default:
-			s.report(FindingBookieUnavailable, l.id, e, b, err)
+			s.report(store.FindingBookieUnavailable, l.id, e, b, err)
 		}
 		errs = append(errs, err)
 	}
@@ -393,7 +387,7 @@ func (s *Store) readLAC(ctx context.Context, l *ledger) (int64, error) {
 				continue
 			}
 			if ctx.Err() == nil {
-				s.report(FindingBookieUnavailable, l.id, max(l.last, 0), b, fmt.Errorf("last add confirmed: %w", err))
+				s.report(store.FindingBookieUnavailable, l.id, max(l.last, 0), b, fmt.Errorf("last add confirmed: %w", err))
 			}
 			errs = append(errs, err)
 			continue
