@@ -37,14 +37,7 @@ func (r *CheckRun) Actionable() bool { return r.out.counted().Actionable() }
 // the check met them within a kind. Findings that damage of the store could
 // explain say so (StoreDamage).
 func (r *CheckRun) Findings(ctx context.Context, fn func(report.Finding) error) error {
-	return r.out.sorter.Sorted(ctx, func(_, v []byte) error {
-		f, err := decodeFinding(v)
-		if err != nil {
-			return err
-		}
-		markStoreDamage(&f, r.dd.Damage)
-		return fn(f)
-	})
+	return r.out.each(ctx, r.dd.Damage, fn)
 }
 
 // Coverage calls fn with the firstEntryIndex coverage row of every managed
@@ -115,6 +108,19 @@ func (s *findingSink) fail(err error) {
 }
 
 // err is the first add that failed.
+// each calls fn with every finding in order, each marked where damage of the
+// store could explain it.
+func (s *findingSink) each(ctx context.Context, damage []datadir.Damage, fn func(report.Finding) error) error {
+	return s.sorter.Sorted(ctx, func(_, v []byte) error {
+		f, err := decodeFinding(v)
+		if err != nil {
+			return err
+		}
+		markStoreDamage(&f, damage)
+		return fn(f)
+	})
+}
+
 func (s *findingSink) err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -155,14 +155,7 @@ func (r *UsageRun) Findings(ctx context.Context, fn func(report.Finding) error) 
 	if r.out == nil {
 		return nil
 	}
-	return r.out.sorter.Sorted(ctx, func(_, v []byte) error {
-		f, err := decodeFinding(v)
-		if err != nil {
-			return err
-		}
-		markStoreDamage(&f, r.dd.Damage)
-		return fn(f)
-	})
+	return r.out.each(ctx, r.dd.Damage, fn)
 }
 
 // Actionable reports whether any finding is an error or a warning.

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
+
+	"github.com/ledgermedic/ledgermedic/testutil/rusage"
 )
 
 // benchRow is a row of the size of check's coverage rows.
@@ -133,7 +133,7 @@ type tinyRow struct {
 // there and then: the same point of a page in both runs). The peak of the
 // second run must be within a small constant of the first's; a printer that
 // kept the rows or the findings would hold tens of MB more. The children's
-// peak RSS (maxrss) is logged: it adds the collector's lag behind the
+// peak RSS (VmHWM, rusage.PrintPeak) is logged: it adds the collector's lag behind the
 // allocations, which the load of the machine sways.
 func TestStreamMemoryFlat(t *testing.T) {
 	if spec := os.Getenv(envMemChild); spec != "" {
@@ -162,24 +162,16 @@ func TestStreamMemoryFlat(t *testing.T) {
 // peak live heap it reported, in bytes, and its peak RSS in KiB.
 func memPeak(t *testing.T, f Format, n int) (heap int64, rssKiB int64) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestStreamMemoryFlat$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s:%d", envMemChild, f, n))
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child -o %s %d: %v\n%s", f, n, err, out)
-	}
-	_, rest, ok := strings.Cut(string(out), memLine)
+	out, rssMiB := rusage.RunChild(t, "TestStreamMemoryFlat", fmt.Sprintf("%s=%s:%d", envMemChild, f, n))
+	_, rest, ok := strings.Cut(out, memLine)
 	if !ok {
 		t.Fatalf("child -o %s %d did not report its heap:\n%s", f, n, out)
 	}
-	heap, err = strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
+	heap, err := strconv.ParseInt(strings.Fields(rest)[0], 10, 64)
 	if err != nil {
 		t.Fatalf("child -o %s %d: %v", f, n, err)
 	}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		rssKiB = ru.Maxrss // KiB on Linux
-	}
-	return heap, rssKiB
+	return heap, int64(rssMiB * 1024)
 }
 
 func memChild(t *testing.T, spec string) {
@@ -225,4 +217,5 @@ func memChild(t *testing.T, spec string) {
 		t.Fatalf("printed %d bytes for %d rows and findings", w.n, n)
 	}
 	fmt.Printf("%s%d\n", memLine, peak)
+	rusage.PrintPeak(t)
 }

@@ -151,12 +151,10 @@ func (f *File) NewReader() (*Reader, error) {
 
 // reset starts reading at off, reusing the read buffer.
 func (r *Reader) reset(off int64) {
-	sr := io.NewSectionReader(r.f.f, off, r.f.size-off)
 	if r.rr == nil {
-		r.rr = newRecordReader(sr, r.f.f.Name(), off)
-	} else {
-		r.rr.reset(sr, off)
+		r.rr = &recordReader{name: r.f.f.Name()}
 	}
+	r.rr.reset(io.NewSectionReader(r.f.f, off, r.f.size-off), off)
 	r.read, r.eof = false, false
 }
 
@@ -184,9 +182,6 @@ func (r *Reader) Seek(key []byte) {
 		r.reset(off)
 	}
 	r.from = append(r.from[:0], key...)
-	if r.from == nil {
-		r.from = []byte{}
-	}
 }
 
 // Next moves to the next record; false at the end or on an error (Err).

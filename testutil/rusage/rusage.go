@@ -93,13 +93,22 @@ func PrintPeak(t testing.TB) {
 // printed (PrintPeak): a size's peak of its own, not sharing the parent's.
 func PeakOfChild(t testing.TB, test string, env ...string) float64 {
 	t.Helper()
+	_, mib := RunChild(t, test, env...)
+	return mib
+}
+
+// RunChild is PeakOfChild that also returns all the child printed, for what
+// else it reports.
+func RunChild(t testing.TB, test string, env ...string) (out string, peakMiB float64) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
 	cmd.Env = append(os.Environ(), env...)
-	out, err := cmd.CombinedOutput()
+	b, err := cmd.CombinedOutput()
+	out = string(b)
 	if err != nil {
 		t.Fatalf("child %s %v: %v\n%s", test, env, err, out)
 	}
-	_, rest, ok := strings.Cut(string(out), peakPrefix)
+	_, rest, ok := strings.Cut(out, peakPrefix)
 	if !ok {
 		t.Fatalf("child %s %v printed no peak:\n%s", test, env, out)
 	}
@@ -107,5 +116,5 @@ func PeakOfChild(t testing.TB, test string, env ...string) float64 {
 	if err != nil {
 		t.Fatalf("child %s %v: %v", test, env, err)
 	}
-	return mib
+	return out, mib
 }
