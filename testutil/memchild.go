@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -65,23 +64,14 @@ func (m MemoryFlat) Check(t *testing.T, n int, write func(dir string, nodes int)
 // run opens raw in a child and returns the peak RSS it reported and its line.
 func (m MemoryFlat) run(t *testing.T, raw, mode string) (int64, string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^"+m.Test+"$")
-	cmd.Env = append(os.Environ(), m.Env+"_URL="+raw, m.Env+"_MODE="+mode)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child on %s: %v\n%s", raw, err, out)
-	}
-	line, peak := "", int64(0)
-	for _, l := range strings.Split(string(out), "\n") {
-		if i := strings.LastIndex(l, "peak RSS "); strings.HasPrefix(l, "walked ") && i >= 0 {
-			line = l
-			_, err = fmt.Sscanf(l[i:], "peak RSS %d", &peak)
+	out, mib := rusage.RunChild(t, m.Test, m.Env+"_URL="+raw, m.Env+"_MODE="+mode)
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "walked ") {
+			return int64(mib * (1 << 20)), l
 		}
 	}
-	if line == "" || err != nil || peak <= 0 {
-		t.Fatalf("child on %s said nothing of its walk and peak (%v):\n%s", raw, err, out)
-	}
-	return peak, line
+	t.Fatalf("child on %s said nothing of its walk:\n%s", raw, out)
+	return 0, ""
 }
 
 // child opens raw, walks every node, then reads every 1000th node again with
@@ -108,7 +98,7 @@ func (m MemoryFlat) child(t *testing.T, raw, mode string) {
 			t.Fatal(err)
 		}
 	}
-	peak, _ := rusage.PeakRSS()
-	fmt.Printf("walked %d nodes (%d MB of values) in %v (open %v), then %d Gets; peak RSS %d\n",
-		nodes, size>>20, time.Since(start).Round(time.Millisecond), opened.Round(time.Millisecond), len(sample), peak)
+	fmt.Printf("walked %d nodes (%d MB of values) in %v (open %v), then %d Gets\n",
+		nodes, size>>20, time.Since(start).Round(time.Millisecond), opened.Round(time.Millisecond), len(sample))
+	rusage.PrintPeak(t)
 }
