@@ -30,26 +30,52 @@ func ProcessCPU() time.Duration {
 // when it cannot be read. Benchmarks read it for the server they started, which
 // shares the machine's cores with the client they measure.
 func PIDCPU(pid int) time.Duration {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	_, cpu := statCPU("/proc/" + strconv.Itoa(pid) + "/stat")
+	return cpu
+}
+
+// ThreadsCPU is PIDCPU over the threads of process pid whose names hold part
+// (/proc/PID/task/TID/stat): a JVM server's JIT compiler threads ("C2
+// CompilerThre") say whether it was still compiling its request paths while a
+// benchmark timed it.
+func ThreadsCPU(pid int, part string) time.Duration {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+	tasks, err := os.ReadDir(dir)
 	if err != nil {
 		return 0
 	}
+	var sum time.Duration
+	for _, t := range tasks {
+		if name, cpu := statCPU(dir + t.Name() + "/stat"); strings.Contains(name, part) {
+			sum += cpu
+		}
+	}
+	return sum
+}
+
+// statCPU reads a /proc stat file's command name and utime + stime; "", 0 when
+// it cannot.
+func statCPU(path string) (name string, cpu time.Duration) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", 0
+	}
 	// The command name (field 2) is in parentheses and may hold spaces; utime and
 	// stime are fields 14 and 15, the 12th and 13th after it.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0
+	i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if i < 0 || j < i {
+		return "", 0
 	}
-	f := strings.Fields(string(b[i+1:]))
+	f := strings.Fields(string(b[j+1:]))
 	if len(f) < 13 {
-		return 0
+		return "", 0
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0
+		return "", 0
 	}
-	return time.Duration(ut+st) * clockTick
+	return string(b[i+1 : j]), time.Duration(ut+st) * clockTick
 }
 
 // clockTick is USER_HZ, 100 on every Linux ABI Go supports.

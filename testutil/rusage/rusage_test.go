@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -29,6 +30,32 @@ func TestPIDCPUOfSelf(t *testing.T) {
 	}
 	if PIDCPU(-1) != 0 {
 		t.Fatal("PIDCPU of no process is not 0")
+	}
+}
+
+// ThreadsCPU of this process's threads named as the process (every Go thread
+// is) is its PIDCPU, within a tick per thread; of a name no thread has, 0.
+func TestThreadsCPUOfSelf(t *testing.T) {
+	for start := ProcessCPU(); ProcessCPU()-start < 300*time.Millisecond; {
+		for x := 0; x < 1_000_000; x++ {
+			_ = x * x
+		}
+	}
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := PIDCPU(os.Getpid())
+	got := ThreadsCPU(os.Getpid(), strings.TrimSpace(string(comm)))
+	if slack := time.Duration(len(tasks)+2) * clockTick; got < 200*time.Millisecond || got < whole-slack || got > whole+slack {
+		t.Fatalf("ThreadsCPU = %v, PIDCPU %v (%d threads)", got, whole, len(tasks))
+	}
+	if n := ThreadsCPU(os.Getpid(), "no thread is called this"); n != 0 {
+		t.Fatalf("ThreadsCPU of no thread = %v", n)
 	}
 }
 
