@@ -162,13 +162,13 @@ section() {
     run verify env LEDGERMEDIC_BENCH_DIR="$bench_dir" go test ./store/badgerdir -run '^$' -bench VerifyOpen -benchtime 3x -count 3 ;;
   live)
     run live-topics go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)InspectTopics$' -benchtime 1x -count 2
-    run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 5x -count 2 ;;
+    run live-backfill go test ./app/ -run '^$' -bench 'BenchmarkLive(ZK|Etcd)Backfill$' -benchtime 10x -count 2 ;;
   live-pinned)
     # the server on CPU 0 (the benchmark pins it), the client on CPU 1 (taskset here: the test binary inherits it);
     # run in app/, as go test runs it
     go test -c -o "$logs/app.test" ./app/
     run live-backfill-pinned env -C app LEDGERMEDIC_BENCH_SERVER_CPU=0 taskset -c 1 "$(cd "$logs" && pwd)/app.test" -test.run '^$' \
-      -test.bench 'BenchmarkLive(ZK|Etcd)Backfill$' -test.benchtime 5x -test.count 2 ;;
+      -test.bench 'BenchmarkLive(ZK|Etcd)Backfill$' -test.benchtime 10x -test.count 2 ;;
   bk)
     run bk go test ./app/ -run '^$' -bench 'BenchmarkBK(InspectEntries|Check)$' -benchtime 2x -timeout 60m ;;
   fixtures-big)
