@@ -11,25 +11,32 @@ import (
 	"github.com/ledgermedic/ledgermedic/store"
 )
 
-// TestLoadNodesSkip: Skip leaves out its node and the nodes below it, and only
-// those (a sibling whose name merely starts with it is loaded).
-func TestLoadNodesSkip(t *testing.T) {
-	src, err := Open(filledDataDir(t, map[string]string{
-		"/admin": "a", "/ledgers": "", "/ledgers/00/0000/L0010": "l", "/ledgersx/y": "y",
-	}), store.Options{ReadOnly: true})
+// loadPair opens a read-only data dir holding nodes and a new empty one to load
+// them into, through a recordingBatcher over its metadata store.
+func loadPair(t *testing.T, nodes map[string]string) (src, dst *DataDir, rec *recordingBatcher) {
+	t.Helper()
+	src, err := Open(filledDataDir(t, nodes), store.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer src.Close()
-	dst, err := Create(t.TempDir())
-	if err != nil {
+	t.Cleanup(func() { src.Close() })
+	if dst, err = Create(t.TempDir()); err != nil {
 		t.Fatal(err)
 	}
-	defer dst.Close()
+	t.Cleanup(func() { dst.Close() })
 	nb, ok := dst.Metadata.(store.NodeBatcher)
 	if !ok {
 		t.Fatal("a data dir's metadata store is not a NodeBatcher")
 	}
+	return src, dst, &recordingBatcher{NodeBatcher: nb}
+}
+
+// TestLoadNodesSkip: Skip leaves out its node and the nodes below it, and only
+// those (a sibling whose name merely starts with it is loaded).
+func TestLoadNodesSkip(t *testing.T) {
+	src, dst, nb := loadPair(t, map[string]string{
+		"/admin": "a", "/ledgers": "", "/ledgers/00/0000/L0010": "l", "/ledgersx/y": "y",
+	})
 	n, err := LoadNodes(context.Background(), src.Metadata, nb, LoadOptions{Skip: "/ledgers"})
 	if err != nil || n != 2 {
 		t.Fatalf("LoadNodes: %d nodes, %v; want 2", n, err)
@@ -82,15 +89,7 @@ func TestLoadNodesBatchesTrees(t *testing.T) {
 			grow("", 0)
 		}
 		size := 1 + r.IntN(8)
-		src, err := Open(filledDataDir(t, nodes), store.Options{ReadOnly: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := Create(t.TempDir())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rec := &recordingBatcher{NodeBatcher: dst.Metadata.(store.NodeBatcher)}
+		src, dst, rec := loadPair(t, nodes)
 		n, err := LoadNodes(context.Background(), src.Metadata, rec, LoadOptions{Batch: size})
 		if err != nil || n != int64(len(nodes)) {
 			t.Fatalf("seed %d: LoadNodes: %d nodes, %v; want %d", seed, n, err, len(nodes))
@@ -122,8 +121,6 @@ func TestLoadNodesBatchesTrees(t *testing.T) {
 				t.Errorf("seed %d: %s holds %q (%v), want %q", seed, p, got.Value, err, v)
 			}
 		}
-		src.Close()
-		dst.Close()
 	}
 }
 
@@ -137,17 +134,7 @@ func TestLoadNodesBatchesFull(t *testing.T) {
 		ml := fmt.Sprintf("/managed-ledgers/t/ns/persistent/topic-%03d", i)
 		nodes[ml], nodes[ml+"/c1"], nodes[ml+"/c2"] = "ml", "c", "c"
 	}
-	src, err := Open(filledDataDir(t, nodes), store.Options{ReadOnly: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	dst, err := Create(t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dst.Close()
-	rec := &recordingBatcher{NodeBatcher: dst.Metadata.(store.NodeBatcher)}
+	src, _, rec := loadPair(t, nodes)
 	if n, err := LoadNodes(context.Background(), src.Metadata, rec, LoadOptions{Batch: 64}); err != nil || n != int64(len(nodes)) {
 		t.Fatalf("LoadNodes: %d nodes, %v; want %d", n, err, len(nodes))
 	}
