@@ -1,6 +1,7 @@
 package zk
 
 import (
+	"context"
 	"errors"
 
 	"github.com/ledgermedic/ledgermedic/store"
@@ -30,4 +31,18 @@ func ZKReadHostsForTest(mb store.MetadataBackend, hosts []string) {
 	}
 	s.readHosts = hosts
 	s.dialReaderLocked()
+}
+
+// WalkHeldForTest walks prefix on a ZooKeeper backend and returns the paths
+// handed over and the most reads the walk held queued at any hand-over.
+func WalkHeldForTest(mb store.MetadataBackend, prefix string) (paths []string, held int, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	w := mb.(*zkStore).newWalk(ctx, prefix, "")
+	err = w.run(func(n store.Node) error {
+		paths = append(paths, n.Path)
+		held = max(held, w.all.Len())
+		return nil
+	})
+	return paths, held, err
 }

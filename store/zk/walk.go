@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -21,20 +22,27 @@ import (
 // hand-over (bounded by the concurrency and a window of finished, undelivered
 // reads), so the server sees a steady pipeline instead of one request at a time.
 
-// walkItem is one read of a walk: the data of a node, or the children of one.
+// walkItem is one read of a walk: the data of a node, or the children of one;
+// or the children of a listing not yet queued (a cursor).
 type walkItem struct {
-	key    string // sort key: path (node) or path+"/" (listing)
-	path   string // node path (relative to the chroot)
+	key    string // sort key: path (node) or path+"/" (listing); a cursor's next child's path
+	path   string // node path (relative to the chroot); a cursor's: the listed node's
 	list   bool   // a children listing
-	filter string // listing only: keep child names that start with this
+	filter string // listing and cursor: keep child names that start with this
 	kids   int32  // listing only: the children the node's Stat counted (-1: unknown)
 	done   bool
 	idx    [2]int // positions in the two heaps
 
-	data     []byte
-	stat     *gozk.Stat
-	children []string
-	gone     bool // deleted while the walk ran
+	data []byte
+	stat *gozk.Stat
+	gone bool // deleted while the walk ran
+
+	// A cursor holds a listing's child names, sorted, and queues them a batch at a
+	// time as the walk reaches them: a namespace of a million topics is one
+	// listing, and an item for each of them at once took 420 MB.
+	cursor bool
+	names  []string
+	next   int
 }
 
 // walkHeap orders items by key; which says which of the item's positions it keeps.
@@ -107,6 +115,11 @@ func (s *zkStore) WalkFrom(ctx context.Context, prefix, start string, fn func(st
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	return s.newWalk(ctx, prefix, start).run(fn)
+}
+
+// newWalk is a walk of prefix from start, its first listing queued.
+func (s *zkStore) newWalk(ctx context.Context, prefix, start string) *zkWalk {
 	w := &zkWalk{
 		s: s, ctx: ctx, prefix: prefix, start: start,
 		all: walkHeap{which: 0}, pending: walkHeap{which: 1},
@@ -132,7 +145,7 @@ func (s *zkStore) WalkFrom(ctx context.Context, prefix, start string, fn func(st
 		}
 	}
 	w.push(&walkItem{key: listKey(base), path: base, list: true, filter: filter, kids: -1})
-	return w.run(fn)
+	return w
 }
 
 func listKey(path string) string {
@@ -156,6 +169,12 @@ func (w *zkWalk) push(it *walkItem) {
 
 func (w *zkWalk) run(fn func(store.Node) error) error {
 	for w.all.Len() > 0 {
+		if head := w.all.items[0]; head.cursor {
+			// Nothing can be handed over before the cursor's next child: queue it.
+			maxBatch, maxInflight := w.limits()
+			w.expand(head, max(maxBatch, maxInflight))
+			continue
+		}
 		w.dispatch()
 		head := w.all.items[0]
 		if !head.done {
@@ -198,6 +217,15 @@ func (w *zkWalk) dispatch() {
 		req, resp := 4+8+9, 0
 		for w.pending.Len() > 0 && len(batch) < maxBatch {
 			next := w.pending.items[0]
+			if next.cursor {
+				// Its children come next: queue a batch of them, as long as a
+				// batch could go (the window checks each below).
+				if w.buffered+len(batch) >= w.window && (over < 0 || over >= maxOver) {
+					break
+				}
+				w.expand(next, maxBatch)
+				continue
+			}
 			if w.buffered+len(batch) >= w.window {
 				if over < 0 && next == w.all.items[0] {
 					over = 0
@@ -352,24 +380,52 @@ func (w *zkWalk) file(it *walkItem, r walkRead) error {
 	return nil
 }
 
-// addChildren queues the children of a listing: their data when they are at or
-// after start, else (when their subtree may reach start) their own listing.
+// addChildren queues a cursor over the children of a listing, in path order.
 func (w *zkWalk) addChildren(list *walkItem, names []string) {
-	for _, name := range names {
-		if !strings.HasPrefix(name, list.filter) {
-			continue
-		}
-		if list.path == "/" && name == "zookeeper" && w.s.chroot == "" && !w.system {
-			continue
-		}
-		p := childPath(list.path, name)
+	slices.Sort(names)
+	c := &walkItem{path: list.path, filter: list.filter, cursor: true, names: names}
+	if c.key, _ = w.nextChild(c); c.key != "" {
+		w.push(c)
+	}
+}
+
+// expand queues up to n of a cursor's children: their data when they are at
+// or after start, else (when their subtree may reach start) their own listing.
+// The cursor leaves both heaps when it has no child left.
+func (w *zkWalk) expand(c *walkItem, n int) {
+	for queued := 0; queued < n && c.next < len(c.names); c.next++ {
+		p, ok := w.nextChild(c)
 		switch {
+		case !ok:
 		case p >= w.start:
 			w.push(&walkItem{key: p, path: p})
+			queued++
 		case w.wanted(listKey(p)):
 			w.push(&walkItem{key: listKey(p), path: p, list: true, kids: -1})
+			queued++
 		}
 	}
+	if p, _ := w.nextChild(c); p != "" {
+		c.key = p
+		heap.Fix(&w.all, c.idx[0])
+		heap.Fix(&w.pending, c.idx[1])
+		return
+	}
+	heap.Remove(&w.all, c.idx[0])
+	heap.Remove(&w.pending, c.idx[1])
+}
+
+// nextChild is the path of a cursor's next child ("" when none is left), and
+// whether the walk wants it (its name continues the listing's filter, and it
+// is not ZooKeeper's own /zookeeper unless the walk asked for it).
+func (w *zkWalk) nextChild(c *walkItem) (path string, ok bool) {
+	if c.next >= len(c.names) {
+		return "", false
+	}
+	name := c.names[c.next]
+	ok = strings.HasPrefix(name, c.filter) &&
+		!(c.path == "/" && name == "zookeeper" && w.s.chroot == "" && !w.system)
+	return childPath(c.path, name), ok
 }
 
 // wanted reports whether a subtree whose paths all start with key can hold a path

@@ -120,6 +120,36 @@ func TestZKWalkDeepSubtreeBehindAFullWindow(t *testing.T) {
 	}
 }
 
+// TestZKWalkWideListing: the children of a node are queued as the walk reaches
+// them, not all at once when they are listed: a namespace of a million topics
+// is one listing. The walk holds about its window of reads (1,024 and a batch
+// past it), however many children the listing has.
+func TestZKWalkWideListing(t *testing.T) {
+	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
+	raw := testutil.ZKClient(t, srv.Addr)
+	all := []string{"/ns", "/ns-x"}
+	for i := range 6000 {
+		all = append(all, fmt.Sprintf("/ns/topic-%05d", i))
+	}
+	for i := range 3 {
+		all = append(all, fmt.Sprintf("/ns/topic-00042/c%d", i), fmt.Sprintf("/ns/topic-05999/c%d", i))
+	}
+	zkCreateMany(t, raw, all, []byte("v"))
+	s := testutil.MustOpenMetadata(t, "zk://"+srv.Addr, store.Options{})
+	for _, prefix := range []string{"", "/ns/", "/ns/topic-0004"} {
+		got, held, err := zkstore.WalkHeldForTest(s, prefix)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := wantPaths(all, prefix, ""); !slices.Equal(got, want) {
+			t.Fatalf("walk %q: %d paths, want %d", prefix, len(got), len(want))
+		}
+		if held > 1500 {
+			t.Errorf("walk %q of %d nodes held %d reads at once, want at most 1,500", prefix, len(got), held)
+		}
+	}
+}
+
 // TestZKWalkRandomTrees: the walk of random trees of names that share prefixes is
 // the sorted list of their paths, for random prefixes and starts.
 func TestZKWalkRandomTrees(t *testing.T) {
