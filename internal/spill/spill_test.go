@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -225,6 +226,61 @@ func TestFileScanFromAnyKey(t *testing.T) {
 	}
 	if _, ok, err := f.Get([]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}); ok || err != nil {
 		t.Fatalf("Get of a missing key: ok %v, err %v", ok, err)
+	}
+	checkGets(t, f, recs)
+}
+
+// checkGets looks up keys of recs (sorted; for a repeated key Get returns the
+// first record's value) and keys between them, forward, backward and at random,
+// from four goroutines at once (Get pools its Readers), and checks that a lookup
+// does not allocate a read buffer each.
+func checkGets(t *testing.T, f *File, recs []kv) {
+	t.Helper()
+	first := map[string]string{}
+	var keys []string
+	for _, r := range recs {
+		if _, ok := first[r.k]; !ok {
+			first[r.k] = r.v
+			keys = append(keys, r.k, r.k+"\x00")
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Go(func() {
+			order := slices.Clone(keys)
+			switch g {
+			case 1:
+				slices.Reverse(order)
+			case 2, 3:
+				r := rand.New(rand.NewPCG(uint64(g), 9))
+				r.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			}
+			for _, k := range order {
+				v, ok, err := f.Get([]byte(k))
+				want, wantOK := first[k]
+				if err != nil || ok != wantOK || string(v) != want {
+					errs <- fmt.Errorf("Get(%x) = %q %v %v, want %q %v", k, v, ok, err, want, wantOK)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for _, k := range keys[:1000] {
+		if _, _, err := f.Get([]byte(k)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if per := (after.TotalAlloc - before.TotalAlloc) / 1000; per > 4<<10 {
+		t.Errorf("a Get allocates %d bytes, want at most 4 KB", per)
 	}
 }
 
