@@ -66,6 +66,8 @@ type etcdStore struct {
 	// noReadBack: a compare-and-set's read-back range met more keys than it may
 	// read (CompareAndSetNodesReadBack); later writes leave verification its own read.
 	noReadBack atomic.Bool
+	// counted is the keys the server counted for the walks' pages (window.go).
+	counted atomic.Int64
 }
 
 // Open connects to the endpoints u names and proves the connection with one
@@ -242,17 +244,20 @@ func (s *etcdStore) Walk(ctx context.Context, prefix string, fn func(store.Node)
 }
 
 // WalkFrom reads the prefix range in pages of up to pageKeys keys (the first ones
-// smaller, see etcdFirstPageKeys), every page at the
-// revision of the first, so the walk is one consistent snapshot. The next page is
-// requested while fn works through the current one: one request in flight, as
-// before, but the server's time and fn's overlap.
+// smaller, see etcdFirstPageKeys), each from a window of the range that should
+// hold about one page (window), every page at the revision of the first, so the
+// walk is one consistent snapshot. The next page is requested while fn works
+// through the current one: one request in flight, but the server's time and
+// fn's overlap.
 func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(store.Node) error) error {
 	begin, end := etcdRange(prefix, start)
+	win := newWindow(begin, end)
 	// The first pages are small and grow to pageKeys: what fn does with the
 	// nodes (back-fill plans them) starts after one short round trip instead of
 	// waiting for a page of pageKeys values.
 	limit := min(etcdFirstPageKeys, s.pageKeys)
-	page := s.rangePage(ctx, prefix, begin, end, 0, limit)
+	to := win.to(begin)
+	page := s.rangePage(ctx, prefix, begin, to, 0, limit)
 	if page.err != nil {
 		return page.err
 	}
@@ -261,12 +266,22 @@ func (s *etcdStore) WalkFrom(ctx context.Context, prefix, start string, fn func(
 	defer cancel()
 	for {
 		kvs := page.resp.Kvs
-		var next chan etcdPage
+		if len(kvs) > 0 {
+			win.fit(page.resp.Count, limit, string(kvs[0].Key), string(kvs[len(kvs)-1].Key))
+		} else {
+			win.fit(0, limit, "", "")
+		}
+		// The rest of this window when the page did not hold it all, else the next.
+		lo := to
 		if page.resp.More && len(kvs) > 0 {
+			lo = string(kvs[len(kvs)-1].Key) + "\x00"
+		}
+		var next chan etcdPage
+		if lo < end {
 			next = make(chan etcdPage, 1)
-			after := string(kvs[len(kvs)-1].Key) + "\x00"
+			to = win.to(lo)
 			limit = min(4*limit, s.pageKeys)
-			go func() { next <- s.rangePage(ctx, prefix, after, end, rev, limit) }()
+			go func() { next <- s.rangePage(ctx, prefix, lo, to, rev, limit) }()
 		}
 		for _, kv := range kvs {
 			if err := fn(kvNode(kv)); err != nil {
@@ -309,6 +324,9 @@ func (s *etcdStore) rangePage(ctx context.Context, prefix, begin, end string, re
 		opts = append(opts, clientv3.WithRev(rev))
 	}
 	resp, err := s.cli.Get(rctx, begin, opts...)
+	if err == nil {
+		s.counted.Add(resp.Count)
+	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return etcdPage{err: fmt.Errorf("walk %q from %q: etcd compacted revision %d during the walk; run it again: %w", prefix, begin, rev, err)}
 	}

@@ -18,3 +18,9 @@ func EtcdReadsAsSpan(b store.MetadataBackend, paths []string) bool {
 	_, span, err := s.getSpan(ctx, paths, make([]store.Node, len(paths)), 0)
 	return err == nil && span
 }
+
+// CountedForTest is the keys an etcd backend's walks had the server count.
+func CountedForTest(b store.MetadataBackend) int64 { return b.(*etcdStore).counted.Load() }
+
+// SetPageKeysForTest sets the most keys of a walk's page.
+func SetPageKeysForTest(b store.MetadataBackend, n int64) { b.(*etcdStore).pageKeys = n }
