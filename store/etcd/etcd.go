@@ -66,8 +66,9 @@ type etcdStore struct {
 	// noReadBack: a compare-and-set's read-back range met more keys than it may
 	// read (CompareAndSetNodesReadBack); later writes leave verification its own read.
 	noReadBack atomic.Bool
-	// counted is the keys the server counted for the walks' pages (window.go).
-	counted atomic.Int64
+	// counted and pages are the keys the server counted for the walks' pages
+	// (window.go), and those pages.
+	counted, pages atomic.Int64
 }
 
 // Open connects to the endpoints u names and proves the connection with one
@@ -326,6 +327,7 @@ func (s *etcdStore) rangePage(ctx context.Context, prefix, begin, end string, re
 	resp, err := s.cli.Get(rctx, begin, opts...)
 	if err == nil {
 		s.counted.Add(resp.Count)
+		s.pages.Add(1)
 	}
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return etcdPage{err: fmt.Errorf("walk %q from %q: etcd compacted revision %d during the walk; run it again: %w", prefix, begin, rev, err)}

@@ -114,16 +114,25 @@ func TestEtcdWalkWindows(t *testing.T) {
 	put("/w/z\xff", 300)
 	testutil.EtcdPutMany(t, c, "/x", 5, func(int) string { return "v" }) // past the walk's end
 	b := testutil.MustOpenMetadata(t, "etcd://"+strings.TrimPrefix(srv.Endpoint, "http://"), store.Options{})
+	// Pages of 100, and of the default 1,000 (the window keeps up with the
+	// limit's growth over the first pages).
+	for _, pageKeys := range []int{100, 1000} {
+		etcdstore.SetPageKeysForTest(b, int64(pageKeys))
+		keys0, pages0 := etcdstore.CountedForTest(b)
+		if got := walkPaths(t, b, "/w/", ""); !slices.Equal(got, all) {
+			t.Fatalf("walk of /w/: %d keys, want %d", len(got), len(all))
+		}
+		keys, pages := etcdstore.CountedForTest(b)
+		keys, pages = keys-keys0, pages-pages0
+		t.Logf("a walk of %d keys in pages of %d: %d pages, etcd counted %d keys", len(all), pageKeys, pages, keys)
+		if keys > int64(6*len(all)) {
+			t.Errorf("a walk of %d keys in pages of %d had etcd count %d keys, want at most %d", len(all), pageKeys, keys, 6*len(all))
+		}
+		if most := 2*len(all)/pageKeys + 20; pages > int64(most) {
+			t.Errorf("a walk of %d keys in pages of %d read %d pages, want at most %d", len(all), pageKeys, pages, most)
+		}
+	}
 	etcdstore.SetPageKeysForTest(b, 100)
-	before := etcdstore.CountedForTest(b)
-	if got := walkPaths(t, b, "/w/", ""); !slices.Equal(got, all) {
-		t.Fatalf("walk of /w/: %d keys, want %d", len(got), len(all))
-	}
-	counted := etcdstore.CountedForTest(b) - before
-	t.Logf("a walk of %d keys in pages of 100: etcd counted %d keys", len(all), counted)
-	if counted > int64(6*len(all)) {
-		t.Errorf("a walk of %d keys in pages of 100 had etcd count %d keys, want at most %d", len(all), counted, 6*len(all))
-	}
 	for _, start := range []string{"/w/ns/persistent/topic-004999x", "/w/b", "/w/z\xff000299"} {
 		i, _ := slices.BinarySearch(all, start)
 		if got := walkPaths(t, b, "/w/", start); !slices.Equal(got, all[i:]) {

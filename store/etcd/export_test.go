@@ -19,8 +19,12 @@ func EtcdReadsAsSpan(b store.MetadataBackend, paths []string) bool {
 	return err == nil && span
 }
 
-// CountedForTest is the keys an etcd backend's walks had the server count.
-func CountedForTest(b store.MetadataBackend) int64 { return b.(*etcdStore).counted.Load() }
+// CountedForTest is the keys an etcd backend's walks had the server count, and
+// the pages they read.
+func CountedForTest(b store.MetadataBackend) (keys, pages int64) {
+	s := b.(*etcdStore)
+	return s.counted.Load(), s.pages.Load()
+}
 
 // SetPageKeysForTest sets the most keys of a walk's page.
 func SetPageKeysForTest(b store.MetadataBackend, n int64) { b.(*etcdStore).pageKeys = n }

@@ -14,9 +14,10 @@ import "math/bits"
 // the key space, read as a binary fraction: from lo to lo plus one unit at its
 // bits-th bit.
 type window struct {
-	end  string // the walk's end
-	bits int
-	min  int // the bits of the walk's whole range
+	end     string // the walk's end
+	bits    int
+	min     int // the bits of the walk's whole range
+	empties int // windows in a row that held nothing
 }
 
 func newWindow(begin, end string) *window {
@@ -53,9 +54,12 @@ func (w *window) to(lo string) string {
 // a page narrows by as many halvings as it held pages, and at least to the
 // bits first and last share: keys that share a long prefix (a namespace's
 // million topics) would otherwise take a narrowing per bit of it, each
-// counting them all again. One that held under a quarter of a page widens
-// (eight times as wide after an empty one).
+// counting them all again. One that held under half a page widens by as many
+// doublings as would fill it; an empty one, eight times, and more after more.
 func (w *window) fit(count, limit int64, first, last string) {
+	if count > 0 {
+		w.empties = 0
+	}
 	switch {
 	case count > limit:
 		shared := 0
@@ -64,9 +68,14 @@ func (w *window) fit(count, limit int64, first, last string) {
 		}
 		w.bits = max(w.bits+bits.Len64(uint64((count-1)/limit)), 8*shared)
 	case count == 0:
-		w.bits -= 3
-	case count < limit/4:
-		w.bits--
+		// Across a gap (the keys after a namespace's topics may be hundreds of
+		// bits on), each empty window in a row widens twice as much again.
+		w.bits -= 3 << min(w.empties, 8)
+		w.empties++
+	case count < limit/2:
+		// As many doublings as fit: the limit also grows fourfold over the
+		// walk's first pages.
+		w.bits -= bits.Len64(uint64(limit/count)) - 1
 	}
 	w.bits = max(w.bits, w.min)
 }

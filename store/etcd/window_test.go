@@ -62,14 +62,15 @@ func randomKey(r *rand.Rand) string {
 }
 
 // TestWindowFit: a window that held pages narrows by as many halvings, one
-// that held under a quarter of a page widens, none past the whole range.
+// that held under half a page widens by as many doublings as fill it, none
+// past the whole range.
 func TestWindowFit(t *testing.T) {
 	for _, c := range []struct {
 		count, limit int64
 		delta        int
 	}{
 		{1000, 1000, 0}, {1001, 1000, 1}, {2000, 1000, 1}, {2001, 1000, 2}, {1_000_000, 1000, 10},
-		{300, 1000, 0}, {249, 1000, -1}, {0, 1000, -3},
+		{500, 1000, 0}, {499, 1000, -1}, {300, 1000, -1}, {249, 1000, -2}, {64, 1000, -3}, {0, 1000, -3},
 	} {
 		w := &window{bits: 100, min: 0}
 		w.fit(c.count, c.limit, "a", "b")
@@ -77,7 +78,19 @@ func TestWindowFit(t *testing.T) {
 			t.Errorf("fit(%d, %d): %+d bits, want %+d", c.count, c.limit, w.bits-100, c.delta)
 		}
 	}
-	w := &window{bits: 10, min: 8}
+	// Empty windows in a row widen by 3, 6, 12... bits; one that held keys
+	// starts that again.
+	w := &window{bits: 200, min: 8}
+	for _, want := range []int{197, 191, 179, 155} {
+		if w.fit(0, 100, "", ""); w.bits != want {
+			t.Fatalf("after empty windows: %d bits, want %d", w.bits, want)
+		}
+	}
+	w.fit(100, 100, "a", "b")
+	if w.fit(0, 100, "", ""); w.bits != 152 {
+		t.Errorf("an empty window after a full one: %d bits, want 152", w.bits)
+	}
+	w = &window{bits: 10, min: 8}
 	if w.fit(0, 100, "", ""); w.bits != 8 {
 		t.Errorf("a window widened past the whole range: %d bits", w.bits)
 	}
