@@ -78,19 +78,7 @@ func TestWindowFit(t *testing.T) {
 			t.Errorf("fit(%d, %d): %+d bits, want %+d", c.count, c.limit, w.bits-100, c.delta)
 		}
 	}
-	// Empty windows in a row widen by 3, 6, 12... bits; one that held keys
-	// starts that again.
-	w := &window{bits: 200, min: 8}
-	for _, want := range []int{197, 191, 179, 155} {
-		if w.fit(0, 100, "", ""); w.bits != want {
-			t.Fatalf("after empty windows: %d bits, want %d", w.bits, want)
-		}
-	}
-	w.fit(100, 100, "a", "b")
-	if w.fit(0, 100, "", ""); w.bits != 152 {
-		t.Errorf("an empty window after a full one: %d bits, want 152", w.bits)
-	}
-	w = &window{bits: 10, min: 8}
+	w := &window{bits: 10, min: 8}
 	if w.fit(0, 100, "", ""); w.bits != 8 {
 		t.Errorf("a window widened past the whole range: %d bits", w.bits)
 	}
