@@ -18,7 +18,11 @@ import (
 func TestZKServerDiesMidWalk(t *testing.T) {
 	srv := testutil.StartZooKeeper(t, testutil.ZKOptions{})
 	raw := testutil.ZKClient(t, srv.Addr)
-	for i := range 400 {
+	// 1,200 nodes read at 300 a second: when the 50th is handed over (about
+	// 1.2 s in: a batch goes once all its reads have their tokens) most reads
+	// are still to go. With 400, the last batch sometimes went out just before
+	// the kill and the walk finished cleanly.
+	for i := range 1200 {
 		zkCreateAll(t, raw, "/d/"+strconv.Itoa(i%8)+"/n"+strconv.Itoa(i), []byte("v"))
 	}
 	s, err := testutil.OpenMetadata(t, "zk://"+srv.Addr+"?timeout=8s", store.Options{Remote: store.RemoteOptions{Rate: 300}})
