@@ -199,7 +199,7 @@ func (l *levelLoader) add(w store.NodeWrite) error {
 	}
 	for ; b < l.base+int64(len(l.batches)) && len(l.batches[b-l.base]) >= l.size; b++ {
 	}
-	for l.base+int64(len(l.batches)) <= b {
+	if b == l.base+int64(len(l.batches)) { // b is at most one past the last batch
 		l.batches = append(l.batches, make([]store.NodeWrite, 0, l.size))
 	}
 	l.batches[b-l.base] = append(l.batches[b-l.base], w)
@@ -215,10 +215,8 @@ func (l *levelLoader) add(w store.NodeWrite) error {
 // writeFirst writes the first batch held.
 func (l *levelLoader) writeFirst() error {
 	batch := l.batches[0]
-	if len(batch) > 0 {
-		if _, err := compareAndSetSplitting(l.dst, batch); err != nil {
-			return err
-		}
+	if _, err := compareAndSetSplitting(l.dst, batch); err != nil {
+		return err
 	}
 	l.created += int64(len(batch))
 	for _, w := range batch {

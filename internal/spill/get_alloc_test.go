@@ -13,15 +13,7 @@ import (
 func TestGetReusesReaders(t *testing.T) {
 	d := open(t)
 	recs := want(randomRecords(5, 20_000, 2_000))
-	f, err := d.NewFile("t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range recs {
-		if err := f.Append([]byte(r.k), []byte(r.v)); err != nil {
-			t.Fatal(err)
-		}
-	}
+	f := appendedFile(t, d, recs)
 	if err := f.Finish(); err != nil {
 		t.Fatal(err)
 	}

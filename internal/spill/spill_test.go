@@ -173,12 +173,9 @@ func TestSorterStopsOnErrorAndCancel(t *testing.T) {
 	}
 }
 
-// TestFileScanFromAnyKey: a scan from any key, present or not, gives exactly
-// the records at and after it, equal keys included even where they straddle an
-// index block.
-func TestFileScanFromAnyKey(t *testing.T) {
-	d := open(t)
-	recs := want(randomRecords(3, 30_000, 3_000))
+// appendedFile is a new File holding recs (sorted), not yet finished.
+func appendedFile(t *testing.T, d *Dir, recs []kv) *File {
+	t.Helper()
 	f, err := d.NewFile("t")
 	if err != nil {
 		t.Fatal(err)
@@ -188,6 +185,16 @@ func TestFileScanFromAnyKey(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return f
+}
+
+// TestFileScanFromAnyKey: a scan from any key, present or not, gives exactly
+// the records at and after it, equal keys included even where they straddle an
+// index block.
+func TestFileScanFromAnyKey(t *testing.T) {
+	d := open(t)
+	recs := want(randomRecords(3, 30_000, 3_000))
+	f := appendedFile(t, d, recs)
 	if err := f.Append([]byte{}, nil); err == nil {
 		t.Fatal("an out-of-order append was taken")
 	}
