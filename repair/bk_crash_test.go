@@ -192,7 +192,7 @@ func TestBKRepairKilled(t *testing.T) {
 		}
 		victim.Restart()
 		if code := runBKChild(t, dir, c.ZK.Addr, input, ""); code != 0 {
-			t.Fatalf("re-run with the bookie back: exit %d", code)
+			t.Fatalf("re-run with bookie %s back: exit %d; its log ends:\n%s", victim.ID, code, victim.LogTail())
 		}
 		after := readLive(t, ms)
 		checkApplied(t, dir, c.ZK.Addr, before, after, lost)

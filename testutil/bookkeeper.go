@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,6 +17,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/ledgermedic/ledgermedic/datadir"
+	"github.com/ledgermedic/ledgermedic/store"
 )
 
 // The real BookKeeper 4.17.4 bookie and Java client (../shared/bookkeeper/README.md):
@@ -145,19 +149,64 @@ func (b *Bookie) start() error {
 	}
 	argv := []string{b.c.script, "bookie", "--zk", b.c.ZK.Addr, "--port", fmt.Sprint(b.Port), "--dir", b.Dir,
 		"--storage", b.storage}
+	// The bookie logs "Started component bookie-server" even when it could not
+	// register and shut its server down, so ready also needs its registration.
 	return b.launch(b.Dir, argv, func() bool {
 		s, _ := os.ReadFile(b.LogFile)
-		return bytes.Contains(s, []byte("Started component bookie-server"))
+		if !bytes.Contains(s, []byte("Started component bookie-server")) {
+			return false
+		}
+		ok, _ := b.registered()
+		return ok
 	})
 }
 
+// registered reports whether the bookie's ephemeral registration node exists
+// (BookKeeper's ZKRegistrationManager: <root>/available/<id>).
+func (b *Bookie) registered() (bool, error) {
+	mu, err := store.ParseMetadataURL("zk://" + b.c.ZK.Addr)
+	if err != nil {
+		return false, err
+	}
+	ms, err := datadir.OpenMetadata(mu, store.Options{ReadOnly: true})
+	if err != nil {
+		return false, err
+	}
+	defer ms.Close()
+	_, err = ms.Get(b.c.Root + "/available/" + b.ID)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
 // Restart starts a stopped bookie again on the same dir and port (its cookie
-// holds both) and waits until it serves.
+// holds both) and waits until it serves. After a Kill it first waits for the
+// old process's registration to expire with its ZooKeeper session: a bookie
+// started while it is there waits one session timeout for it, then gives up
+// registering and stops serving (ZKRegistrationManager.checkRegNodeAndWaitExpired).
 func (b *Bookie) Restart() {
 	b.c.t.Helper()
 	b.Stop()
+	if err := b.waitUnregistered(30 * time.Second); err != nil {
+		b.c.t.Fatalf("bookie %s restart: %v", b.ID, err)
+	}
 	if err := b.start(); err != nil {
 		b.c.t.Fatalf("bookie %s restart: %v", b.ID, err)
+	}
+}
+
+func (b *Bookie) waitUnregistered(timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, err := b.registered()
+		if err == nil && !ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("registration %s/available/%s still there after %v (%v)", b.c.Root, b.ID, timeout, err)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

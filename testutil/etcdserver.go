@@ -2,7 +2,6 @@ package testutil
 
 import (
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -137,18 +136,16 @@ func (s *EtcdServer) Restart() {
 // DBFile is the bbolt file of the member.
 func (s *EtcdServer) DBFile() string { return filepath.Join(s.DataDir, "member", "snap", "db") }
 
-// twoFreePorts picks two distinct free loopback ports, holding both listeners
-// until both are chosen so they differ.
+// twoFreePorts picks two distinct free loopback ports (freePort's range).
 func twoFreePorts() (int, int, error) {
-	l1, err := net.Listen("tcp", "127.0.0.1:0")
+	a, err := freePort()
 	if err != nil {
 		return 0, 0, err
 	}
-	defer l1.Close()
-	l2, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, 0, err
+	for {
+		b, err := freePort()
+		if err != nil || b != a {
+			return a, b, err
+		}
 	}
-	defer l2.Close()
-	return l1.Addr().(*net.TCPAddr).Port, l2.Addr().(*net.TCPAddr).Port, nil
 }

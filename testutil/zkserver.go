@@ -3,10 +3,12 @@ package testutil
 import (
 	"bufio"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -176,11 +178,41 @@ func FourLetter(addr, cmd string) (string, error) {
 	return b.String(), sc.Err()
 }
 
+// freePort returns a loopback port nothing listens on, below the kernel's
+// ephemeral range: a server restarted on its old port must find it free, and a
+// port from that range can meanwhile be taken as the source port of any
+// outgoing connection ("bind: address already in use").
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	lo := ephemeralLow()
+	for range 100 {
+		port := portFloor + rand.IntN(lo-portFloor)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in [%d, %d) after 100 tries", portFloor, lo)
+}
+
+// portFloor is the lowest port freePort hands out, above the registered
+// ports most services listen on.
+const portFloor = 10000
+
+// ephemeralLow is the first port of the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range), 32768 when it cannot be read.
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return 32768
+	}
+	lo, err := strconv.Atoi(f[0])
+	if err != nil || lo <= portFloor+1000 {
+		return 32768
+	}
+	return lo
 }

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -64,5 +65,25 @@ func TestZKConfig(t *testing.T) {
 	}
 	if strings.Contains(cfg, "snapCount") {
 		t.Errorf("SnapCount -1 must omit snapCount:\n%s", cfg)
+	}
+}
+
+// freePort hands out ports below the ephemeral range that nothing listens on,
+// including the ones it handed out before and that are now held.
+func TestFreePortBelowEphemeralRange(t *testing.T) {
+	lo := ephemeralLow()
+	for range 50 {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < portFloor || p >= lo {
+			t.Fatalf("port %d outside [%d, %d)", p, portFloor, lo)
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			t.Fatalf("port %d not free: %v", p, err)
+		}
+		defer l.Close()
 	}
 }
