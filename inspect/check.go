@@ -329,7 +329,10 @@ type checker struct {
 	live         bool
 	notOnBookies map[int64]*ledgerProbe
 	unreachable  map[int64]bool
-	buf          enc // scratch for records
+	// Scratch for a record and its key, kept at their grown size: the walk
+	// encodes several records a node, each copied by the spill it goes to.
+	buf enc
+	key []byte
 	// A sharded check's walk state (shard.go).
 	shardWalk
 }

@@ -209,13 +209,15 @@ func (a *svEntryAnswer) encode() enc {
 func (c *checker) answer(f *ledgerFacts) error {
 	lost := !f.offloadedGone && f.presence().Lost()
 	for _, ref := range f.liRefs {
-		k := binary.BigEndian.AppendUint32(seqKey(nil, ref.ml), ref.idx)
-		if err := c.mlAnswers.Add(k, enc(nil).flags(lost, f.entry0Indexed)); err != nil {
+		c.key = binary.BigEndian.AppendUint32(seqKey(c.key[:0], ref.ml), ref.idx)
+		c.buf = c.buf[:0].flags(lost, f.entry0Indexed)
+		if err := c.mlAnswers.Add(c.key, c.buf); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
 	for _, sv := range f.svRefs {
-		if err := c.svAnswers.Add(append(seqKey(nil, sv.seq), svPresence), enc(nil).flags(f.node, f.stored > 0)); err != nil {
+		c.key, c.buf = append(seqKey(c.key[:0], sv.seq), svPresence), c.buf[:0].flags(f.node, f.stored > 0)
+		if err := c.svAnswers.Add(c.key, c.buf); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
@@ -345,7 +347,8 @@ func (c *checker) managedLedgerFindings(ml *mlFacts, ans []mlAnswer) error {
 	if c.sharded() {
 		tc.Order = findingOrder(stepManagedLedgers, c.major, "")
 	}
-	if err := c.coverage.Append(seqKey(nil, uint64(c.major)), encodeCoverage(c.buf[:0], &tc)); err != nil {
+	c.buf, c.key = encodeCoverage(c.buf[:0], &tc), seqKey(c.key[:0], uint64(c.major))
+	if err := c.coverage.Append(c.key, c.buf); err != nil {
 		return err
 	}
 	if lacking := withEntries - covered; indexed && lacking > 0 {

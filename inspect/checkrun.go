@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"sync"
-	"sync/atomic"
 
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/internal/spill"
@@ -67,11 +66,12 @@ func (r *CheckRun) Close() error {
 // so steps may add findings from several goroutines and in any order of
 // places: the list comes out the same.
 type findingSink struct {
-	sorter *spill.Sorter
-	seq    atomic.Uint64
-	mu     sync.Mutex
-	counts report.Counts
-	failed error // the first add that failed (a full disk): the check fails
+	sorter   *spill.Sorter
+	mu       sync.Mutex
+	seq      uint64
+	key, buf enc // scratch, kept at their grown size
+	counts   report.Counts
+	failed   error // the first add that failed (a full disk): the check fails
 }
 
 // findingBudget is the memory of findings held before they spill.
@@ -82,16 +82,17 @@ func newFindingSink(d *spill.Dir) *findingSink {
 }
 
 func (s *findingSink) add(f report.Finding, step int, major int64, minor string) {
-	k := make([]byte, 0, 32+len(f.Kind)+len(minor))
-	k = append(k, byte(severityRank[f.Severity]))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seq++
+	k := append(s.key[:0], byte(severityRank[f.Severity]))
 	k = append(append(k, f.Kind...), 0)
 	k = append(k, byte(step))
 	k = idKey(k, major)
 	k = append(append(k, minor...), 0)
-	k = seqKey(k, s.seq.Add(1))
-	err := s.sorter.Add(k, encodeFinding(nil, &f))
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.key = seqKey(k, s.seq)
+	s.buf = encodeFinding(s.buf[:0], &f)
+	err := s.sorter.Add(s.key, s.buf)
 	s.counts.Add(f)
 	if err != nil && s.failed == nil {
 		s.failed = fmt.Errorf("check: keep findings: %w", err)

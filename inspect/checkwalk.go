@@ -66,8 +66,10 @@ func (c *checker) addNodeFinding(f report.Finding) {
 
 // refRecord adds a record of what the node being walked says of ledger id to
 // the by-ledger sort; place orders the records of one node.
+// rec is encoded into c.buf (c.buf[:0]...), which keeps its grown size.
 func (c *checker) refRecord(id int64, place uint32, rec enc) error {
-	if err := c.byLedger.Add(byLedgerKey(nil, id, uint64(c.major), place), rec); err != nil {
+	c.buf, c.key = rec, byLedgerKey(c.key[:0], id, uint64(c.major), place)
+	if err := c.byLedger.Add(c.key, rec); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	return nil
@@ -177,7 +179,8 @@ func (c *checker) managedLedger(t formats.TopicName, path string, info *mlpb.Man
 			return err
 		}
 	}
-	if err := c.mls.Append(seqKey(nil, seq), ml.encode(c.buf[:0])); err != nil {
+	c.buf, c.key = ml.encode(c.buf[:0]), seqKey(c.key[:0], seq)
+	if err := c.mls.Append(c.key, c.buf); err != nil {
 		return fmt.Errorf("check: %w", err)
 	}
 	return nil
@@ -196,7 +199,8 @@ func (c *checker) schemaLocator(t formats.TopicName, path string, loc *schemapb.
 		}
 		sv := schemaVersion{key: t.SchemaKey(), topic: t.String(), path: path, version: ie.GetVersion(),
 			ledger: id, entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash(), owned: c.ownsTopic(t)}
-		if err := c.svs.Append(seqKey(nil, seq), sv.encode(c.buf[:0])); err != nil {
+		c.buf, c.key = sv.encode(c.buf[:0]), seqKey(c.key[:0], seq)
+		if err := c.svs.Append(c.key, c.buf); err != nil {
 			return fmt.Errorf("check: %w", err)
 		}
 	}
@@ -259,7 +263,8 @@ func (c *checker) foldLedgers(ctx context.Context) error {
 		if !have {
 			return nil
 		}
-		return c.facts.Append(idKey(nil, curID), cur.encode(c.buf[:0]))
+		c.buf, c.key = cur.encode(c.buf[:0]), idKey(c.key[:0], curID)
+		return c.facts.Append(c.key, c.buf)
 	}
 	err := c.byLedger.Sorted(ctx, func(k, v []byte) error {
 		id := idOfKey(k)

@@ -27,8 +27,10 @@ const (
 	recLedgerUse = 1 // what one ledger's entries carry (usePartial)
 )
 
-func usageKey(base string, rec byte) []byte {
-	return append(append([]byte(base), 0), rec)
+func usageKey(base string, rec byte) []byte { return appendUsageKey(nil, base, rec) }
+
+func appendUsageKey(b []byte, base string, rec byte) []byte {
+	return append(append(append(b, base...), 0), rec)
 }
 
 // usageBudget is the memory of usage records held before they spill.
@@ -122,6 +124,9 @@ type usageState struct {
 	bad    []badEntry // at most 2*maxBad before trimming
 	maxBad int
 	key    []byte
+	// Scratch for a usage record and its key, kept at their grown size.
+	recKey []byte
+	rec    enc
 	ids    *idCursor // the ledgers file's, when the scan has one
 	refs   []usageRef
 }
@@ -215,8 +220,9 @@ func (st *usageState) addBad(topics []usageRef, pos Position, kind, detail strin
 func (st *usageState) endLedger(out *spill.Sorter, id int64, topics []usageRef) error {
 	if st.tot.entries > 0 {
 		for _, t := range topics {
-			k := idKey(usageKey(t.base, recLedgerUse), id)
-			if err := out.Add(k, st.partial(t)); err != nil {
+			st.recKey = idKey(appendUsageKey(st.recKey[:0], t.base, recLedgerUse), id)
+			st.rec = st.partial(st.rec[:0], t)
+			if err := out.Add(st.recKey, st.rec); err != nil {
 				return fmt.Errorf("schema usage: %w", err)
 			}
 		}
@@ -229,9 +235,9 @@ func (st *usageState) endLedger(out *spill.Sorter, id int64, topics []usageRef) 
 	return nil
 }
 
-// partial is the usage record of the ledger being counted, for topic t.
-func (st *usageState) partial(t usageRef) enc {
-	b := enc(nil).str(t.base).int(int64(t.partition)).uint(uint64(st.tot.entries)).uint(uint64(st.tot.messages)).
+// partial appends the usage record of the ledger being counted, for topic t.
+func (st *usageState) partial(b enc, t usageRef) enc {
+	b = b.str(t.base).int(int64(t.partition)).uint(uint64(st.tot.entries)).uint(uint64(st.tot.messages)).
 		uint(uint64(st.tot.bad)).uint(uint64(len(st.uses)))
 	for k, c := range st.uses {
 		b = b.str(k).uint(uint64(c.messages)).uint(uint64(c.entries)).

@@ -210,8 +210,8 @@ func TestFileScanFromAnyKey(t *testing.T) {
 		froms = append(froms, []byte(recs[rng.IntN(len(recs))].k))
 		froms = append(froms, append([]byte(recs[rng.IntN(len(recs))].k), 0))
 	}
-	for _, ix := range f.index {
-		froms = append(froms, ix.key)
+	for i := range f.index {
+		froms = append(froms, f.indexKey(i))
 	}
 	for _, from := range froms {
 		i, _ := slices.BinarySearchFunc(recs, string(from), func(a kv, k string) int { return strings.Compare(a.k, k) })
