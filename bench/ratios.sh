@@ -88,18 +88,36 @@ million() {
   local cmd
   for cmd in "check" "check --skip-message-scan" "inspect topics -o json" "schema capture -o $logs/capture.jsonl" \
     "report -o $logs/report.html"; do
-    local kb=() s=()
-    for t in t100k t1m; do
-      rm -f "$logs/capture.jsonl" "$logs/report.html" # capture refuses to overwrite
-      # shellcheck disable=SC2086 # cmd is words
-      /usr/bin/time -f "%M %e" -o "$logs/time" "$bin" -d "$big_dir/$t" $cmd >/dev/null 2>"$logs/err" || true
-      read -r k w < <(tail -1 "$logs/time") # after "Command exited with non-zero status" when it did
-      kb+=("$k")
-      s+=("$w")
-    done
-    awk -v c="$cmd" -v a="${kb[0]}" -v b="${kb[1]}" -v x="${s[0]}" -v y="${s[1]}" 'BEGIN {
-      printf "%-28s peak RSS %4.0f / %4.0f MB (x%.2f)   wall %6.1f / %7.1f s (x%.1f)\n", c, a/1024, b/1024, b/a, x, y, y/x }'
+    million_pair "$cmd" "-d $big_dir/t100k" "-d $big_dir/t1m"
   done
+  # The same clusters in other programs' stores, when BIG_DIR holds them: zk100k/data and zk1m/data, the
+  # dataDirs of a ZooKeeper that t100k and t1m were generated into (--metadata zk://), and etcd100k/data and
+  # etcd1m/data of an etcd that t100k-e and t1m-e were generated into (docs/benchmarks.md says how).
+  if [ -d "$big_dir/zk1m/data" ]; then
+    million_pair "check (zk-data:)" "-d $big_dir/t100k --metadata zk-data:$big_dir/zk100k/data" \
+      "-d $big_dir/t1m --metadata zk-data:$big_dir/zk1m/data"
+  fi
+  if [ -d "$big_dir/etcd1m/data" ]; then
+    million_pair "check (etcd-db:)" "-d $big_dir/t100k-e --metadata etcd-db:$big_dir/etcd100k/data/member/snap/db" \
+      "-d $big_dir/t1m-e --metadata etcd-db:$big_dir/etcd1m/data/member/snap/db"
+  fi
+}
+
+# million_pair NAME ARGS100K ARGS1M: one command (NAME's words, "check" when it
+# has a parenthesis) at both sizes, and the ratios.
+million_pair() {
+  local cmd=$1 kb=() s=() a
+  case $cmd in *"("*) cmd=check ;; esac
+  for a in "$2" "$3"; do
+    rm -f "$logs/capture.jsonl" "$logs/report.html" # capture refuses to overwrite
+    # shellcheck disable=SC2086 # a and cmd are words
+    /usr/bin/time -f "%M %e" -o "$logs/time" "$bin" $a $cmd >/dev/null 2>"$logs/err" || true
+    read -r k w < <(tail -1 "$logs/time") # after "Command exited with non-zero status" when it did
+    kb+=("$k")
+    s+=("$w")
+  done
+  awk -v c="$1" -v a="${kb[0]}" -v b="${kb[1]}" -v x="${s[0]}" -v y="${s[1]}" 'BEGIN {
+    printf "%-28s peak RSS %4.0f / %4.0f MB (x%.2f)   wall %6.1f / %7.1f s (x%.1f)\n", c, a/1024, b/1024, b/a, x, y, y/x }'
 }
 
 # fixtures generate of many topics (FIXTURES_BIG_TOPICS, default 100,000 and a million): wall, CPU and peak

@@ -74,7 +74,7 @@ func TestSorterIsAStableSort(t *testing.T) {
 		{"in-memory", 5_000, 0, false, 0},
 		{"few-runs", 5_000, 16 << 10, false, 2},
 		{"multi-pass", 20_000, 2 << 10, false, maxFanIn + 1},
-		{"merged again", 100_000, 2 << 10, false, maxFanIn*maxFanIn + 1},
+		{"merged again", 100_000, 512, false, maxFanIn*maxFanIn + 1},
 		{"empty", 0, 0, false, 0},
 		{"compressed in-memory", 5_000, 0, true, 0},
 		{"compressed few-runs", 5_000, 16 << 10, true, 2},
