@@ -55,26 +55,60 @@ func adviseTableMappings(dirs map[string]bool, advice uintptr) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return adviseRanges(ranges, advice)
+	n, _, err := adviseRanges(ranges, advice)
+	return n, err
 }
 
-// adviseRanges gives advice on each range and returns the bytes advised.
-// MADV_PAGEOUT skips ranges no longer mapped; any other failure stops it.
-func adviseRanges(ranges []mapRange, advice uintptr) (int64, error) {
-	var n int64
-	for _, r := range ranges {
-		_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, r.start, r.end-r.start, advice)
-		if errno == syscall.ENOMEM && advice == madvPageout {
-			// The table was unmapped since /proc/self/maps was read (a
-			// compaction deleted it): nothing there to page out.
-			continue
+// adviseRanges gives advice on each range and returns the bytes advised and the
+// madvise calls made. Ranges that touch (one ends where the next starts; nothing
+// else can lie between) take one call: the kernel tends to place each mapping
+// right below the last, so a data dir's tables come as a few such runs, and a
+// trim costs a few calls rather than one per table. A trim comes every trimAfter
+// of pages read, so a call per table made the trims' cost grow with the square
+// of the data dir (2,187 tables at 1M topics: 933k calls, 6.7 s of system time
+// in one `schema capture`). MADV_PAGEOUT skips ranges no longer mapped; any
+// other failure stops it.
+func adviseRanges(ranges []mapRange, advice uintptr) (n int64, calls int, err error) {
+	for i := 0; i < len(ranges); {
+		j := i + 1
+		for j < len(ranges) && ranges[j].start == ranges[j-1].end {
+			j++
 		}
-		if errno != 0 {
-			return n, errno
+		got, c, err := adviseRun(ranges[i:j], advice)
+		n, calls = n+got, calls+c
+		if err != nil {
+			return n, calls, err
 		}
-		n += int64(r.end - r.start)
+		i = j
 	}
-	return n, nil
+	return n, calls, nil
+}
+
+// adviseRun advises ranges that touch, with one call. A page-out that meets a
+// table unmapped since /proc/self/maps was read (ENOMEM: the kernel advised the
+// rest) is repeated a table at a time, to count only what is still mapped.
+func adviseRun(run []mapRange, advice uintptr) (n int64, calls int, err error) {
+	start, end := run[0].start, run[len(run)-1].end
+	_, _, errno := syscall.Syscall(syscall.SYS_MADVISE, start, end-start, advice)
+	switch {
+	case errno == 0:
+		return int64(end - start), 1, nil
+	case errno == syscall.ENOMEM && advice == madvPageout && len(run) > 1:
+		calls = 1
+		for k := range run {
+			got, c, err := adviseRun(run[k:k+1], advice)
+			n, calls = n+got, calls+c
+			if err != nil {
+				return n, calls, err
+			}
+		}
+		return n, calls, nil
+	case errno == syscall.ENOMEM && advice == madvPageout:
+		// The table was unmapped since /proc/self/maps was read (a compaction
+		// deleted it): nothing there to page out.
+		return 0, 1, nil
+	}
+	return 0, 1, errno
 }
 
 type mapRange struct{ start, end uintptr }

@@ -202,7 +202,7 @@ func TestPageoutSkipsUnmappedTables(t *testing.T) {
 	if err := syscall.Munmap(maps[first]); err != nil {
 		t.Fatal(err)
 	}
-	n, err := adviseRanges(ranges, madvPageout)
+	n, _, err := adviseRanges(ranges, madvPageout)
 	if err != nil {
 		t.Fatalf("page-out with an unmapped range: %v", err)
 	}
@@ -216,6 +216,68 @@ func TestPageoutSkipsUnmappedTables(t *testing.T) {
 		if i != first && !bytes.Equal(m, bytes.Repeat([]byte{byte(i + 1)}, len(m))) {
 			t.Errorf("table %d reads back differently after the page-out", i+1)
 		}
+	}
+}
+
+// TestTrimAdvisesTouchingTablesAtOnce: tables mapped end to end take one
+// madvise, not one each, and lose their resident pages all the same; a page-out
+// that meets one of them unmapped goes on a table at a time and counts only
+// the tables still mapped.
+func TestTrimAdvisesTouchingTablesAtOnce(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	const size = 4 << 20
+	// Reserve one region, then map each table over a third of it.
+	region, err := syscall.Mmap(-1, 0, 3*size, syscall.PROT_NONE, syscall.MAP_PRIVATE|syscall.MAP_ANON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := uintptr(unsafe.Pointer(&region[0]))
+	t.Cleanup(func() { syscall.Munmap(region) })
+	tables := make([][]byte, 3)
+	for i := range tables {
+		p := filepath.Join(dir, fmt.Sprintf("%06d.sst", i+1))
+		if err := os.WriteFile(p, bytes.Repeat([]byte{byte(i + 1)}, size), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, errno := syscall.Syscall6(syscall.SYS_MMAP, base+uintptr(i*size), size, syscall.PROT_READ,
+			syscall.MAP_SHARED|syscall.MAP_FIXED, f.Fd(), 0)
+		f.Close()
+		if errno != 0 {
+			t.Fatalf("map %s: %v", p, errno)
+		}
+		tables[i] = region[i*size : (i+1)*size] // the same addresses, now the table's
+
+		for j := 0; j < size; j += os.Getpagesize() {
+			_ = tables[i][j]
+		}
+	}
+	ranges, err := tableMappings(map[string]bool{dir: true})
+	if err != nil || len(ranges) != 3 {
+		t.Fatalf("%d table mappings, %v; want 3", len(ranges), err)
+	}
+	n, calls, err := adviseRanges(ranges, syscall.MADV_DONTNEED)
+	if err != nil || n != 3*size || calls != 1 {
+		t.Fatalf("advised %d bytes in %d calls (%v), want %d in 1", n, calls, err, 3*size)
+	}
+	if kb := residentIn(t, dir, ".sst"); kb > 1<<10 {
+		t.Errorf("%d kB of the tables still resident after the trim", kb)
+	}
+	for i, m := range tables {
+		if !bytes.Equal(m, bytes.Repeat([]byte{byte(i + 1)}, size)) {
+			t.Errorf("table %d reads back differently after the trim", i+1)
+		}
+	}
+	// The middle table unmapped after the ranges were read, as a compaction would.
+	if _, _, errno := syscall.Syscall(syscall.SYS_MUNMAP, base+size, size, 0); errno != 0 {
+		t.Fatal(errno)
+	}
+	n, calls, err = adviseRanges(ranges, madvPageout)
+	if err != nil || n != 2*size || calls != 4 {
+		t.Fatalf("page-out around an unmapped table: %d bytes in %d calls (%v), want %d in 4", n, calls, err, 2*size)
 	}
 }
 
