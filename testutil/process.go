@@ -110,10 +110,10 @@ func (p *serverProcess) PID() int {
 	return p.cmd.Process.Pid
 }
 
-// tail returns the end of a log file, for failure messages.
 // LogTail is the end of the server's current log, for a failing test's message.
 func (p *serverProcess) LogTail() string { return tail(p.LogFile) }
 
+// tail returns the end of a log file, for failure messages.
 func tail(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {

@@ -92,8 +92,6 @@ func TestEtcdLiveReads(t *testing.T) {
 	}
 }
 
-// A walk over several pages reads every page at the first page's revision: writes
-// during the walk are not seen.
 // TestEtcdWalkWindows: a walk asks each page of a window of the range, so the
 // keys etcd counts for it grow with the keys walked, not with their square
 // (one range paged by its limit: about n²/2 pageKeys). Dense and sparse
@@ -142,6 +140,8 @@ func TestEtcdWalkWindows(t *testing.T) {
 	}
 }
 
+// A walk over several pages reads every page at the first page's revision: writes
+// during the walk are not seen.
 func TestEtcdLiveWalkPagesSnapshot(t *testing.T) {
 	srv := testutil.StartEtcd(t)
 	c := testutil.EtcdClient(t, srv.Endpoint)

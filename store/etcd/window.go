@@ -20,11 +20,17 @@ type window struct {
 }
 
 func newWindow(begin, end string) *window {
+	n := 8 * sharedPrefix(begin, end)
+	return &window{end: end, bits: n, min: n}
+}
+
+// sharedPrefix is the number of leading bytes a and b share.
+func sharedPrefix(a, b string) int {
 	n := 0
-	for n < len(begin) && n < len(end) && begin[n] == end[n] {
+	for n < len(a) && n < len(b) && a[n] == b[n] {
 		n++
 	}
-	return &window{end: end, bits: 8 * n, min: 8 * n}
+	return n
 }
 
 // to is the end of the window that starts at lo: after lo, at most the walk's end.
@@ -60,11 +66,7 @@ func (w *window) to(lo string) string {
 func (w *window) fit(count, limit int64, first, last string) {
 	switch {
 	case count > limit:
-		shared := 0
-		for shared < len(first) && shared < len(last) && first[shared] == last[shared] {
-			shared++
-		}
-		w.bits = max(w.bits+bits.Len64(uint64((count-1)/limit)), 8*shared)
+		w.bits = max(w.bits+bits.Len64(uint64((count-1)/limit)), 8*sharedPrefix(first, last))
 	case count == 0:
 		w.bits -= 3
 	case count < limit/2:
