@@ -240,7 +240,7 @@ func (d *Dir) Close() error {
 	// No table may be unmapped while the trimmer runs (trim.go).
 	d.trimmer.Stop()
 	d.trimmer = nil
-	mappingsMu.Lock()
+	lockMappings()
 	var flat []*badger.DB
 	var sessionDirs []string
 	for _, s := range d.sessions {

@@ -307,7 +307,7 @@ func lastWrites(ctx context.Context, s *spill.Sorter, progress func(n int64), fn
 
 // closeDB closes *db and sets it to nil (Dir.Close skips it then).
 func closeDB(db **badger.DB) error {
-	mappingsMu.Lock()
+	lockMappings()
 	defer mappingsMu.Unlock()
 	err := (*db).Close()
 	*db = nil

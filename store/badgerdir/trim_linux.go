@@ -40,6 +40,12 @@ func dropTableMappings(dirs map[string]bool) (int64, error) {
 	return adviseTableMappings(dirs, syscall.MADV_DONTNEED)
 }
 
+// dropRanges drops the resident pages of ranges read by tableMappings.
+func dropRanges(ranges []mapRange) (int64, error) {
+	n, _, err := adviseRanges(ranges, syscall.MADV_DONTNEED)
+	return n, err
+}
+
 // madvPageout is MADV_PAGEOUT (Linux 5.4), which package syscall does not name.
 const madvPageout = 21
 

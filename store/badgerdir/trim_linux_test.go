@@ -377,3 +377,84 @@ func TestOpenBoundsResidentTables(t *testing.T) {
 
 // pageSink keeps the reads of TestOpenBoundsResidentTables from being optimized away.
 var pageSink byte
+
+// TestTrimKeepsTableRanges: a trimmer reads /proc/self/maps once and drops the
+// same ranges at every trim after it, and reads it again after a close of any
+// database (which unmaps tables) or when told to forget them.
+func TestTrimKeepsTableRanges(t *testing.T) {
+	dir := writeEntryTables(t, 12000) // 25 MB: several tables
+	ledgers, _ := filepath.EvalSymlinks(filepath.Join(dir, LedgersDirName))
+	d := mustOpen(t, dir, store.Options{ReadOnly: true, NoSandbox: true})
+	defer d.Close()
+	d.trimmer.Stop() // trims by hand below
+	d.trimmer = nil
+	dirs := pathSet(d.tableDirs())
+	tr := &mapTrimmer{}
+	readAndTrim := func(step string, wantReads int) {
+		t.Helper()
+		err := d.RawLedgerIteration(context.Background(), func(k, v []byte) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if kb := residentIn(t, ledgers, ".sst"); kb < 4<<10 {
+			t.Fatalf("%s: %d kB of tables resident after a full read, want several MB", step, kb)
+		}
+		if !tr.trim(dirs) {
+			t.Fatalf("%s: the trim failed", step)
+		}
+		if kb := residentIn(t, ledgers, ".sst"); kb != 0 {
+			t.Errorf("%s: %d kB of tables still resident after the trim", step, kb)
+		}
+		if tr.mapsReads != wantReads {
+			t.Errorf("%s: /proc/self/maps read %d times, want %d", step, tr.mapsReads, wantReads)
+		}
+	}
+	for i := range 3 {
+		readAndTrim(fmt.Sprintf("trim %d", i+1), 1)
+	}
+	lockMappings() // what a close of another database does
+	mappingsMu.Unlock()
+	readAndTrim("after a close", 2)
+	tr.known = nil
+	readAndTrim("after forgetting", 3)
+}
+
+// TestTrimmerFindsNewTables: a table mapped after the trimmer read its ranges
+// (a session's flush, a load's next table) is found once its pages are what
+// grew, and dropped.
+func TestTrimmerFindsNewTables(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	first := filepath.Join(dir, "000001.sst")
+	if err := os.WriteFile(first, randomBytes(1, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	touch := func(b []byte) (sum int) {
+		for i := 0; i < len(b); i += os.Getpagesize() {
+			sum += int(b[i]) // a load the compiler keeps
+		}
+		return sum
+	}
+	sum := touch(mapFile(t, first, syscall.MAP_SHARED))
+	if kb := residentIn(t, dir, ".sst"); kb < 1<<10 {
+		t.Fatalf("%d kB resident after reading 1 MB through the mapping (sum %d)", kb, sum)
+	}
+	tr := startTrimmer([]string{dir}, false)
+	defer tr.Stop()
+	waitResident := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for residentIn(t, dir, ".sst") != 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %d kB of tables still resident after 5 s", what, residentIn(t, dir, ".sst"))
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	waitResident("the table there at the start")
+	second := filepath.Join(dir, "000002.sst")
+	if err := os.WriteFile(second, randomBytes(2, 4*trimAfter), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	touch(mapFile(t, second, syscall.MAP_SHARED))
+	waitResident("a table mapped after the first trim")
+}

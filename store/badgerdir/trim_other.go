@@ -7,6 +7,10 @@ const trimSupported = false
 
 func residentFileBytes() (int64, bool) { return 0, false }
 
-func dropTableMappings(map[string]bool) (int64, error) { return 0, nil }
+type mapRange struct{}
+
+func tableMappings(map[string]bool) ([]mapRange, error) { return nil, nil }
+
+func dropRanges([]mapRange) (int64, error) { return 0, nil }
 
 func reclaimTableMappings(map[string]bool) (int64, error) { return 0, nil }
