@@ -1,7 +1,6 @@
 package repair
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"encoding/hex"
@@ -15,6 +14,7 @@ import (
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/formats/schemapb"
+	"github.com/ledgermedic/ledgermedic/internal/bgwrite"
 )
 
 // Definition encodings of a capture record.
@@ -61,7 +61,8 @@ type CaptureStats struct {
 // Unreadable versions are skipped and listed in the stats.
 func Capture(ctx context.Context, dd *datadir.DataDir, keyFilter string, w io.Writer) (CaptureStats, error) {
 	var st CaptureStats
-	bw := bufio.NewWriter(w)
+	bw := bgwrite.New(w) // a capture of a big cluster is gigabytes: written from another goroutine
+	defer bw.Close()
 	enc := json.NewEncoder(bw)
 	enc.SetEscapeHTML(false)
 	now := time.Now().UTC().Format(time.RFC3339)
