@@ -2,6 +2,7 @@ package badgerdir
 
 import (
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -129,7 +130,7 @@ func (t *mapTrimmer) run(dirs map[string]bool) {
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
 	// Opening the databases read every table's index and bloom filter.
-	if !t.trim(dirs) {
+	if !t.trim(dirs, false) {
 		return
 	}
 	last, ok := residentFileBytes()
@@ -150,15 +151,15 @@ func (t *mapTrimmer) run(dirs map[string]bool) {
 			last = min(last, now)
 			continue
 		}
-		if !t.trim(dirs) {
+		if !t.trim(dirs, false) {
 			return
 		}
 		after, _ := residentFileBytes()
 		if after-last >= trimAfter/2 && !t.fresh {
 			// Most of the growth is still resident: tables mapped since the
-			// ranges were read (a session's flush, a load's new table).
-			t.known = nil
-			if !t.trim(dirs) {
+			// ranges were read (a session's flush, a load's new table), or
+			// other files' pages.
+			if !t.trim(dirs, true) {
 				return
 			}
 			after, _ = residentFileBytes()
@@ -167,16 +168,17 @@ func (t *mapTrimmer) run(dirs map[string]bool) {
 	}
 }
 
-// trim drops the mappings once; false when that failed (the trimmer then stops:
-// nothing was lost, the pages just stay resident).
-func (t *mapTrimmer) trim(dirs map[string]bool) bool {
+// trim drops the mappings once, reading /proc/self/maps again first when reread
+// (see drop); false when that failed (the trimmer then stops: nothing was lost,
+// the pages just stay resident).
+func (t *mapTrimmer) trim(dirs map[string]bool, reread bool) bool {
 	var n int64
 	var err error
 	if t.reclaim {
 		n, err = reclaimTableMappings(dirs) // the closer holds mappingsMu
 	} else {
 		mappingsMu.Lock()
-		n, err = t.drop(dirs)
+		n, err = t.drop(dirs, reread)
 		mappingsMu.Unlock()
 	}
 	if err != nil {
@@ -188,22 +190,27 @@ func (t *mapTrimmer) trim(dirs map[string]bool) bool {
 }
 
 // drop drops the table ranges read from /proc/self/maps by an earlier trim, and
-// reads them again only when a close unmapped tables since (mappingsGen) or the
-// caller forgot them (t.known = nil). Reading the maps cost a line per mapping at
-// every trim: with a trim every trimAfter of pages read, the reads' cost grew with
-// the square of the data dir (2,187 tables at 1M topics: 2.8 s of a 47 s `schema
-// capture`). Keeping the ranges is as safe as the one read was: no table of dirs
-// is unmapped while a trimmer in drop mode runs (above), and every other close is
-// counted. The caller holds mappingsMu.
-func (t *mapTrimmer) drop(dirs map[string]bool) (int64, error) {
+// reads them again only when asked (reread), when none were read yet, or when a
+// close unmapped tables since (mappingsGen). Reading the maps cost a line per
+// mapping at every trim: with a trim every trimAfter of pages read, the reads'
+// cost grew with the square of the data dir (2,187 tables at 1M topics: 2.8 s of
+// a 47 s `schema capture`). Keeping the ranges is as safe as the one read was: no
+// table of dirs is unmapped while a trimmer in drop mode runs (above), and every
+// other close is counted. A reread that finds the same tables advises nothing:
+// what grew lies elsewhere. The caller holds mappingsMu.
+func (t *mapTrimmer) drop(dirs map[string]bool, reread bool) (int64, error) {
 	t.fresh = false
-	if t.known == nil || t.knownGen != mappingsGen {
+	if reread || t.known == nil || t.knownGen != mappingsGen {
 		ranges, err := tableMappings(dirs)
 		if err != nil {
 			return 0, err
 		}
-		t.known, t.knownGen, t.fresh = ranges, mappingsGen, true
 		t.mapsReads++
+		same := reread && slices.Equal(ranges, t.known)
+		t.known, t.knownGen, t.fresh = ranges, mappingsGen, true
+		if same {
+			return 0, nil
+		}
 	}
 	return dropRanges(t.known)
 }
