@@ -112,6 +112,9 @@ func TestJSONGoldens(t *testing.T) {
 	jsonGolden(t, "index-find@time-offloaded", 1, dirs, "-d", clean, "index", "find", "--topic", indexed.Topic,
 		"--time", "2023-11-14T22:13:30Z")
 	jsonGolden(t, "schema-capture", 0, dirs, "-d", clean, "schema", "capture", "--out", capture)
+	// The broken fixture's lost schema ledgers: captured around, listed, exit 1.
+	jsonGolden(t, "schema-capture@lost", 1, dirs, "-d", broken, "schema", "capture", "--out",
+		filepath.Join(work, "broken-capture.jsonl"))
 	jsonGolden(t, "schema-repair", 0, dirs, "-d", broken, "schema", "repair", "--from", capture, "--count-usage")
 	jsonGolden(t, "import", 0, dirs, "-d", broken, "import", "--copy-ledgers", "--out", filepath.Join(work, "copy"))
 	jsonGolden(t, "report", 1, dirs, "-d", broken, "report", "--out", filepath.Join(work, "report.html"))

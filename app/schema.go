@@ -176,6 +176,7 @@ func (e *env) schemaCapture(c *cli.Context) error {
 	}
 	defer os.Remove(tmp.Name()) // a no-op after the rename
 	st, err := repair.Capture(c.Context, dd, key, tmp)
+	defer st.Close()
 	if err == nil {
 		err = tmp.Sync()
 	}
@@ -191,15 +192,15 @@ func (e *env) schemaCapture(c *cli.Context) error {
 
 	doc := &report.Document{}
 	doc.Add(report.Rows("capture", "Schema capture", []captureSummary{{File: out, SchemaKeys: st.SchemaKeys,
-		Written: st.Written, Skipped: len(st.Skipped)}}))
-	if len(st.Skipped) > 0 {
-		doc.Add(repair.SkippedTable(st))
-		fmt.Fprintf(e.Stderr, "ledgermedic: %d schema version(s) could not be read and are not in %s\n", len(st.Skipped), out)
+		Written: st.Written, Skipped: st.Skipped}}))
+	if st.Skipped > 0 {
+		doc.Add(repair.SkippedTable(c.Context, &st))
+		fmt.Fprintf(e.Stderr, "ledgermedic: %d schema version(s) could not be read and are not in %s\n", st.Skipped, out)
 	}
 	if err := e.print(c, doc); err != nil {
 		return err
 	}
-	if len(st.Skipped) > 0 {
+	if st.Skipped > 0 {
 		return report.ErrFindings
 	}
 	return nil
@@ -437,12 +438,13 @@ func orphanedByRepair(rp *repair.RepairPlan) []string {
 // skipped versions, go to stderr so stdout is the capture alone.
 func (e *env) captureToStdout(c *cli.Context, dd *datadir.DataDir, key string) error {
 	st, err := repair.Capture(c.Context, dd, key, e.Stdout)
+	defer st.Close()
 	if err != nil {
 		return report.CannotOpen(fmt.Errorf("capture to stdout: %w", err))
 	}
 	fmt.Fprintf(e.Stderr, "ledgermedic: captured %d version(s) of %d schema key(s) to stdout\n", st.Written, st.SchemaKeys)
-	if len(st.Skipped) > 0 {
-		if err := report.PrintWith(e.Stderr, &report.Document{Tables: []*report.Table{repair.SkippedTable(st)}},
+	if st.Skipped > 0 {
+		if err := report.PrintWith(e.Stderr, &report.Document{Tables: []*report.Table{repair.SkippedTable(c.Context, &st)}},
 			report.Options{Format: report.FormatTable, Width: e.width()}); err != nil {
 			return report.CannotOpen(err)
 		}

@@ -48,17 +48,39 @@ type Skipped struct {
 	Reason    string
 }
 
-// CaptureStats says what Capture wrote and what it could not read.
+// CaptureStats says what Capture wrote and what it could not read. The versions
+// it could not read are kept on disk (skippedList) until Close.
 type CaptureStats struct {
 	SchemaKeys int
 	Written    int
-	Skipped    []Skipped
+	Skipped    int
+	skipped    *skippedList
 }
+
+func (st *CaptureStats) skip(s Skipped) error {
+	if st.skipped == nil {
+		st.skipped = &skippedList{}
+	}
+	if err := st.skipped.add(s); err != nil {
+		return fmt.Errorf("keep skipped version %s %d: %w", s.SchemaKey, s.Version, err)
+	}
+	st.Skipped++
+	return nil
+}
+
+// EachSkipped calls fn with every version Capture could not read, in the order
+// met.
+func (st *CaptureStats) EachSkipped(ctx context.Context, fn func(Skipped) error) error {
+	return st.skipped.each(ctx, fn)
+}
+
+// Close removes what the stats kept on disk.
+func (st *CaptureStats) Close() error { return st.skipped.close() }
 
 // Capture writes every readable version of every schema key (only keyFilter's,
 // a schema key like tenant/ns/topic, when not empty) to w as JSON Lines, one
 // CaptureRecord per (schema key, version), in locator path and version order.
-// Unreadable versions are skipped and listed in the stats.
+// Unreadable versions are skipped and listed in the stats; the caller closes them.
 func Capture(ctx context.Context, dd *datadir.DataDir, keyFilter string, w io.Writer) (CaptureStats, error) {
 	var st CaptureStats
 	bw := bgwrite.New(w) // a capture of a big cluster is gigabytes: written from another goroutine
@@ -69,13 +91,11 @@ func Capture(ctx context.Context, dd *datadir.DataDir, keyFilter string, w io.Wr
 	err := scanLocators(ctx, dd, keyFilter, func(lv *locatorView) error {
 		st.SchemaKeys++
 		if lv.DecodeErr != nil {
-			st.Skipped = append(st.Skipped, Skipped{lv.Key, -1, fmt.Sprintf("locator %s: %v", lv.Path, lv.DecodeErr)})
-			return nil
+			return st.skip(Skipped{lv.Key, -1, fmt.Sprintf("locator %s: %v", lv.Path, lv.DecodeErr)})
 		}
 		return readVersions(ctx, dd, lv, func(ie *schemapb.IndexEntry, sv storedVersion) error {
 			if sv.Info == nil {
-				st.Skipped = append(st.Skipped, Skipped{lv.Key, ie.GetVersion(), fmt.Sprintf("%s: %s", sv.State, sv.Reason)})
-				return nil
+				return st.skip(Skipped{lv.Key, ie.GetVersion(), fmt.Sprintf("%s: %s", sv.State, sv.Reason)})
 			}
 			rec := recordOf(lv.Key, ie, sv.Info, now)
 			if err := enc.Encode(rec); err != nil {

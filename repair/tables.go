@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"context"
 	"encoding/hex"
 	"strings"
 
@@ -102,16 +103,18 @@ type SkippedVersion struct {
 	Reason    string `json:"reason" table:"REASON"`
 }
 
-// SkippedTable lists versions a capture could not read.
-func SkippedTable(st CaptureStats) *report.Table {
-	rows := make([]SkippedVersion, len(st.Skipped))
-	for i, s := range st.Skipped {
-		rows[i] = SkippedVersion{SchemaKey: s.SchemaKey, Reason: s.Reason}
-		if s.Version >= 0 {
-			rows[i].Version = report.Ptr(s.Version)
-		}
-	}
-	return report.Rows("skipped", "Unreadable versions (not captured)", rows)
+// SkippedTable lists versions a capture could not read, read from the stats'
+// file as the table is printed.
+func SkippedTable(ctx context.Context, st *CaptureStats) *report.Table {
+	return report.Stream("skipped", "Unreadable versions (not captured)", func(yield func(SkippedVersion) error) error {
+		return st.EachSkipped(ctx, func(s Skipped) error {
+			row := SkippedVersion{SchemaKey: s.SchemaKey, Reason: s.Reason}
+			if s.Version >= 0 {
+				row.Version = report.Ptr(s.Version)
+			}
+			return yield(row)
+		})
+	})
 }
 
 // CollidingRow is one version number two schema histories use for different
