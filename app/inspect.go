@@ -141,6 +141,9 @@ func (e *env) inspectSchemas(c *cli.Context) error {
 		return err
 	}
 	return e.withDataDir(c, func(dd *datadir.DataDir) error {
+		if topic == nil {
+			return e.printTable(c, inspect.SchemasTable(c.Context, dd))
+		}
 		t, err := inspect.Schemas(c.Context, dd, topic)
 		if err != nil {
 			return notFound(err)

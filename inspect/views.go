@@ -254,12 +254,37 @@ func kvs(props []*mlpb.KeyValue) report.KVs {
 }
 
 // Schemas lists every version of every schema locator (or of one topic's):
-// where it is stored and what state its entry is in.
+// where it is stored and what state its entry is in. It holds every row:
+// SchemasTable reads them as the table prints.
 func Schemas(ctx context.Context, dd *datadir.DataDir, topic *formats.TopicName) (*report.Table, error) {
-	// The locators are read first and their versions' ledgers looked up
-	// afterwards, all at once: one Get per version cost a round trip each on a
-	// live store (5,000 topics on etcd: 10 s).
+	var rows []SchemaRow
+	err := EachSchema(ctx, dd, topic, func(r *SchemaRow) error { rows = append(rows, *r); return nil })
+	return report.Rows("schemas", "", rows), err
+}
+
+// SchemasTable is the schemas view of every locator, its rows read from the
+// stores as it prints: memory stays flat however many versions there are.
+func SchemasTable(ctx context.Context, dd *datadir.DataDir) *report.Table {
+	return report.Stream("schemas", "", func(yield func(*SchemaRow) error) error {
+		return EachSchema(ctx, dd, nil, yield)
+	})
+}
+
+// schemaChunk is how many versions EachSchema holds before it looks up their
+// ledgers, in one batch: one Get per version cost a round trip each on a live
+// store (5,000 topics on etcd: 10 s), and all of them at once grew with the
+// cluster (300,000 topics: 984 MB).
+const schemaChunk = 4096
+
+// EachSchema calls fn with the schemas view's row of every version of every
+// schema locator (or of one topic's), in walk and version order.
+func EachSchema(ctx context.Context, dd *datadir.DataDir, topic *formats.TopicName, fn func(*SchemaRow) error) error {
 	var pending []pendingSchemaRow
+	flush := func() error {
+		err := schemaRows(dd, pending, fn)
+		pending = pending[:0]
+		return err
+	}
 	visit := func(n store.Node) error {
 		tn, ok := formats.ParseSchemaLocatorPath(n.Path)
 		if !ok {
@@ -268,12 +293,15 @@ func Schemas(ctx context.Context, dd *datadir.DataDir, topic *formats.TopicName)
 		loc, err := formats.DecodeSchemaLocator(n.Value)
 		if err != nil {
 			pending = append(pending, pendingSchemaRow{row: &SchemaRow{Schema: tn.SchemaKey(), State: StateUndecodable, Detail: err.Error()}})
-			return nil
+		} else {
+			for _, ie := range locatorVersions(loc) {
+				sv := schemaVersion{key: tn.SchemaKey(), version: ie.GetVersion(),
+					ledger: ie.GetPosition().GetLedgerId(), entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash()}
+				pending = append(pending, pendingSchemaRow{sv: sv, latest: loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion()})
+			}
 		}
-		for _, ie := range locatorVersions(loc) {
-			sv := schemaVersion{key: tn.SchemaKey(), version: ie.GetVersion(),
-				ledger: ie.GetPosition().GetLedgerId(), entry: ie.GetPosition().GetEntryId(), hash: ie.GetHash()}
-			pending = append(pending, pendingSchemaRow{sv: sv, latest: loc.GetInfo() != nil && sv.version == loc.GetInfo().GetVersion()})
+		if len(pending) >= schemaChunk {
+			return flush()
 		}
 		return nil
 	}
@@ -288,22 +316,21 @@ func Schemas(ctx context.Context, dd *datadir.DataDir, topic *formats.TopicName)
 		var te *store.TruncatedError
 		switch {
 		case errors.Is(err, store.ErrNotFound):
-			return nil, fmt.Errorf("topic %s: no schema locator at %s: %w", topic, topic.SchemaLocatorPath(), ErrNoSuchTopic)
+			return fmt.Errorf("topic %s: no schema locator at %s: %w", topic, topic.SchemaLocatorPath(), ErrNoSuchTopic)
 		case errors.As(err, &te):
 			err = bad(te)
 		case err != nil:
-			return nil, err
+			return err
 		default:
 			err = visit(n)
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 	} else if err := walkNodes(ctx, dd.Metadata, formats.SchemasRoot+"/", visit, bad); err != nil {
-		return nil, fmt.Errorf("list schemas: %w", err)
+		return fmt.Errorf("list schemas: %w", err)
 	}
-	rows, err := schemaRows(dd, pending)
-	return report.Rows("schemas", "", rows), err
+	return flush()
 }
 
 // pendingSchemaRow is a row of the schemas view before its ledger is looked up:
@@ -314,8 +341,9 @@ type pendingSchemaRow struct {
 	latest bool
 }
 
-// schemaRows finishes the rows, in order, looking up every version's ledger at once.
-func schemaRows(dd *datadir.DataDir, pending []pendingSchemaRow) ([]SchemaRow, error) {
+// schemaRows finishes the rows, in order, looking up every version's ledger at
+// once, and calls fn with each.
+func schemaRows(dd *datadir.DataDir, pending []pendingSchemaRow, fn func(*SchemaRow) error) error {
 	var ids []int64
 	for _, p := range pending {
 		if p.row == nil {
@@ -324,28 +352,32 @@ func schemaRows(dd *datadir.DataDir, pending []pendingSchemaRow) ([]SchemaRow, e
 	}
 	facts, err := ledgerPresences(dd, ids)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	rows := make([]SchemaRow, 0, len(pending))
 	for _, p := range pending {
 		if p.row != nil {
-			rows = append(rows, *p.row)
+			if err := fn(p.row); err != nil {
+				return err
+			}
 			continue
 		}
 		sv, f := p.sv, facts[p.sv.ledger]
 		state, detail, info, err := schemaState(dd.Ledgers, &f, sv)
 		if err != nil {
-			return rows, fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
+			return fmt.Errorf("%s: %w", schemaLoc(sv.key, sv.version), err)
 		}
 		var typ string
 		if info != nil {
 			typ = cluster.SchemaTypeName(info.GetType())
 		}
-		rows = append(rows, SchemaRow{Schema: sv.key, Version: report.Ptr(sv.version), Type: typ,
+		row := SchemaRow{Schema: sv.key, Version: report.Ptr(sv.version), Type: typ,
 			Hash: hex.EncodeToString(sv.hash), LedgerID: report.Ptr(sv.ledger), EntryID: report.Ptr(sv.entry),
-			State: state, Latest: p.latest, Detail: detail})
+			State: state, Latest: p.latest, Detail: detail}
+		if err := fn(&row); err != nil {
+			return err
+		}
 	}
-	return rows, nil
+	return nil
 }
 
 // SchemaRow is one version of a schema locator in the schemas view. A locator
