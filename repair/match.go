@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"strings"
 
 	"github.com/ledgermedic/ledgermedic/formats"
 )
@@ -16,10 +17,55 @@ type matcher struct {
 	used     []bool // candidate matched or was refused somewhere
 	refusals []Refusal
 	seen     map[string]bool // refusal dedupe
+	// The candidates that may apply to a key (applies), by what they name, each
+	// list in input order: a lost version is matched against these, not against
+	// every input (64,000 lost versions against a capture of 137,145: 81 s, 13
+	// s with the index).
+	byKey   map[string][]int // naming a schema key
+	byLocal map[string][]int // naming a topic's local name only (nameMatches)
+	anyKey  []int            // naming neither: may apply to any key
 }
 
 func newMatcher(cands []Candidate, opts Options) *matcher {
-	return &matcher{cands: cands, opts: opts, used: make([]bool, len(cands)), seen: make(map[string]bool)}
+	m := &matcher{cands: cands, opts: opts, used: make([]bool, len(cands)), seen: make(map[string]bool),
+		byKey: make(map[string][]int), byLocal: make(map[string][]int)}
+	for i := range cands {
+		switch c := &cands[i]; {
+		case c.SchemaKey != "":
+			m.byKey[c.SchemaKey] = append(m.byKey[c.SchemaKey], i)
+		case c.Name != "" && !strings.Contains(localName(c.Name), "/"):
+			m.byLocal[localName(c.Name)] = append(m.byLocal[localName(c.Name)], i)
+		default:
+			m.anyKey = append(m.anyKey, i)
+		}
+	}
+	return m
+}
+
+// mayApply returns, in input order, the candidates that may apply to key: a
+// superset of those applies accepts.
+func (m *matcher) mayApply(key string) []int {
+	last := key[strings.LastIndexByte(key, '/')+1:]
+	return mergeSorted(mergeSorted(m.byKey[key], m.byLocal[last]), m.anyKey)
+}
+
+// mergeSorted merges two ascending lists.
+func mergeSorted(a, b []int) []int {
+	if len(a) == 0 {
+		return b
+	}
+	if len(b) == 0 {
+		return a
+	}
+	out := make([]int, 0, len(a)+len(b))
+	for len(a) > 0 && len(b) > 0 {
+		if a[0] < b[0] {
+			out, a = append(out, a[0]), a[1:]
+		} else {
+			out, b = append(out, b[0]), b[1:]
+		}
+	}
+	return append(append(out, a...), b...)
 }
 
 type matchResult struct {
@@ -50,9 +96,15 @@ func (m *matcher) specific(c *Candidate, key string) bool {
 
 // nameMatches compares the local topic name pulsar-admin prints with a schema key.
 func nameMatches(name, key string) bool {
-	t := formats.TopicName{LocalName: name}
-	local := formats.EncodeTopicLocalName(t.Base().LocalName)
+	local := localName(name)
 	return key == local || len(key) > len(local) && key[len(key)-len(local)-1:] == "/"+local
+}
+
+// localName is the last part of the schema key of the topic name pulsar-admin
+// prints: its base topic's local name, encoded.
+func localName(name string) string {
+	t := formats.TopicName{LocalName: name}
+	return formats.EncodeTopicLocalName(t.Base().LocalName)
 }
 
 // find picks the candidate for one version. Order of preference: entries still in
@@ -100,8 +152,9 @@ func (m *matcher) find(key string, version int64, hash []byte, implicit []Candid
 	for i := range implicit {
 		try(&implicit[i], -1)
 	}
+	may := m.mayApply(key)
 	for pass := 0; pass < 2; pass++ {
-		for i := range m.cands {
+		for _, i := range may {
 			if c := &m.cands[i]; c.HasVersion == (pass == 0) {
 				try(c, i)
 			}
