@@ -30,14 +30,16 @@ func newMatcher(cands []Candidate, opts Options) *matcher {
 	m := &matcher{cands: cands, opts: opts, used: make([]bool, len(cands)), seen: make(map[string]bool),
 		byKey: make(map[string][]int), byLocal: make(map[string][]int)}
 	for i := range cands {
-		switch c := &cands[i]; {
-		case c.SchemaKey != "":
+		c := &cands[i]
+		if c.SchemaKey != "" {
 			m.byKey[c.SchemaKey] = append(m.byKey[c.SchemaKey], i)
-		case c.Name != "" && !strings.Contains(localName(c.Name), "/"):
-			m.byLocal[localName(c.Name)] = append(m.byLocal[localName(c.Name)], i)
-		default:
-			m.anyKey = append(m.anyKey, i)
+			continue
 		}
+		if local := localName(c.Name); c.Name != "" && !strings.Contains(local, "/") {
+			m.byLocal[local] = append(m.byLocal[local], i)
+			continue
+		}
+		m.anyKey = append(m.anyKey, i)
 	}
 	return m
 }

@@ -88,7 +88,6 @@ type mapTrimmer struct {
 	// mappingsGen knownGen (drop mode only; see drop).
 	known    []mapRange
 	knownGen uint64
-	fresh    bool
 	// trims, trimmed and mapsReads count what it did (read after Stop).
 	trims     int
 	trimmed   int64
@@ -151,11 +150,12 @@ func (t *mapTrimmer) run(dirs map[string]bool) {
 			last = min(last, now)
 			continue
 		}
+		reads := t.mapsReads
 		if !t.trim(dirs, false) {
 			return
 		}
 		after, _ := residentFileBytes()
-		if after-last >= trimAfter/2 && !t.fresh {
+		if after-last >= trimAfter/2 && t.mapsReads == reads {
 			// Most of the growth is still resident: tables mapped since the
 			// ranges were read (a session's flush, a load's new table), or
 			// other files' pages.
@@ -199,7 +199,6 @@ func (t *mapTrimmer) trim(dirs map[string]bool, reread bool) bool {
 // other close is counted. A reread that finds the same tables advises nothing:
 // what grew lies elsewhere. The caller holds mappingsMu.
 func (t *mapTrimmer) drop(dirs map[string]bool, reread bool) (int64, error) {
-	t.fresh = false
 	if reread || t.known == nil || t.knownGen != mappingsGen {
 		ranges, err := tableMappings(dirs)
 		if err != nil {
@@ -207,7 +206,7 @@ func (t *mapTrimmer) drop(dirs map[string]bool, reread bool) (int64, error) {
 		}
 		t.mapsReads++
 		same := reread && slices.Equal(ranges, t.known)
-		t.known, t.knownGen, t.fresh = ranges, mappingsGen, true
+		t.known, t.knownGen = ranges, mappingsGen
 		if same {
 			return 0, nil
 		}

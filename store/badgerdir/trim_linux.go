@@ -33,14 +33,8 @@ func residentFileBytes() (int64, bool) {
 	return pages * int64(os.Getpagesize()), true
 }
 
-// dropTableMappings drops the resident pages of every shared mapping of a table
-// file (*.sst) in dirs from the process (MADV_DONTNEED, see trim.go), and
-// returns the bytes of the ranges it advised.
-func dropTableMappings(dirs map[string]bool) (int64, error) {
-	return adviseTableMappings(dirs, syscall.MADV_DONTNEED)
-}
-
-// dropRanges drops the resident pages of ranges read by tableMappings.
+// dropRanges drops the resident pages of ranges read by tableMappings from the
+// process (MADV_DONTNEED, see trim.go) and returns the bytes advised.
 func dropRanges(ranges []mapRange) (int64, error) {
 	n, _, err := adviseRanges(ranges, syscall.MADV_DONTNEED)
 	return n, err
@@ -50,18 +44,14 @@ func dropRanges(ranges []mapRange) (int64, error) {
 const madvPageout = 21
 
 // reclaimTableMappings pages out (writes back and frees) the resident pages of
-// the same mappings: safe on any range (see trim.go), for use while tables are
-// being unmapped.
+// every shared mapping of a table file (*.sst) in dirs: safe on any range (see
+// trim.go), for use while tables are being unmapped.
 func reclaimTableMappings(dirs map[string]bool) (int64, error) {
-	return adviseTableMappings(dirs, madvPageout)
-}
-
-func adviseTableMappings(dirs map[string]bool, advice uintptr) (int64, error) {
 	ranges, err := tableMappings(dirs)
 	if err != nil {
 		return 0, err
 	}
-	n, _, err := adviseRanges(ranges, advice)
+	n, _, err := adviseRanges(ranges, madvPageout)
 	return n, err
 }
 
