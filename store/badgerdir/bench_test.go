@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"testing"
+	"time"
 
 	"github.com/ledgermedic/ledgermedic/store"
 )
@@ -95,4 +96,40 @@ func BenchmarkLedgerIDs(b *testing.B) {
 			b.Fatalf("%d ledgers, %v", ledgers, err)
 		}
 	}
+}
+
+// BenchmarkPeekEntry0 reads entry 0 of every ledger through an EntryReader, as
+// back-fill does, beside the same point reads made with Badger's own
+// transaction: "peek/raw-time" is the reader's cost over Badger's floor.
+func BenchmarkPeekEntry0(b *testing.B) {
+	d := benchDataDir(b)
+	db := d.Ledgers.(*ledgerStore).db
+	var peek, raw time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		er := d.Ledgers.EntryReader()
+		for l := range int64(benchLedgers) {
+			if err := er.Peek(l+1, 0, func([]byte) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		er.Close()
+		t1 := time.Now()
+		txn := db.NewTransaction(false)
+		for l := range int64(benchLedgers) {
+			item, err := txn.Get(EntryKey(l+1, 0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := item.Value(func([]byte) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+		txn.Discard()
+		peek, raw = peek+t1.Sub(t0), raw+time.Since(t1)
+	}
+	reads := float64(b.N * benchLedgers)
+	b.ReportMetric(float64(peek.Nanoseconds())/reads, "peek-ns/read")
+	b.ReportMetric(float64(raw.Nanoseconds())/reads, "raw-ns/read")
+	b.ReportMetric(peek.Seconds()/raw.Seconds(), "peek/raw-time")
 }

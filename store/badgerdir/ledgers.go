@@ -88,6 +88,7 @@ func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn 
 	return l.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = ledgerKeyPrefix(ledgerID)
+		opts.PrefetchValues = false // each value is read once, in place (see metadataStore.WalkFrom)
 		return Iterate(ctx, txn, opts, EntryKey(ledgerID, from), func(item *badger.Item) error {
 			_, entryID, err := ParseEntryKey(item.Key())
 			if err != nil {

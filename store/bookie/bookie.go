@@ -295,6 +295,7 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 	err := s.index.db.View(func(txn *badger.Txn) error {
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = prefix
+		opts.PrefetchValues = false // small values read in place: a prefetch is a goroutine per item
 		err := badgerdir.Iterate(ctx, txn, opts, seek, func(item *badger.Item) error {
 			l, e, b := parseReplicaKey(item.Key())
 			if have && (l != curL || e != curE) {

@@ -309,6 +309,7 @@ func loadIndex(dir string) (*indexDB, error) {
 		for _, p := range []byte{fileKeyPrefix, damageKeyPrefix} {
 			opts := badger.DefaultIteratorOptions
 			opts.Prefix = []byte{p}
+			opts.PrefetchValues = false // small values read in place: a prefetch is a goroutine per item
 			err := badgerdir.Iterate(context.Background(), txn, opts, nil, func(item *badger.Item) error {
 				err := item.Value(func(v []byte) error {
 					if p == fileKeyPrefix {
