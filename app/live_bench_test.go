@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -8,6 +9,7 @@ import (
 	"runtime"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,8 +21,10 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/ledgermedic/ledgermedic/cluster"
 	"github.com/ledgermedic/ledgermedic/datadir"
 	"github.com/ledgermedic/ledgermedic/fixtures"
+	"github.com/ledgermedic/ledgermedic/formats"
 	"github.com/ledgermedic/ledgermedic/index"
 	"github.com/ledgermedic/ledgermedic/inspect"
 	"github.com/ledgermedic/ledgermedic/internal/gcpace"
@@ -189,6 +193,8 @@ func benchInspectTopics(b *testing.B, raw liveRaw) {
 // "readback" reads the written nodes back in batches of the same size through the
 // store, as the engine's verification does. Each is reported as a share of bare's
 // time (plan-only/bare-time = 2 means planning alone takes twice the bare writes).
+// A third loop, timed, is the floor of any verified back-fill (backfillFloor) on
+// its own clones: floor/bare is the most a back-fill can reach here.
 func benchBackfill(b *testing.B, raw liveRaw) {
 	// settle lets the writes before a timed loop land (the server's batched
 	// backend commits, our journal's write-back) before it starts, so that
@@ -206,26 +212,33 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		b.Fatal(err)
 	}
 	nb := dd.Metadata.(store.NodeBatcher)
+	floorJournal := b.TempDir()
 	for i := range liveBenchWarmup {
 		mine := cloneTopics(b, raw, "/managed-ledgers", fmt.Sprintf("warm%d", i), liveBenchBackfill, f.indexed)
 		theirs := cloneTopics(b, raw, "/bare", fmt.Sprintf("warm%d", i), liveBenchBackfill, f.indexed)
+		floors := cloneTopics(b, raw, "/floor", fmt.Sprintf("warm%d", i), liveBenchBackfill, f.indexed)
 		if _, err := index.Backfill(context.Background(), dd, index.BackfillOptions{Apply: true}); err != nil {
 			b.Fatal(err)
 		}
 		readModifyWrite(b, nb, theirs, raw.get(b, mine[0]))
+		backfillFloor(b, dd, fmt.Sprintf("/floor/warm%d/", i), floorJournal)
 		raw.remove(b, mine)
 		raw.remove(b, theirs)
+		raw.remove(b, floors)
 	}
 	var ours, bare, walkOnly, planOnly, readBack, planCPU, applyCPU time.Duration
 	var applyServerCPU, bareCPU, bareServerCPU, walkServerCPU, readBackServerCPU, serverJIT time.Duration
 	var written int64
-	var ratios []float64 // each iteration's bare/ours, for the median
+	var ratios, floorRatios []float64 // each iteration's bare/ours and bare/floor, for the medians
+	var floorTime, floorCPU, floorServerCPU time.Duration
 	iter := 0
 	for b.Loop() {
 		b.StopTimer()
 		mine := cloneTopics(b, raw, "/managed-ledgers", fmt.Sprintf("bf%d", iter), liveBenchBackfill, f.indexed)
 		// The bare loop's nodes lie outside /managed-ledgers/, where back-fill does not look.
 		theirs := cloneTopics(b, raw, "/bare", fmt.Sprintf("t%d", iter), liveBenchBackfill, f.indexed)
+		floors := cloneTopics(b, raw, "/floor", fmt.Sprintf("t%d", iter), liveBenchBackfill, f.indexed)
+		floorPrefix := fmt.Sprintf("/floor/t%d/", iter)
 		iter++
 		tw, sw := time.Now(), raw.serverCPU()
 		if err := dd.Metadata.Walk(context.Background(), "/managed-ledgers/", func(store.Node) error { return nil }); err != nil {
@@ -263,11 +276,25 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		t2, c2, s2 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
 		readModifyWrite(b, nb, theirs, value)
 		serverJIT += rusage.ThreadsCPU(raw.pid(), jitThreads) - j0
-		ratios = append(ratios, time.Since(t2).Seconds()/t1.Sub(t0).Seconds())
-		ours, bare = ours+t1.Sub(t0), bare+time.Since(t2)
+		bareIter := time.Since(t2)
+		ratios = append(ratios, bareIter.Seconds()/t1.Sub(t0).Seconds())
+		ours, bare = ours+t1.Sub(t0), bare+bareIter
 		bareCPU, bareServerCPU = bareCPU+rusage.ProcessCPU()-c2, bareServerCPU+raw.serverCPU()-s2
 		written += int64(nodes)
 		b.StopTimer()
+		settle()
+		t3, c3, s3 := time.Now(), rusage.ProcessCPU(), raw.serverCPU()
+		var n int
+		pprof.Do(context.Background(), pprof.Labels("phase", "floor"), func(context.Context) {
+			n = backfillFloor(b, dd, floorPrefix, floorJournal)
+		})
+		if n != liveBenchBackfill {
+			b.Fatalf("floor wrote %d nodes, want %d", n, liveBenchBackfill)
+		}
+		floorIter := time.Since(t3)
+		floorTime += floorIter
+		floorCPU, floorServerCPU = floorCPU+rusage.ProcessCPU()-c3, floorServerCPU+raw.serverCPU()-s3
+		floorRatios = append(floorRatios, bareIter.Seconds()/floorIter.Seconds())
 		tr, sr := time.Now(), raw.serverCPU()
 		for i := 0; i < len(mine); i += liveBenchBatch {
 			if _, err := nb.GetNodes(mine[i:min(i+liveBenchBatch, len(mine))]); err != nil {
@@ -280,6 +307,7 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 		// and decoded again).
 		raw.remove(b, mine)
 		raw.remove(b, theirs)
+		raw.remove(b, floors)
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(written)/ours.Seconds(), "ours-nodes/s")
@@ -288,6 +316,14 @@ func benchBackfill(b *testing.B, raw liveRaw) {
 	// The median of the iterations' ratios: each times ours and the bare loop back
 	// to back, so a burst of other load moves it less than the ratio of the sums.
 	b.ReportMetric(medianOf(ratios), "ours/bare-median")
+	// The floor (backfillFloor): the least a verified back-fill does. Its ratio
+	// to the bare loop is the most any back-fill can reach on this machine and
+	// setting; ours/floor is what back-fill's own work costs on top of it.
+	b.ReportMetric(medianOf(floorRatios), "floor/bare-median")
+	b.ReportMetric(bare.Seconds()/floorTime.Seconds(), "floor/bare-speed")
+	b.ReportMetric(floorTime.Seconds()/ours.Seconds(), "ours/floor-speed")
+	b.ReportMetric(float64(floorCPU.Microseconds())/float64(written), "floor-cpu-µs/node")
+	b.ReportMetric(float64(floorServerCPU.Microseconds())/float64(written), "floor-server-cpu-µs/node")
 	b.ReportMetric(walkOnly.Seconds()/bare.Seconds(), "walk-only/bare-time")
 	b.ReportMetric(planOnly.Seconds()/bare.Seconds(), "plan-only/bare-time")
 	b.ReportMetric(readBack.Seconds()/bare.Seconds(), "readback/bare-time")
@@ -353,6 +389,141 @@ func readModifyWrite(b *testing.B, nb store.NodeBatcher, paths []string, value [
 	if err := failed.Load(); err != nil {
 		b.Fatalf("read-modify-write: %v", err)
 	}
+}
+
+// backfillFloor is what no verified back-fill can go without, and nothing more:
+// the walk that finds the managed ledgers (the bare loop is handed their paths),
+// entry 0 of every ledger read from the ledger store and parsed for its broker
+// index, each node decoded, its ledgers' property set and the node
+// re-encoded, the batch's before-images made durable (a file per batch, synced
+// with its folder) before the batch's compare-and-set against the versions the
+// walk read, and the batch read back and compared. liveBenchWriters batches of
+// liveBenchBatch nodes are worked at once, as back-fill's series writes them;
+// the walk feeds them as it goes. It returns the nodes written. What back-fill
+// does beyond it (its rules and findings, the run records' states, progress)
+// is what the figure ours/floor prices.
+func backfillFloor(b *testing.B, dd *datadir.DataDir, prefix, journal string) int {
+	nb := dd.Metadata.(store.NodeBatcher)
+	key := cluster.KeyFor("")
+	batches := make(chan []store.Node, liveBenchWriters)
+	var walkErr error
+	go func() {
+		defer close(batches)
+		var batch []store.Node
+		walkErr = dd.Metadata.Walk(context.Background(), prefix, func(n store.Node) error {
+			if strings.Count(n.Path, "/") != strings.Count(prefix, "/")+2 {
+				return nil // the tenant's namespace and domain nodes
+			}
+			n.Value = bytes.Clone(n.Value)
+			if batch = append(batch, n); len(batch) == liveBenchBatch {
+				batches <- batch
+				batch = nil
+			}
+			return nil
+		})
+		if len(batch) > 0 {
+			batches <- batch
+		}
+	}()
+	var written atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for range liveBenchWriters {
+		wg.Go(func() {
+			er := dd.Ledgers.EntryReader()
+			defer er.Close()
+			for batch := range batches {
+				if err := floorBatch(nb, er, key, journal, batch); err != nil {
+					failed.Store(err)
+					continue // drain
+				}
+				written.Add(int64(len(batch)))
+			}
+		})
+	}
+	wg.Wait()
+	if walkErr != nil {
+		b.Fatalf("floor walk: %v", walkErr)
+	}
+	if err := failed.Load(); err != nil {
+		b.Fatalf("floor: %v", err)
+	}
+	return int(written.Load())
+}
+
+// floorBatch is backfillFloor's work on one batch.
+func floorBatch(nb store.NodeBatcher, er store.EntryReader, key, journal string, batch []store.Node) error {
+	writes := make([]store.NodeWrite, len(batch))
+	var before []byte
+	for i, n := range batch {
+		info, enc, err := formats.DecodeManagedLedgerInfo(n.Value)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Path, err)
+		}
+		for _, li := range info.GetLedgerInfo() {
+			// Every ledger, the open one too (it has no count yet): a ledger
+			// without entry 0 is left as it is.
+			var e index.EntryInfo
+			err := er.Peek(li.GetLedgerId(), 0, func(v []byte) (err error) {
+				e, err = index.ParseEntryInfo(v)
+				return err
+			})
+			if err == nil && e.HasIndex {
+				formats.SetLedgerProperty(li, key, strconv.FormatInt(e.Base, 10))
+			}
+		}
+		after, err := formats.EncodeManagedLedgerInfo(info, enc)
+		if err != nil {
+			return fmt.Errorf("%s: %w", n.Path, err)
+		}
+		writes[i] = store.NodeWrite{Path: n.Path, Expect: n.Version, Value: after}
+		before = append(before, n.Value...)
+	}
+	if err := writeDurable(journal, before); err != nil {
+		return err
+	}
+	if _, err := nb.CompareAndSetNodes(writes); err != nil {
+		return err
+	}
+	paths := make([]string, len(writes))
+	for i, w := range writes {
+		paths[i] = w.Path
+	}
+	got, err := nb.GetNodes(paths)
+	if err != nil {
+		return err
+	}
+	for i, n := range got {
+		if !bytes.Equal(n.Value, writes[i].Value) {
+			return fmt.Errorf("%s: read back %d bytes, not what was written", n.Path, len(n.Value))
+		}
+	}
+	return nil
+}
+
+// writeDurable writes data to a new file in dir and syncs it and dir.
+func writeDurable(dir string, data []byte) error {
+	f, err := os.CreateTemp(dir, "floor-*")
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 func BenchmarkLiveZKInspectTopics(b *testing.B)   { benchInspectTopics(b, startZKRaw(b)) }
@@ -515,15 +686,29 @@ func (e *etcdRawStore) create(b *testing.B, paths []string, values [][]byte) {
 	}
 }
 
+// remove deletes the paths and compacts the store's history up to the deletes,
+// as a production etcd's auto-compaction does: until then a deleted key stays in
+// etcd's key index as a tombstone that every later range over it steps through
+// (treeIndex.visit in server/mvcc/index.go), so each iteration's walk of
+// /managed-ledgers/ would cost the server more than the one before.
 func (e *etcdRawStore) remove(b *testing.B, paths []string) {
+	var rev int64
 	for i := 0; i < len(paths); i += liveBenchBatch {
 		var ops []clientv3.Op
 		for _, p := range paths[i:min(i+liveBenchBatch, len(paths))] {
 			ops = append(ops, clientv3.OpDelete(p))
 		}
-		if _, err := e.cli.Txn(context.Background()).Then(ops...).Commit(); err != nil {
+		resp, err := e.cli.Txn(context.Background()).Then(ops...).Commit()
+		if err != nil {
 			b.Fatalf("delete: %v", err)
 		}
+		rev = resp.Header.Revision
+	}
+	if rev == 0 {
+		return
+	}
+	if _, err := e.cli.Compact(context.Background(), rev, clientv3.WithCompactPhysical()); err != nil {
+		b.Fatalf("compact at revision %d: %v", rev, err)
 	}
 }
 
