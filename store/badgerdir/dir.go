@@ -373,6 +373,8 @@ func ScanKeys(ctx context.Context, ls store.LedgerStore, name string, fn func(ke
 // ScanKeys passes every key and value of the ledger store to fn (store.KeyScanner).
 func (l *ledgerStore) ScanKeys(ctx context.Context, fn func(key, value []byte) error, skipped func(*store.TruncatedError) error) error {
 	return l.db.View(func(txn *badger.Txn) error {
+		// Badger's own defaults, not ScanOptions: this is the plain Badger
+		// iteration the scan ratios are measured against (docs/benchmarks.md).
 		opts := badger.DefaultIteratorOptions
 		opts.Prefix = []byte{entryKeyPrefix}
 		return Iterate(ctx, txn, opts, nil, func(item *badger.Item) error {

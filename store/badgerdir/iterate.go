@@ -42,13 +42,24 @@ func Iterate(ctx context.Context, txn *badger.Txn, opts badger.IteratorOptions, 
 	return nil
 }
 
+// ScanOptions are the iterator options of a forward scan of prefix that reads
+// each value at most once, in place. Badger's default prefetch starts a
+// goroutine per item to copy its value ahead (Iterator.fill in badger's
+// iterator.go), which such a scan only pays for: 1.7 s of a 1M-topic inspect
+// topics' 38 s of CPU.
+func ScanOptions(prefix []byte) badger.IteratorOptions {
+	opts := badger.DefaultIteratorOptions
+	opts.PrefetchValues = false
+	opts.Prefix = prefix
+	return opts
+}
+
 // LastKey passes the largest key of txn that starts with prefix to fn (valid only
 // during fn), or returns store.ErrNotFound. keyLen is the length of the keys
 // under prefix: the reverse seek starts past every one of them.
 func LastKey(txn *badger.Txn, prefix []byte, keyLen int, fn func(key []byte) error) error {
-	opts := badger.DefaultIteratorOptions
-	opts.PrefetchValues, opts.Reverse = false, true
-	opts.Prefix = prefix
+	opts := ScanOptions(prefix)
+	opts.Reverse = true
 	it := txn.NewIterator(opts)
 	defer it.Close()
 	// In reverse, Seek finds the largest key <= the seek key: past every key of keyLen.

@@ -86,10 +86,7 @@ func (l *ledgerStore) Entries(ctx context.Context, ledgerID, from, to int64, fn 
 		return nil
 	}
 	return l.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = ledgerKeyPrefix(ledgerID)
-		opts.PrefetchValues = false // each value is read once, in place (see metadataStore.WalkFrom)
-		return Iterate(ctx, txn, opts, EntryKey(ledgerID, from), func(item *badger.Item) error {
+		return Iterate(ctx, txn, ScanOptions(ledgerKeyPrefix(ledgerID)), EntryKey(ledgerID, from), func(item *badger.Item) error {
 			_, entryID, err := ParseEntryKey(item.Key())
 			if err != nil {
 				return fmt.Errorf("ledger %d: %w", ledgerID, err)
@@ -124,9 +121,7 @@ func (l *ledgerStore) LastEntry(ledgerID int64) (int64, error) {
 
 func (l *ledgerStore) LedgerIDs(ctx context.Context, fn func(ledgerID int64, entries int64) error) error {
 	return l.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte{entryKeyPrefix}
+		opts := ScanOptions([]byte{entryKeyPrefix})
 		var (
 			cur   int64
 			count int64
@@ -178,10 +173,7 @@ func (l *ledgerStore) DeleteLedgerEntries(ledgerID int64) error {
 	wb := l.db.NewWriteBatch()
 	defer wb.Cancel()
 	err := l.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = ledgerKeyPrefix(ledgerID)
-		return Iterate(context.Background(), txn, opts, nil, func(item *badger.Item) error {
+		return Iterate(context.Background(), txn, ScanOptions(ledgerKeyPrefix(ledgerID)), nil, func(item *badger.Item) error {
 			return wb.Delete(item.KeyCopy(nil))
 		})
 	})

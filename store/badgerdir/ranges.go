@@ -153,9 +153,7 @@ func (l *ledgerStore) ScanLedgerRange(ctx context.Context, r store.LedgerRange, 
 		end = binary.BigEndian.AppendUint64([]byte{entryKeyPrefix}, r.End)
 	}
 	return l.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = []byte{entryKeyPrefix}
+		opts := ScanOptions([]byte{entryKeyPrefix})
 		if id, ok := r.Single(); ok {
 			opts.Prefix = ledgerKeyPrefix(id)
 		}

@@ -293,10 +293,7 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 		return fn(curL, curE, reps)
 	}
 	err := s.index.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.Prefix = prefix
-		opts.PrefetchValues = false // small values read in place: a prefetch is a goroutine per item
-		err := badgerdir.Iterate(ctx, txn, opts, seek, func(item *badger.Item) error {
+		err := badgerdir.Iterate(ctx, txn, badgerdir.ScanOptions(prefix), seek, func(item *badger.Item) error {
 			l, e, b := parseReplicaKey(item.Key())
 			if have && (l != curL || e != curE) {
 				if err := flush(); err != nil {
@@ -327,14 +324,11 @@ func (s *Store) groups(ctx context.Context, seek, prefix []byte, fn func(ledgerI
 // keys walks replica keys only (no values), telling when a new entry starts.
 func (s *Store) keys(ctx context.Context, prefix []byte, fn func(ledgerID, entryID int64, newEntry bool) error) error {
 	return s.index.db.View(func(txn *badger.Txn) error {
-		opts := badger.DefaultIteratorOptions
-		opts.PrefetchValues = false
-		opts.Prefix = prefix
 		var (
 			prevL, prevE int64
 			n            int
 		)
-		return badgerdir.Iterate(ctx, txn, opts, nil, func(item *badger.Item) error {
+		return badgerdir.Iterate(ctx, txn, badgerdir.ScanOptions(prefix), nil, func(item *badger.Item) error {
 			l, e, _ := parseReplicaKey(item.Key())
 			if err := fn(l, e, n == 0 || l != prevL || e != prevE); err != nil {
 				return err

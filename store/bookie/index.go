@@ -307,10 +307,7 @@ func loadIndex(dir string) (*indexDB, error) {
 	idx := &indexDB{db: db, dir: dir}
 	err = db.View(func(txn *badger.Txn) error {
 		for _, p := range []byte{fileKeyPrefix, damageKeyPrefix} {
-			opts := badger.DefaultIteratorOptions
-			opts.Prefix = []byte{p}
-			opts.PrefetchValues = false // small values read in place: a prefetch is a goroutine per item
-			err := badgerdir.Iterate(context.Background(), txn, opts, nil, func(item *badger.Item) error {
+			err := badgerdir.Iterate(context.Background(), txn, badgerdir.ScanOptions([]byte{p}), nil, func(item *badger.Item) error {
 				err := item.Value(func(v []byte) error {
 					if p == fileKeyPrefix {
 						var f indexFile
